@@ -1,0 +1,1 @@
+"""dialcheck's own three-way NLI model: training data, training, export, evaluation, inference."""

@@ -1,0 +1,19 @@
+"""One label order for every NLI component (model head, Triton output, gate, verifier)."""
+from __future__ import annotations
+
+LABELS: tuple[str, str, str] = ("entailment", "neutral", "contradiction")
+ENTAILMENT, NEUTRAL, CONTRADICTION = 0, 1, 2
+
+_ALIASES = {
+    "entailment": 0, "e": 0, "supports": 0, "supported": 0, "true": 0, "entailed": 0,
+    "neutral": 1, "n": 1, "not enough info": 1, "not_enough_info": 1, "nei": 1,
+    "unknown": 1, "uncertain": 1,
+    "contradiction": 2, "c": 2, "refutes": 2, "refuted": 2, "false": 2,
+}
+
+
+def label_id(raw: str | None) -> int | None:
+    """Map a source's label spelling to our id; None for labels we do not train on."""
+    if raw is None:
+        return None
+    return _ALIASES.get(str(raw).strip().lower())

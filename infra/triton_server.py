@@ -1,0 +1,185 @@
+"""Start/stop the tritonserver bundled in nvidia-pytriton against our model repository.
+
+One job: a reusable launcher (context manager) for `dialcheck serve-models`, tests and the
+benchmark. Binds 127.0.0.1 on free ports, waits for readiness, stops cleanly. The launch recipe
+(python backend + stub copied next to each other, interpreter LIBDIR on LD_LIBRARY_PATH, venv
+first on PATH) is the one verified in shared/docs/local-stack.md.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+from typing import Sequence
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_REPOSITORY = REPO_ROOT / "triton_models"
+
+
+class TritonStartError(RuntimeError):
+    """tritonserver exited or did not become ready; the message carries the log tail."""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def pytriton_root() -> Path:
+    import pytriton
+
+    return Path(pytriton.__file__).resolve().parent / "tritonserver"
+
+
+def backend_directory() -> Path:
+    """A backends/ dir holding the python backend with this interpreter's stub (copied once)."""
+    ver = f"{sys.version_info.major}.{sys.version_info.minor}"
+    target = Path(tempfile.gettempdir()) / f"dialcheck-triton-backends-py{ver}"
+    stub = target / "python" / "triton_python_backend_stub"
+    if stub.exists():
+        return target
+    root = pytriton_root()
+    staging = Path(tempfile.mkdtemp(prefix="dialcheck-backends-"))
+    shutil.copytree(root / "backends" / "python", staging / "python")
+    shutil.copy2(root / "python_backend_stubs" / ver / "triton_python_backend_stub", staging / "python")
+    try:
+        staging.rename(target)
+    except OSError:  # another process won the race
+        shutil.rmtree(staging, ignore_errors=True)
+    return target
+
+
+def server_env() -> dict[str, str]:
+    """LD_LIBRARY_PATH with the interpreter's LIBDIR (else the stub loads another libpython);
+    this interpreter's bin first on PATH so the stub sees the venv's packages."""
+    env = dict(os.environ)
+    libs = [str(Path(pytriton_root()).parent.parent / "nvidia_pytriton.libs"), sysconfig.get_config_var("LIBDIR") or ""]
+    env["LD_LIBRARY_PATH"] = ":".join([p for p in libs if p] + ([env["LD_LIBRARY_PATH"]] if env.get("LD_LIBRARY_PATH") else []))
+    env["PATH"] = f"{Path(sys.executable).parent}:{env.get('PATH', '')}"
+    env.setdefault("HF_HUB_OFFLINE", "1")
+    env.setdefault("TRANSFORMERS_OFFLINE", "1")
+    env.setdefault("TOKENIZERS_PARALLELISM", "false")
+    env["PYTHONPATH"] = ":".join([str(REPO_ROOT)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+    return env
+
+
+class TritonServer:
+    """A tritonserver process. `models` given: explicit model control, only those are loaded.
+    Ports are kept across stop()/start() so clients can reconnect after a restart."""
+
+    def __init__(self, model_repository: str | Path = DEFAULT_REPOSITORY, *, models: Sequence[str] | None = None,
+                 http_port: int | None = None, grpc_port: int | None = None, host: str = "127.0.0.1",
+                 log_path: str | Path | None = None, verbose: bool = False):
+        self.model_repository = Path(model_repository).resolve()
+        self.models = list(models) if models else None
+        self.host = host
+        self.http_port = http_port or free_port()
+        self.grpc_port = grpc_port or free_port()
+        self.log_path = Path(log_path) if log_path else Path(tempfile.mkstemp(prefix="tritonserver-", suffix=".log")[1])
+        self.verbose = verbose
+        self.process: subprocess.Popen | None = None
+
+    @property
+    def grpc_url(self) -> str:
+        return f"triton://{self.host}:{self.grpc_port}"
+
+    @property
+    def http_url(self) -> str:
+        return f"triton+http://{self.host}:{self.http_port}"
+
+    def command(self) -> list[str]:
+        cmd = [str(pytriton_root() / "bin" / "tritonserver"), f"--model-repository={self.model_repository}",
+               f"--backend-directory={backend_directory()}", f"--http-address={self.host}",
+               f"--http-port={self.http_port}", f"--grpc-address={self.host}", f"--grpc-port={self.grpc_port}",
+               "--allow-metrics=false", "--strict-readiness=true", "--exit-on-error=true"]
+        if self.models:
+            cmd.append("--model-control-mode=explicit")
+            cmd += [f"--load-model={m}" for m in self.models]
+        if self.verbose:
+            cmd.append("--log-verbose=1")
+        return cmd
+
+    def start(self, timeout_s: float = 180.0) -> "TritonServer":
+        if self.running:
+            return self
+        log = open(self.log_path, "ab")
+        # Own session: stop() can signal the server and its python-backend stubs as one group.
+        self.process = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT, env=server_env(),
+                                        start_new_session=True, cwd=str(REPO_ROOT))
+        log.close()
+        self.wait_ready(timeout_s)
+        return self
+
+    @property
+    def running(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def ready(self) -> bool:
+        try:
+            with urllib.request.urlopen(f"http://{self.host}:{self.http_port}/v2/health/ready", timeout=2) as r:
+                return r.status == 200
+        except OSError:
+            return False
+
+    def wait_ready(self, timeout_s: float) -> None:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if not self.running:
+                raise TritonStartError(f"tritonserver exited (rc={self.process.returncode if self.process else None}):\n{self.log_tail()}")
+            if self.ready():
+                return
+            time.sleep(0.25)
+        self.stop()
+        raise TritonStartError(f"tritonserver not ready after {timeout_s:.0f} s:\n{self.log_tail()}")
+
+    def log_tail(self, n: int = 40) -> str:
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-n:])
+        except OSError:
+            return ""
+
+    def _signal_group(self, sig: int) -> None:
+        if self.process is None:
+            return
+        try:
+            os.killpg(self.process.pid, sig)
+        except ProcessLookupError:
+            pass
+
+    def stop(self, grace_s: float = 20.0) -> None:
+        """SIGTERM to the server (it drains requests and stops its stubs); SIGKILL to the whole
+        group after the grace period. The group is only signalled while its leader is unreaped,
+        so the id cannot have been reused by someone else's processes."""
+        if self.process is None:
+            return
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(grace_s)
+            except subprocess.TimeoutExpired:
+                self._signal_group(signal.SIGKILL)
+                self.process.wait()
+        self.process = None
+
+    def kill(self) -> None:
+        """Crash the server (SIGKILL, whole group): outage simulation."""
+        if self.process is not None:
+            if self.process.poll() is None:
+                self._signal_group(signal.SIGKILL)
+            self.process.wait()
+            self.process = None
+
+    def __enter__(self) -> "TritonServer":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

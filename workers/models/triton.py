@@ -211,10 +211,17 @@ class TritonNLI:
         n = len(premises)
         if n == 0:
             return np.zeros((0, 3), np.float32), self.temperature
+        # Same length-sorted chunks as OnnxNLI.logits: with a dynamically quantised (int8)
+        # artifact the activation scales are per forward pass, so numbers depend on which rows
+        # share a batch; the server runs each request as one pass (merge_requests "false").
+        order = sorted(range(n), key=lambda i: len(premises[i]) + len(hypotheses[i]))
+        prem = [premises[i] for i in order]
+        hyp = [hypotheses[i] for i in order]
         results = self.transport.map_batches(
-            n, lambda s, e: {"PREMISE": _bytes_column(premises[s:e]), "HYPOTHESIS": _bytes_column(hypotheses[s:e])},
+            n, lambda s, e: {"PREMISE": _bytes_column(prem[s:e]), "HYPOTHESIS": _bytes_column(hyp[s:e])},
             ["LOGITS", "TEMPERATURE", "VERSION"])
-        logits = np.concatenate([r["LOGITS"] for r in results]).astype(np.float32)
+        logits = np.zeros((n, 3), np.float32)
+        logits[order] = np.concatenate([r["LOGITS"] for r in results]).astype(np.float32)
         self.temperature = float(results[0]["TEMPERATURE"].reshape(-1)[0])
         self.version = _decode(results[0]["VERSION"].reshape(-1)[0])
         return logits, self.temperature

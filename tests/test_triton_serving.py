@@ -1,0 +1,128 @@
+"""The real tritonserver (bundled with nvidia-pytriton) on triton_models/ gives the in-process
+numbers: NLI probabilities and encoder vectors within 1e-4 on 50 DialFact records, the same
+pipeline verdicts, and an outage turns into degraded verdicts that recover after a restart."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from infra.triton_server import TritonServer  # noqa: E402
+from workers.models.base import ModelUnavailable  # noqa: E402
+
+DIALFACT = REPO.parent / "shared" / "data" / "dialfact" / "testsmall.jsonl"
+NLI_DIR = REPO / "triton_models" / "nli" / "1"
+N = 50
+TOL = 1e-4
+
+pytestmark = pytest.mark.skipif(not (NLI_DIR / "model.onnx").exists() or not DIALFACT.exists(),
+                                reason="NLI artifact or DialFact data missing")
+
+
+@pytest.fixture(scope="module")
+def server():
+    with TritonServer(REPO / "triton_models") as s:
+        yield s
+
+
+@pytest.fixture(scope="module")
+def records():
+    from workers.dialfact import load_dialfact
+
+    return load_dialfact(DIALFACT, limit=N)
+
+
+@pytest.fixture(scope="module")
+def local_nli():
+    from workers.models.onnx_nli import OnnxNLI
+
+    return OnnxNLI(NLI_DIR)
+
+
+@pytest.fixture(scope="module")
+def local_encoder():
+    from workers.models.encoders import E5Encoder
+
+    return E5Encoder()
+
+
+def _pairs(records) -> tuple[list[str], list[str]]:
+    premises = [" ".join(text for _, text in r.evidence) or r.response for r in records]
+    return premises, [r.response for r in records]
+
+
+@pytest.mark.parametrize("scheme", ["grpc", "http"])
+def test_nli_matches_in_process(server, records, local_nli, scheme):
+    from workers.models.triton import TritonNLI
+
+    url = server.grpc_url if scheme == "grpc" else server.http_url
+    remote = TritonNLI.from_url(url)
+    premises, hyps = _pairs(records)
+    want = local_nli.predict(premises, hyps)
+    got = remote.predict(premises, hyps)
+    assert got.shape == (N, 3)
+    assert np.abs(got - want).max() < TOL
+    assert (got.argmax(1) == want.argmax(1)).all()
+    assert remote.version == local_nli.version
+    remote.close()
+
+
+def test_encoder_matches_in_process(server, records, local_encoder):
+    from workers.models.triton import TritonEncoder
+
+    remote = TritonEncoder.from_url(server.grpc_url, "e5")
+    assert (remote.dim, remote.version) == (local_encoder.dim, local_encoder.version)
+    texts = [r.response for r in records]
+    for is_query in (False, True):
+        got = remote.encode(texts, is_query=is_query)
+        want = local_encoder.encode(texts, is_query=is_query)
+        assert np.abs(got - want).max() < TOL
+    with pytest.raises(ModelUnavailable):
+        TritonEncoder.from_url(server.grpc_url, "minilm")  # served encoder is checked
+    remote.close()
+
+
+def _assert_same(local, remote):
+    assert len(remote) == len(local)
+    for a, b in zip(local, remote):
+        assert a.label == b.label and a.status.state == b.status.state == "ok", b.status.reason
+        assert a.surface == b.surface
+        for k in a.probabilities:
+            assert abs(a.probabilities[k] - b.probabilities[k]) < TOL
+
+
+def test_pipeline_same_verdicts_and_outage_recovery(server, records, local_nli, local_encoder):
+    """Pipeline-level: same labels/probabilities through Triton; kill the server mid-run →
+    ModelUnavailable → degraded verdicts (none dropped); restart on the same ports → recovery."""
+    from dialcheck.settings import Settings
+    from workers.models.triton import TritonEncoder, TritonNLI
+    from workers.pipeline import Pipeline
+
+    settings = Settings()
+    items = [r.to_check_item("fv") for r in records]
+    in_process = Pipeline(settings, local_nli, local_encoder, None, protocol="fv", surface="r4g")
+    local = in_process.check_many(items)
+
+    fast = "?retries=1&backoff_s=0.05&timeout_s=60"  # outage = refused connection: fails fast anyway
+    nli, enc = TritonNLI.from_url(server.grpc_url + fast), TritonEncoder.from_url(server.grpc_url + fast, "e5")
+    pipe = Pipeline(settings, nli, enc, None, protocol="fv", surface="r4g")
+    _assert_same(local, pipe.check_many(items))
+
+    server.kill()
+    assert not nli.ready()
+    with pytest.raises(ModelUnavailable):
+        nli.predict(["a"], ["b"])
+    degraded = pipe.check_many(items[:5])
+    assert len(degraded) == 5
+    for v in degraded:
+        assert v.status.state in ("degraded", "error")
+        assert "unavailable" in v.status.reason.lower()
+
+    server.start()
+    assert nli.ready()
+    _assert_same(in_process.check_many(items[:5]), pipe.check_many(items[:5]))

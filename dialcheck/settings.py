@@ -55,6 +55,12 @@ class Settings:
     max_text_chars: int = _opt(4000, "DIALCHECK_MAX_TEXT_CHARS", "Longer turns are rejected to the dead-letter topic.")
     batch_size: int = _opt(16, "DIALCHECK_BATCH_SIZE", "Turns per model batch in the stream worker.")
     batch_within_s: float = _opt(0.2, "DIALCHECK_BATCH_WITHIN_S", "Max wait to fill a batch.")
+    topic_partitions: int = _opt(4, "DIALCHECK_TOPIC_PARTITIONS", "Partitions of the stream topics and changelogs when dialcheck creates them.")
+    topic_replication: int = _opt(1, "DIALCHECK_TOPIC_REPLICATION", "Replication factor of topics dialcheck creates.")
+    stream_app_id: str = _opt("dialcheck", "DIALCHECK_STREAM_APP_ID", "Faust app id: consumer group and changelog topic prefix.")
+    stream_status_interval_s: float = _opt(5.0, "DIALCHECK_STREAM_STATUS_S", "Worker status log and idle-eviction sweep period.")
+    kafka_ssl_certfile: str = _opt("", "DIALCHECK_KAFKA_SSL_CERTFILE", "Client certificate for mutual TLS.")
+    kafka_ssl_keyfile: str = _opt("", "DIALCHECK_KAFKA_SSL_KEYFILE", "Client key for mutual TLS.")
 
     @classmethod
     def from_env(cls, **overrides) -> "Settings":

@@ -1,0 +1,150 @@
+"""Streaming commands: `dialcheck worker | replay | verdicts | demo` (the Kafka side lives in streams/)."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from dataclasses import replace
+
+from dialcheck.settings import REPO_ROOT, Settings
+
+DEFAULT_DATA = str(REPO_ROOT.parent / "shared" / "data" / "dialfact" / "testsmall.jsonl")
+
+
+def _settings(args) -> Settings:
+    return Settings.from_env(kafka_bootstrap=getattr(args, "broker", None) or None)
+
+
+def _need_broker(s: Settings) -> Settings:
+    if not s.kafka_bootstrap:
+        sys.exit("no broker: pass --broker HOST:PORT or set DIALCHECK_KAFKA_BOOTSTRAP "
+                 "(`dialcheck worker` without one starts an embedded broker and prints its address)")
+    return s
+
+
+def cmd_worker(args) -> int:
+    from streams.broker import kafka_for
+    from streams.pipeline_factory import build_pipeline, item_factory
+    from streams.worker import run_worker
+
+    settings = _settings(args)
+    # load models before joining the group: a 20 s load inside the worker would stall a rebalance
+    pipeline = build_pipeline(settings, args.pipeline, protocol=args.protocol, surface=args.surface)
+    with kafka_for(settings) as s:
+        if not settings.kafka_bootstrap:
+            print(f"embedded broker at {s.kafka_bootstrap} (memory storage; gone when this worker stops)", flush=True)
+        return run_worker(s, pipeline.check_many, item_factory(), loglevel=args.loglevel)
+
+
+def cmd_replay(args) -> int:
+    from streams.replay import load_records, replay
+    from streams.topics import ensure_topics
+
+    s = _need_broker(_settings(args))
+    records = load_records(args.data, args.records)
+    ensure_topics(s)
+    stats = replay(s, records, rate=args.rate, prefix=args.prefix, progress=not args.quiet)
+    print(json.dumps({"records": stats.records, "turns": stats.turns, "seconds": round(stats.seconds, 2),
+                      "topic": s.topic_turns}))
+    return 0
+
+
+def cmd_verdicts(args) -> int:
+    from streams.replay import load_records
+    from streams.verdicts import TopicReader, VerdictLog, read_dead_letters, score
+
+    s = _need_broker(_settings(args))
+    if args.deadletter:
+        for d in read_dead_letters(s):
+            print(json.dumps(d.to_dict(), ensure_ascii=False))
+        return 0
+    vlog = VerdictLog()
+    with TopicReader(s, s.topic_verdicts) as reader:
+        records_iter = iter(()) if args.follow else reader.drain()
+        try:
+            while True:
+                recs = reader.poll(0.5) if args.follow else list(records_iter)
+                for rec in recs:
+                    v = vlog.add_raw(rec.value)
+                    if v is not None and not args.gold:
+                        print(json.dumps(v.to_dict(), ensure_ascii=False) if args.json else
+                              f"{v.claim_id}\t{v.label}\t{v.status.state}\t{v.conversation_id}\t{v.claim[:80]}",
+                              flush=True)
+                if not args.follow:
+                    break
+        except KeyboardInterrupt:
+            pass
+    if args.gold:
+        records = load_records(args.gold)
+        metrics = score(vlog.verdicts, records)
+        metrics["duplicates_dropped"] = vlog.duplicates
+        if args.json:
+            print(json.dumps(metrics, indent=2))
+        else:
+            for k, v in metrics.items():
+                print(f"{k}\t{v}")
+    return 0
+
+
+def cmd_demo(args) -> int:
+    from streams.demo import run_demo
+    from streams.pipeline_factory import DEFAULT_FACTORY
+
+    settings = _settings(args)
+    if args.pipeline == DEFAULT_FACTORY:
+        from workers.retrieval.build import ensure_index  # e2e needs the embedded passage index
+        ensure_index(settings)
+    summary = run_demo(settings, args.data, args.records, pipeline=args.pipeline, progress=not args.json,
+                       timeout_s=args.timeout)
+    if args.json:
+        print(json.dumps(summary, indent=2))
+    else:
+        m = summary["metrics"]
+        print(f"demo: {summary['verdicts']}/{summary['claims']} verdicts "
+              f"({summary['duplicates_dropped']} duplicates dropped), {summary['deadletter']} dead letters, "
+              f"status {summary['status']}, accuracy {m.get('accuracy')}, macro-F1 {m.get('macro_f1')}, "
+              f"{summary['elapsed_s']} s")
+    return 0 if summary["ok"] else 1
+
+
+def register(sub) -> None:
+    from streams.pipeline_factory import DEFAULT_FACTORY
+
+    def broker(p):
+        p.add_argument("--broker", help="Kafka bootstrap HOST:PORT[,...] (default: DIALCHECK_KAFKA_BOOTSTRAP; "
+                                        "empty: embedded Tansu where the command supports it)")
+
+    p = sub.add_parser("worker", help="Run the stream worker: chat.turns → verdicts (Faust).")
+    broker(p)
+    p.add_argument("--protocol", default="e2e")
+    p.add_argument("--surface", default="r4g")
+    p.add_argument("--pipeline", default=DEFAULT_FACTORY, help=argparse.SUPPRESS)
+    p.add_argument("--loglevel", default="info")
+    p.set_defaults(func=cmd_worker)
+
+    p = sub.add_parser("replay", help="Produce DialFact records as chat turns (context turns, then the response).")
+    broker(p)
+    p.add_argument("--data", default=DEFAULT_DATA)
+    p.add_argument("--rate", type=float, default=0.0, help="records (= checked claims) per second; 0 = flat out")
+    p.add_argument("--records", type=int, default=None, help="first N records only")
+    p.add_argument("--prefix", default="", help="prefix for conversation ids (replay the same data again as new claims)")
+    p.add_argument("--quiet", action="store_true")
+    p.set_defaults(func=cmd_replay)
+
+    p = sub.add_parser("verdicts", help="Read verdicts (dedup by claim id); --gold scores them like `dialcheck eval`.")
+    broker(p)
+    p.add_argument("--follow", action="store_true", help="keep reading new verdicts")
+    p.add_argument("--gold", help="DialFact JSONL with gold labels: print metrics instead of verdicts")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--deadletter", action="store_true", help="print the dead-letter topic instead")
+    p.set_defaults(func=cmd_verdicts)
+
+    p = sub.add_parser("demo", help="Broker, worker, replay and scoring, all embedded; prints a summary.")
+    broker(p)
+    p.add_argument("--records", type=int, default=20)
+    p.add_argument("--data", default=DEFAULT_DATA)
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--timeout", type=float, default=None, help="seconds to wait for all verdicts")
+    p.add_argument("--pipeline", default=DEFAULT_FACTORY, help=argparse.SUPPRESS)
+    p.set_defaults(func=cmd_demo)

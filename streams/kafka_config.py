@@ -1,0 +1,84 @@
+"""One place that turns Settings into client options for faust, aiokafka and kafka-python.
+
+Why: the three clients spell the same security settings differently; getting one of them wrong
+means a worker that talks to the broker while the replay tool cannot (or the reverse).
+"""
+from __future__ import annotations
+
+import ssl
+from typing import Any
+
+from dialcheck.settings import Settings
+
+_PROTOCOLS = {"PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"}
+
+
+def bootstrap_list(settings: Settings) -> list[str]:
+    """'h1:9092,kafka://h2:9092' → ['h1:9092', 'h2:9092']."""
+    out = []
+    for part in settings.kafka_bootstrap.replace(";", ",").split(","):
+        part = part.strip()
+        if part.startswith("kafka://"):
+            part = part[len("kafka://"):]
+        if part:
+            out.append(part)
+    if not out:
+        raise ValueError("no Kafka bootstrap servers configured")
+    return out
+
+
+def _protocol(settings: Settings) -> str:
+    proto = (settings.kafka_security_protocol or "PLAINTEXT").upper()
+    if proto not in _PROTOCOLS:
+        raise ValueError(f"DIALCHECK_KAFKA_SECURITY_PROTOCOL must be one of {sorted(_PROTOCOLS)}, not {proto!r}")
+    return proto
+
+
+def ssl_context(settings: Settings) -> ssl.SSLContext | None:
+    if "SSL" not in _protocol(settings):
+        return None
+    ctx = ssl.create_default_context(cafile=settings.kafka_ssl_cafile or None)
+    if settings.kafka_ssl_certfile:
+        ctx.load_cert_chain(settings.kafka_ssl_certfile, settings.kafka_ssl_keyfile or None)
+    return ctx
+
+
+def faust_broker_kwargs(settings: Settings) -> dict[str, Any]:
+    """`broker=` and `broker_credentials=` for faust.App."""
+    import faust
+
+    kw: dict[str, Any] = {"broker": ";".join(f"kafka://{b}" for b in bootstrap_list(settings))}
+    proto = _protocol(settings)
+    if proto.startswith("SASL"):
+        kw["broker_credentials"] = faust.SASLCredentials(
+            username=settings.kafka_sasl_username, password=settings.kafka_sasl_password,
+            ssl_context=ssl_context(settings), mechanism=settings.kafka_sasl_mechanism or "PLAIN")
+    elif proto == "SSL":
+        kw["broker_credentials"] = faust.SSLCredentials(ssl_context(settings))
+    return kw
+
+
+def aiokafka_kwargs(settings: Settings) -> dict[str, Any]:
+    proto = _protocol(settings)
+    kw: dict[str, Any] = {"bootstrap_servers": bootstrap_list(settings), "security_protocol": proto}
+    if "SSL" in proto:
+        kw["ssl_context"] = ssl_context(settings)
+    if proto.startswith("SASL"):
+        kw.update(sasl_mechanism=settings.kafka_sasl_mechanism or "PLAIN",
+                  sasl_plain_username=settings.kafka_sasl_username,
+                  sasl_plain_password=settings.kafka_sasl_password)
+    return kw
+
+
+def kafka_python_kwargs(settings: Settings) -> dict[str, Any]:
+    proto = _protocol(settings)
+    kw: dict[str, Any] = {"bootstrap_servers": bootstrap_list(settings), "security_protocol": proto}
+    if "SSL" in proto:
+        kw.update({k: v for k, v in (("ssl_cafile", settings.kafka_ssl_cafile),
+                                     ("ssl_certfile", settings.kafka_ssl_certfile),
+                                     ("ssl_keyfile", settings.kafka_ssl_keyfile)) if v})
+    if proto.startswith("SASL"):
+        kw.update(sasl_mechanism=settings.kafka_sasl_mechanism or "PLAIN",
+                  sasl_plain_username=settings.kafka_sasl_username,
+                  sasl_plain_password=settings.kafka_sasl_password)
+    return kw

@@ -1,0 +1,125 @@
+"""Replay DialFact records as chat turns: each record's context turns, then its response turn.
+
+Why conversation_id = record id (not context_id): several records share a context_id but answer it
+with different responses; keyed by record id, each conversation's context is exactly its record's
+context, and the ids (conversation `record.id`, turn `record.id#response`) are the ones the batch
+evaluator uses, so the claim ids agree.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field, replace
+from typing import Callable, Iterable, Sequence
+
+from dialcheck.settings import Settings
+from schemas import ChatTurn, claim_id
+
+from .kafka_config import kafka_python_kwargs
+
+
+def record_turns(record, prefix: str = "") -> list[ChatTurn]:
+    """Context turns (check=false; speakers alternate, the last one is the user's) then the
+    response turn (assistant, check=true). `prefix` gives a second, independent copy of a record."""
+    conv = f"{prefix}{record.id}"
+    n = len(record.context)
+    turns = [ChatTurn(conversation_id=conv, turn_id=f"{conv}#ctx{i}",
+                      speaker="user" if (n - i) % 2 == 1 else "assistant", text=text, check=False)
+             for i, text in enumerate(record.context)]
+    turns.append(ChatTurn(conversation_id=conv, turn_id=f"{conv}#response", speaker="assistant",
+                          text=record.response, check=True))
+    return turns
+
+
+def response_claim_id(record, prefix: str = "") -> str:
+    conv = f"{prefix}{record.id}"
+    return claim_id(conv, f"{conv}#response", record.response)
+
+
+@dataclass
+class ReplayStats:
+    records: int = 0
+    turns: int = 0
+    seconds: float = 0.0
+    sent_at: dict[str, float] = field(default_factory=dict)  # claim id → wall time its turn was sent
+
+
+class TurnProducer:
+    """Keyed, acks=all producer of chat turns (and of raw bytes, for the bad-input tests)."""
+
+    def __init__(self, settings: Settings):
+        from kafka import KafkaProducer
+
+        self.topic = settings.topic_turns
+        self.producer = KafkaProducer(acks="all", linger_ms=2, retries=5, **kafka_python_kwargs(settings))
+
+    def send_turn(self, turn: ChatTurn):
+        return self.producer.send(self.topic, key=turn.conversation_id.encode("utf-8"), value=turn.to_json())
+
+    def send_raw(self, key: bytes | None, value: bytes | None):
+        return self.producer.send(self.topic, key=key, value=value)
+
+    def flush(self) -> None:
+        self.producer.flush()
+
+    def close(self) -> None:
+        self.producer.flush()
+        self.producer.close()
+
+    def __enter__(self) -> "TurnProducer":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def replay(settings: Settings, records: Sequence, rate: float = 0.0, prefix: str = "", progress: bool = False,
+           producer: TurnProducer | None = None, on_record: Callable[[int], None] | None = None) -> ReplayStats:
+    """Produce `records` at `rate` records (= checked claims) per second; 0 = as fast as possible.
+    Each response turn carries ts = its send time, and its claim id's send time is recorded."""
+    own = producer is None
+    producer = producer or TurnProducer(settings)
+    stats = ReplayStats()
+    bar = None
+    if progress:
+        from tqdm import tqdm
+        bar = tqdm(total=len(records), unit="rec", desc="replay")
+    t0 = time.monotonic()
+    try:
+        for i, rec in enumerate(records):
+            if rate > 0:
+                delay = t0 + i / rate - time.monotonic()
+                if delay > 0:
+                    time.sleep(delay)
+            turns = record_turns(rec, prefix)
+            for t in turns[:-1]:
+                producer.send_turn(t)
+            resp = turns[-1]
+            now = time.time()
+            producer.send_turn(replace(resp, ts=now))
+            stats.sent_at[response_claim_id(rec, prefix)] = now
+            stats.records += 1
+            stats.turns += len(turns)
+            if rate > 0:
+                producer.flush()  # keep the offered rate honest: no batching up of records
+            if bar:
+                bar.update(1)
+            if on_record:
+                on_record(i)
+        producer.flush()
+    finally:
+        if bar:
+            bar.close()
+        if own:
+            producer.close()
+    stats.seconds = time.monotonic() - t0
+    return stats
+
+
+def load_records(path: str, limit: int | None = None) -> list:
+    from workers.dialfact import load_dialfact  # data format lives with the pipeline
+
+    return load_dialfact(path, limit=limit)
+
+
+def iter_claim_ids(records: Iterable, prefix: str = "") -> list[str]:
+    return [response_claim_id(r, prefix) for r in records]

@@ -1,0 +1,44 @@
+"""Create the stream topics up front, with the same partition count everywhere.
+
+Why: the context table's changelog must have as many partitions as `chat.turns` (the table is
+partitioned by conversation id, like the input), and a producer that writes before any worker ran
+must not make the broker auto-create a topic with some other partition count.
+"""
+from __future__ import annotations
+
+import time
+
+from dialcheck.settings import Settings
+
+from .kafka_config import kafka_python_kwargs
+
+
+def stream_topics(settings: Settings) -> list[str]:
+    return [settings.topic_turns, settings.topic_verdicts, settings.topic_deadletter]
+
+
+def ensure_topics(settings: Settings, topics: list[str] | None = None, timeout_s: float = 30.0) -> None:
+    """Create missing topics (idempotent; existing topics are left as they are)."""
+    from kafka.admin import KafkaAdminClient, NewTopic
+    from kafka.errors import KafkaError, TopicAlreadyExistsError
+
+    topics = topics or stream_topics(settings)
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            admin = KafkaAdminClient(client_id="dialcheck-admin", **kafka_python_kwargs(settings))
+            break
+        except KafkaError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
+    try:
+        existing = set(admin.list_topics())
+        new = [NewTopic(t, settings.topic_partitions, settings.topic_replication) for t in topics if t not in existing]
+        for t in new:  # one at a time: an "already exists" from a racing creator must not hide the others
+            try:
+                admin.create_topics([t])
+            except TopicAlreadyExistsError:
+                pass
+    finally:
+        admin.close()

@@ -51,12 +51,18 @@ class TurnProducer:
 
         self.topic = settings.topic_turns
         self.producer = KafkaProducer(acks="all", linger_ms=2, retries=5, **kafka_python_kwargs(settings))
+        # partition → next offset, from the acks: Tansu's ListOffsets can be wrong after
+        # multi-record batches, so "everything I sent was consumed" is judged from these
+        self.sent_end: dict[int, int] = {}
+
+    def _sent(self, md) -> None:
+        self.sent_end[md.partition] = max(self.sent_end.get(md.partition, 0), md.offset + 1)
 
     def send_turn(self, turn: ChatTurn):
-        return self.producer.send(self.topic, key=turn.conversation_id.encode("utf-8"), value=turn.to_json())
+        return self.send_raw(turn.conversation_id.encode("utf-8"), turn.to_json())
 
     def send_raw(self, key: bytes | None, value: bytes | None):
-        return self.producer.send(self.topic, key=key, value=value)
+        return self.producer.send(self.topic, key=key, value=value).add_callback(self._sent)
 
     def flush(self) -> None:
         self.producer.flush()

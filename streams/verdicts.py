@@ -111,17 +111,16 @@ class VerdictLog:
 
 
 def collect_verdicts(settings: Settings, expected: set[str], timeout_s: float, start: dict[int, int] | None = None,
-                     log: VerdictLog | None = None, alive=lambda: True, on_new=None) -> VerdictLog:
-    """Consume verdicts until every expected claim id arrived, the timeout passed, or `alive()`
-    turns false (the worker died)."""
-    log = log or VerdictLog()
+                     log: VerdictLog | None = None, alive=lambda: True, done=None) -> VerdictLog:
+    """Consume verdicts until every expected claim id arrived (or `done(log)`), the timeout passed,
+    or `alive()` turns false (the worker died)."""
+    log = VerdictLog() if log is None else log
+    done = done or (lambda lg: expected <= lg.verdicts.keys())
     deadline = time.monotonic() + timeout_s
     with TopicReader(settings, settings.topic_verdicts, start) as reader:
-        while not expected <= log.verdicts.keys() and time.monotonic() < deadline and alive():
+        while not done(log) and time.monotonic() < deadline and alive():
             for rec in reader.poll(0.5):
-                v = log.add_raw(rec.value)
-                if v is not None and on_new:
-                    on_new(v)
+                log.add_raw(rec.value)
     return log
 
 

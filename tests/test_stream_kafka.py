@@ -1,0 +1,203 @@
+"""The stream worker against a real Tansu broker and a real worker process, with the real Pipeline.
+
+One broker and one worker process for the module (model loading is the slow part); the tests run
+in file order and the crash test replaces the worker with a fresh one.
+
+Why each test: stream and batch must give the same labels for the same input (one pipeline, two
+transports); at-least-once plus claim-id dedup must lose nothing across `kill -9`; the context
+table must come back from its changelog; bad input must go to the dead-letter topic, not wedge
+the worker or drop its neighbours.
+"""
+from __future__ import annotations
+
+import os
+import threading
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from dialcheck.settings import REPO_ROOT, Settings
+from schemas import claim_id
+from streams.broker import EmbeddedBroker
+from streams.pipeline_factory import DEFAULT_FACTORY, build_pipeline
+from streams.replay import TurnProducer, iter_claim_ids, load_records, record_turns, replay
+from streams.topics import ensure_topics
+from streams.verdicts import VerdictLog, collect_verdicts, end_offsets, read_dead_letters
+from streams.worker import WorkerProcess
+
+DATA = REPO_ROOT.parent / "shared" / "data" / "dialfact" / "testsmall.jsonl"
+# a stand-in factory may be named for developing the wiring; CI uses the real pipeline
+PIPELINE = os.environ.get("DIALCHECK_TEST_STREAM_PIPELINE", DEFAULT_FACTORY)
+N_MAIN, N_CRASH_CTX, N_CRASH, N_BAD_GOOD = 50, 5, 15, 3
+
+pytestmark = pytest.mark.skipif(not DATA.exists(), reason=f"{DATA} missing")
+
+
+@pytest.fixture(scope="module")
+def records():
+    # disjoint slices so each test's claims are its own
+    recs = load_records(str(DATA), N_MAIN + N_CRASH_CTX + N_CRASH + N_BAD_GOOD)
+    return {"main": recs[:N_MAIN], "crash_ctx": recs[N_MAIN:N_MAIN + N_CRASH_CTX],
+            "crash": recs[N_MAIN + N_CRASH_CTX:N_MAIN + N_CRASH_CTX + N_CRASH],
+            "bad_good": recs[N_MAIN + N_CRASH_CTX + N_CRASH:]}
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory):
+    with EmbeddedBroker(log_path=str(tmp_path_factory.mktemp("broker") / "tansu.log")) as b:
+        yield b
+
+
+@pytest.fixture(scope="module")
+def settings(broker):
+    s = Settings.from_env(kafka_bootstrap=broker.bootstrap, stream_status_interval_s=1.0)
+    if PIPELINE == DEFAULT_FACTORY and s.search_backend == "embedded":
+        from workers.retrieval.build import ensure_index
+        ensure_index(s)
+    ensure_topics(s)
+    return s
+
+
+@pytest.fixture(scope="module")
+def batch_verdicts(settings, records):
+    """The Kafka-free path: the same Pipeline, called directly on every record this module streams."""
+    pipeline = build_pipeline(settings, PIPELINE)
+    recs = [r for group in records.values() for r in group]
+    verdicts = pipeline.check_many([r.to_check_item("e2e") for r in recs])
+    return {v.claim_id: v for v in verdicts}
+
+
+@pytest.fixture(scope="module")
+def worker(settings, tmp_path_factory, batch_verdicts):
+    holder = {"log": tmp_path_factory.mktemp("worker") / "worker.log"}
+    holder["w"] = WorkerProcess(settings, holder["log"], extra_args=["--pipeline", PIPELINE]).start()
+    holder["w"].wait_ready(timeout_s=300)
+    yield holder
+    holder["w"].stop()
+
+
+def wait_committed(settings: Settings, end: dict[int, int], timeout_s: float = 60.0) -> None:
+    """Until the worker's consumer group has committed chat.turns up to `end` (partition → offset)."""
+    from kafka import KafkaAdminClient
+
+    from streams.kafka_config import kafka_python_kwargs
+
+    admin = KafkaAdminClient(**kafka_python_kwargs(settings))
+    try:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            committed = {tp.partition: om.offset for tp, om in
+                         admin.list_group_offsets(settings.stream_app_id)[settings.stream_app_id].items()
+                         if tp.topic == settings.topic_turns}
+            if all(committed.get(p, -1) >= off for p, off in end.items()):
+                return
+            time.sleep(0.5)
+    finally:
+        admin.close()
+    raise TimeoutError(f"consumer group did not commit up to {end}")
+
+
+def assert_same_as_batch(got: dict, batch: dict, ids: list[str]) -> None:
+    assert set(ids) <= got.keys(), f"missing verdicts: {sorted(set(ids) - got.keys())[:5]}"
+    diff = [(i, got[i].label, batch[i].label) for i in ids if got[i].label != batch[i].label]
+    assert not diff, f"{len(diff)} labels differ between stream and batch: {diff[:5]}"
+    surf = [(i, got[i].surface.text, batch[i].surface.text) for i in ids if got[i].surface.text != batch[i].surface.text]
+    assert not surf, f"{len(surf)} checked surfaces differ (context?): {surf[:3]}"
+
+
+def test_replay_gives_one_verdict_per_claim_with_batch_labels(settings, worker, records, batch_verdicts):
+    recs = records["main"]
+    expected = iter_claim_ids(recs)
+    start = end_offsets(settings, settings.topic_verdicts)
+    stats = replay(settings, recs, rate=0)
+    assert stats.records == N_MAIN
+    vlog = collect_verdicts(settings, set(expected), timeout_s=600, start=start, alive=worker["w"].alive)
+    assert sorted(vlog.verdicts) == sorted(expected)  # exactly one per claim id after dedup, nothing else
+    assert not vlog.schema_errors and not vlog.invalid
+    assert_same_as_batch(vlog.verdicts, batch_verdicts, expected)
+
+
+BAD_EVENTS = [  # (key, value, expected reason fragment)
+    (b"bad-1", b'{"conversation_id": "bad-1", "turn_id": "t", "speaker": "assistant", "text": "x"', "malformed JSON"),
+    (b"bad-2", b'{"conversation_id": "bad-2", "turn_id": "t", "speaker": "assistant"}', "text"),
+    (b"bad-3", b'{"conversation_id": "bad-3", "turn_id": "t", "speaker": 7, "text": "x"}', "speaker"),
+    (b"bad-4", b'{"conversation_id": "bad-4", "turn_id": "t", "speaker": "bot", "text": "x", "check": "yes"}', "check"),
+    (b"bad-5", b'{"conversation_id": "bad-5", "turn_id": "t", "speaker": "bot", "text": "caf\xe9"}', "invalid UTF-8"),
+    (b"bad-6", b'{"conversation_id": "bad-6", "turn_id": "t", "speaker": "bot", "text": "   "}', "empty text"),
+    (b"bad-7", b'{"conversation_id": "bad-7", "turn_id": "t", "speaker": "bot", "text": "' + b"a" * 4001 + b'"}',
+     "too long"),
+    (b"bad-8", b'[1, 2, 3]', "schema"),
+    (b"bad-9", b'{"conversation_id": "bad-9", "turn_id": "t", "speaker": "bot", "text": "x", "extra": 1}',
+     "Additional properties"),
+    (b"wrong-key", b'{"conversation_id": "bad-10", "turn_id": "t", "speaker": "bot", "text": "x"}', "does not match"),
+    (None, b'{"conversation_id": "bad-11", "turn_id": "t", "speaker": "bot", "text": "x"}', "missing key"),
+    (b"bad-12", None, "null value"),
+]
+
+
+def test_bad_input_goes_to_deadletter_and_loses_nothing_else(settings, worker, records, batch_verdicts):
+    good = records["bad_good"]
+    start_v = end_offsets(settings, settings.topic_verdicts)
+    start_d = end_offsets(settings, settings.topic_deadletter)
+    with TurnProducer(settings) as producer:
+        for i, rec in enumerate(good):  # good turns interleaved with the bad ones, same partitions too
+            for t in record_turns(rec):
+                producer.send_turn(t)
+            for key, value, _ in BAD_EVENTS[i::len(good)]:
+                producer.send_raw(key, value)
+    expected = iter_claim_ids(good)
+    vlog = collect_verdicts(settings, set(expected), timeout_s=300, start=start_v, alive=worker["w"].alive)
+    assert_same_as_batch(vlog.verdicts, batch_verdicts, expected)
+    deadline = time.monotonic() + 60
+    dead = read_dead_letters(settings, start_d)
+    while len(dead) < len(BAD_EVENTS) and time.monotonic() < deadline:
+        time.sleep(1)
+        dead = read_dead_letters(settings, start_d)
+    assert len(dead) == len(BAD_EVENTS)
+    by_value = {(d.key, d.value): d for d in dead}
+    for key, value, reason in BAD_EVENTS:
+        d = by_value[(key, value if value is not None else b"")]  # original bytes preserved
+        assert reason in d.reason, (reason, d.reason)
+        assert d.topic == settings.topic_turns and d.partition >= 0 and d.offset >= 0
+    assert worker["w"].alive()
+    bad_convs = {f"bad-{i}" for i in range(1, 13)}
+    assert not [v for v in vlog.verdicts.values() if v.conversation_id in bad_convs], "a bad event got a verdict"
+
+
+def test_kill9_mid_replay_loses_no_claim_and_restores_context(settings, worker, records, batch_verdicts):
+    ctx_recs, crash_recs = records["crash_ctx"], records["crash"]
+    start_v = end_offsets(settings, settings.topic_verdicts)
+    # 1. context turns of some conversations, processed and committed before the crash
+    with TurnProducer(settings) as producer:
+        for rec in ctx_recs:
+            for t in record_turns(rec)[:-1]:
+                producer.send_turn(t)
+    wait_committed(settings, producer.sent_end)
+    time.sleep(2 * settings.stream_status_interval_s)  # a status line from after the commit
+    before = worker["w"].last_status()
+    # 2. a replay in flight; kill -9 once some of its verdicts are out
+    vlog = VerdictLog()
+    crash_ids = set(iter_claim_ids(crash_recs))
+    replayer = threading.Thread(target=replay, args=(settings, crash_recs), kwargs={"rate": 2.0})
+    replayer.start()
+    collect_verdicts(settings, crash_ids, timeout_s=300, start=start_v, log=vlog, alive=worker["w"].alive,
+                     done=lambda lg: len(lg.verdicts.keys() & crash_ids) >= 3)
+    n_before_crash = len(vlog.verdicts.keys() & crash_ids)
+    assert 3 <= n_before_crash < len(crash_ids), n_before_crash
+    worker["w"].kill9()
+    replayer.join()
+    # 3. restart: the table comes back from the changelog before any new input
+    worker["w"] = WorkerProcess(settings, worker["log"], extra_args=["--pipeline", PIPELINE]).start()
+    ready = worker["w"].wait_ready(timeout_s=300)
+    restored = int(ready.rsplit("conversations=", 1)[1].split()[0])
+    assert restored >= before["conversations"], (ready, before)  # nothing committed before the crash is lost
+    # 4. the response turns of the pre-crash conversations are checked with their restored context
+    with TurnProducer(settings) as producer:
+        for rec in ctx_recs:
+            producer.send_turn(record_turns(rec)[-1])
+    expected = crash_ids | set(iter_claim_ids(ctx_recs))
+    collect_verdicts(settings, expected, timeout_s=600, start=start_v, log=vlog, alive=worker["w"].alive)
+    assert expected <= vlog.verdicts.keys(), f"lost claims: {sorted(expected - vlog.verdicts.keys())[:5]}"
+    assert_same_as_batch(vlog.verdicts, batch_verdicts, sorted(expected))

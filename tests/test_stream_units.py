@@ -1,0 +1,128 @@
+"""Stream rules that need no broker: context, selection, validation, failure handling, config."""
+from __future__ import annotations
+
+import pytest
+
+from dialcheck.settings import Settings
+from schemas import ChatTurn, InvalidEvent, claim_id, parse_verdict
+from streams.checking import check_safely, error_verdict, validate_event
+from streams.context import add_turn, is_idle, parse_roles, should_check
+from streams.deadletter import DeadLetter
+from streams.kafka_config import aiokafka_kwargs, bootstrap_list, faust_broker_kwargs, kafka_python_kwargs
+from streams.replay import record_turns, response_claim_id
+from streams.worker import settings_env
+from workers.pipeline_types import CheckItem
+
+
+def turn(tid, text="t", conv="c1", speaker="user", check=None):
+    return ChatTurn(conversation_id=conv, turn_id=tid, speaker=speaker, text=text, check=check)
+
+
+def test_context_is_previous_turns_bounded():
+    state, ctx = None, None
+    for i in range(5):
+        state, ctx = add_turn(state, turn(f"t{i}", f"text{i}"), now=100.0 + i, max_turns=3, idle_s=3600)
+    assert ctx == ["text1", "text2", "text3"]
+    assert [t["turn_id"] for t in state["turns"]] == ["t2", "t3", "t4"]
+
+
+def test_redelivered_turn_is_not_appended_twice_and_gets_same_context():
+    state = None
+    for i in range(3):
+        state, _ = add_turn(state, turn(f"t{i}", f"text{i}"), now=1.0, max_turns=10, idle_s=3600)
+    again, ctx = add_turn(state, turn("t1", "text1"), now=2.0, max_turns=10, idle_s=3600)
+    assert ctx == ["text0"]
+    assert [t["turn_id"] for t in again["turns"]] == ["t0", "t1", "t2"]
+
+
+def test_idle_conversation_starts_afresh():
+    state, _ = add_turn(None, turn("t0", "old"), now=0.0, max_turns=10, idle_s=60)
+    assert is_idle(state, 61.0, 60) and not is_idle(state, 59.0, 60)
+    state, ctx = add_turn(state, turn("t1", "new"), now=100.0, max_turns=10, idle_s=60)
+    assert ctx == [] and len(state["turns"]) == 1
+
+
+def test_check_flag_overrides_role():
+    roles = parse_roles("assistant, Bot")
+    assert should_check(turn("a", speaker="assistant"), roles)
+    assert should_check(turn("a", speaker="BOT"), roles)
+    assert not should_check(turn("a", speaker="user"), roles)
+    assert should_check(turn("a", speaker="user", check=True), roles)
+    assert not should_check(turn("a", speaker="assistant", check=False), roles)
+
+
+@pytest.mark.parametrize("key,value,reason", [
+    (b"c", b"{not json", "malformed JSON"),
+    (b"c", b"\xff\xfe{}", "invalid UTF-8"),
+    (b"c", b'{"conversation_id": "c", "turn_id": "t", "speaker": "user"}', "text"),
+    (b"c", b'{"conversation_id": "c", "turn_id": "t", "speaker": 3, "text": "x"}', "speaker"),
+    (b"c", b'{"conversation_id": "c", "turn_id": "t", "speaker": "user", "text": " "}', "empty text"),
+    (b"c", b'{"conversation_id": "c", "turn_id": "t", "speaker": "user", "text": "' + b"x" * 50 + b'"}', "too long"),
+    (b"other", b'{"conversation_id": "c", "turn_id": "t", "speaker": "user", "text": "x"}', "does not match"),
+    (None, b'{"conversation_id": "c", "turn_id": "t", "speaker": "user", "text": "x"}', "missing key"),
+    (b"c", None, "null value"),
+])
+def test_validate_event_rejects_with_reason(key, value, reason):
+    with pytest.raises(InvalidEvent) as e:
+        validate_event(key, value, max_text_chars=40)
+    assert reason in e.value.reason
+
+
+def test_validate_event_accepts_good_turn():
+    t = validate_event(b"c", b'{"conversation_id": "c", "turn_id": "t", "speaker": "user", "text": "x"}', 40)
+    assert t.text == "x"
+
+
+def item(n):
+    return CheckItem(conversation_id="c", turn_id=f"t{n}", context=[], claim=f"claim {n}")
+
+
+def test_pipeline_exception_costs_only_the_item_that_raised():
+    def check_many(items):
+        if any(i.turn_id == "t1" for i in items):
+            raise RuntimeError("boom")
+        return [error_verdict(i, "fake ok") for i in items]
+
+    out = check_safely(check_many, [item(0), item(1), item(2)])
+    assert [v.turn_id for v in out] == ["t0", "t1", "t2"]
+    assert "boom" in out[1].status.reason and out[1].status.state == "error"
+    assert out[1].claim_id == claim_id("c", "t1", "claim 1")
+    parse_verdict(out[1].to_json())  # an error verdict is still a valid verdict
+
+
+def test_deadletter_headers_round_trip():
+    dl = DeadLetter("bad", "chat.turns", 3, 42, b"k", b"\xff")
+    back = DeadLetter.from_record(b"k", b"\xff", dl.headers())
+    assert back == dl
+    assert back.to_dict()["value"] == {"hex": "ff"}
+
+
+def test_record_turns_preserve_ids_and_mark_only_the_response():
+    class Rec:
+        id, context, response = "r1", ["hi", "hello there", "what about x?"], "x is y."
+    turns = record_turns(Rec)
+    assert [t.turn_id for t in turns] == ["r1#ctx0", "r1#ctx1", "r1#ctx2", "r1#response"]
+    assert {t.conversation_id for t in turns} == {"r1"}
+    assert [t.check for t in turns] == [False, False, False, True]
+    assert turns[-2].speaker == "user" and turns[-1].speaker == "assistant"
+    assert response_claim_id(Rec) == claim_id("r1", "r1#response", "x is y.")
+
+
+def test_kafka_client_options_from_settings():
+    s = Settings.from_env(kafka_bootstrap="kafka://h1:9092, h2:9093", kafka_security_protocol="SASL_PLAINTEXT",
+                          kafka_sasl_mechanism="SCRAM-SHA-256", kafka_sasl_username="u", kafka_sasl_password="p")
+    assert bootstrap_list(s) == ["h1:9092", "h2:9093"]
+    kp = kafka_python_kwargs(s)
+    assert kp["sasl_mechanism"] == "SCRAM-SHA-256" and kp["sasl_plain_username"] == "u"
+    assert aiokafka_kwargs(s)["security_protocol"] == "SASL_PLAINTEXT"
+    fk = faust_broker_kwargs(s)
+    assert fk["broker"] == "kafka://h1:9092;kafka://h2:9093"
+    assert fk["broker_credentials"].mechanism.value == "SCRAM-SHA-256"
+    assert "broker_credentials" not in faust_broker_kwargs(Settings.from_env(kafka_bootstrap="h:1"))
+
+
+def test_settings_env_reproduces_settings(monkeypatch):
+    s = Settings.from_env(kafka_bootstrap="h:1", context_turns=7, check_roles="bot")
+    for k, v in settings_env(s).items():
+        monkeypatch.setenv(k, v)
+    assert Settings.from_env() == s

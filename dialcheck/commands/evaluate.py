@@ -1,0 +1,60 @@
+"""`dialcheck eval`: FV-only, end-to-end or IR-only evaluation per claim surface."""
+from __future__ import annotations
+
+import json
+import sys
+
+
+def register(sub) -> None:
+    p = sub.add_parser("eval", help="evaluate the pipeline on a DialFact-format JSONL file")
+    p.add_argument("--protocol", choices=["fv", "e2e", "ir"], default="fv")
+    p.add_argument("--surfaces", default="r0,r4,r4g", help="comma list of r0,r1,r2,r3,r4,r4g")
+    p.add_argument("--data", default=None, help="DialFact JSONL (default: <data-dir>/dialfact/testsmall.jsonl)")
+    p.add_argument("--index", default=None, help="embedded index directory (e2e, ir)")
+    p.add_argument("--limit", type=int, default=None, help="first N records only")
+    p.add_argument("--models", default=None, help="'local' or triton://HOST:PORT")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from dialcheck.settings import Settings
+    from workers.dialfact import load_dialfact
+    from workers.evaluation_runner import evaluate_labels, evaluate_retrieval
+    from workers.pipeline import SURFACES, Pipeline
+
+    settings = Settings.from_env(index_dir=args.index, models=args.models)
+    data = args.data or f"{settings.data_dir}/dialfact/testsmall.jsonl"
+    records = load_dialfact(data, args.limit)
+    surfaces = [s.strip() for s in args.surfaces.split(",") if s.strip()]
+    bad = [s for s in surfaces if s not in SURFACES]
+    if bad:
+        print(f"unknown surfaces {bad}; choose from {SURFACES}", file=sys.stderr)
+        return 2
+    base = Pipeline.from_settings(settings, protocol=args.protocol, surface=surfaces[0])
+    result = {"protocol": args.protocol, "data": data, "records": len(records),
+              "models": base.model_versions(), "surfaces": {}}
+    for name in surfaces:
+        pipe = base.with_options(surface=name)
+        result["surfaces"][name] = (evaluate_retrieval(pipe, records) if args.protocol == "ir"
+                                    else evaluate_labels(pipe, records))
+        print(f"[eval] {args.protocol} {name} done", file=sys.stderr)
+    if args.json:
+        print(json.dumps(result, indent=1))
+    else:
+        print_table(result)
+    return 0
+
+
+def print_table(result: dict) -> None:
+    print(f"protocol {result['protocol']} on {result['data']} ({result['records']} records)")
+    for name, m in result["surfaces"].items():
+        if result["protocol"] == "ir":
+            print(f"  {name:4s} BM25 R@180 {m['bm25']['@180']['macro_recall']:6.2f}  dense R@10 "
+                  f"{m['dense']['@10']['macro_recall']:6.2f}  top1 R@1 {m['top1']['@1']['macro_recall']:6.2f}  "
+                  f"ZHR@180 {m['bm25']['@180']['zero_hit_rate']:5.2f}  rewritten {m['rewritten_share']}%")
+        else:
+            f1 = m["f1"]
+            print(f"  {name:4s} acc {m['accuracy']:6.2f}  macro-F1 {m['macro_f1']:6.2f}  F1 S {f1['SUPPORTS']:6.2f} "
+                  f"R {f1['REFUTES']:6.2f} NEI {f1['NOT ENOUGH INFO']:6.2f}  rewritten {m['rewritten_share']}%  "
+                  f"gate acc. {m['gate_acceptance_rate']}")

@@ -1,0 +1,74 @@
+"""`dialcheck nli train | release | evaluate`: dialcheck's own NLI model."""
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import asdict
+
+
+def register(sub) -> None:
+    from workers.nli.train import TrainConfig
+
+    p = sub.add_parser("nli", help="train, release and evaluate the NLI model")
+    nsub = p.add_subparsers(dest="nli_command", required=True)
+    t = nsub.add_parser("train", help="fine-tune the cross-encoder (resumes from checkpoints)")
+    for k, v in asdict(TrainConfig()).items():
+        t.add_argument(f"--{k.replace('_', '-')}", type=type(v), default=v)
+    t.set_defaults(func=run_train)
+    r = nsub.add_parser("release", help="export ONNX (fp32/int8), fit temperature, write the artifact")
+    r.add_argument("--checkpoint", default="artifacts/nli-train/model")
+    r.add_argument("--out", default=None, help="default: triton_models/nli/1")
+    r.add_argument("--data-dir", default=None)
+    r.set_defaults(func=run_release)
+    e = nsub.add_parser("evaluate", help="held-out benchmarks of the shipped artifact")
+    e.add_argument("--data-dir", default=None)
+    e.add_argument("--model-dir", default=None)
+    e.add_argument("--limit", type=int, default=None, help="sample N pairs per benchmark (quick check)")
+    e.add_argument("--json", action="store_true")
+    e.add_argument("--write-card", action="store_true", help="also (re)write triton_models/nli/MODEL_CARD.md")
+    e.set_defaults(func=run_evaluate)
+
+
+def run_train(args) -> int:
+    from workers.nli.train import TrainConfig, train
+
+    cfg = TrainConfig(**{k: getattr(args, k) for k in asdict(TrainConfig())})
+    print(train(cfg))
+    return 0
+
+
+def run_release(args) -> int:
+    from dialcheck.settings import Settings
+    from workers.nli.release import release
+
+    s = Settings.from_env(data_dir=args.data_dir)
+    print(json.dumps(release(args.checkpoint, args.out or s.nli_model_dir, s.data_dir), indent=1))
+    return 0
+
+
+def run_evaluate(args) -> int:
+    from pathlib import Path
+
+    from dialcheck.settings import Settings
+    from workers.models.onnx_nli import OnnxNLI, read_calibration
+    from workers.nli.evaluate import evaluate_model
+
+    s = Settings.from_env(data_dir=args.data_dir, nli_model_dir=args.model_dir)
+    result = evaluate_model(OnnxNLI(s.nli_model_dir), s.data_dir, args.limit)
+    if args.write_card:
+        from workers.nli.model_card import write_model_card
+
+        cfg_path = Path("artifacts/nli-train/train_config.json")
+        cfg = json.loads(cfg_path.read_text()) if cfg_path.exists() else {}
+        minutes = None
+        timing = Path("artifacts/nli-train/elapsed_minutes")
+        if timing.exists():
+            minutes = float(timing.read_text())
+        write_model_card(Path(s.nli_model_dir).parent / "MODEL_CARD.md", cfg, read_calibration(Path(s.nli_model_dir)),
+                         result, minutes)
+    if args.json:
+        print(json.dumps(result))
+    else:
+        for k, v in result.items():
+            print(f"{k:28s} {v}")
+    return 0

@@ -1,0 +1,64 @@
+"""Shared fixtures: real models and real DialFact records, loaded once per session."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="session")
+def settings():
+    from dialcheck.settings import Settings
+
+    return Settings.from_env()
+
+
+@pytest.fixture(scope="session")
+def data_dir(settings) -> Path:
+    d = Path(settings.data_dir)
+    if not (d / "dialfact" / "testsmall.jsonl").exists():
+        pytest.skip(f"shared data not found at {d} (set DIALCHECK_DATA_DIR)")
+    return d
+
+
+@pytest.fixture(scope="session")
+def dialfact_records(data_dir):
+    from workers.dialfact import load_dialfact
+
+    return load_dialfact(data_dir / "dialfact" / "testsmall.jsonl")
+
+
+@pytest.fixture(scope="session")
+def nli(settings):
+    from workers.models.onnx_nli import load_local_nli
+
+    return load_local_nli(settings.nli_model_dir)
+
+
+@pytest.fixture(scope="session")
+def encoder(settings):
+    from workers.models.encoders import load_local_encoder
+
+    return load_local_encoder(settings.encoder)
+
+
+@pytest.fixture(scope="session")
+def index_dir(tmp_path_factory, settings, encoder, data_dir):
+    """A real embedded index over the default collection, built once for the session."""
+    from dataclasses import replace
+
+    from workers.retrieval.build import build_index
+
+    d = Path(settings.index_dir)
+    if (d / "meta.json").exists():
+        return d
+    out = tmp_path_factory.mktemp("index")
+    build_index(replace(settings, index_dir=str(out)), out, encoder=encoder, progress=False)
+    return out

@@ -1,0 +1,77 @@
+"""R1–R4, each step separately, on real sentences (R4 with spaCy)."""
+from workers.surfaces import build_surfaces
+from workers.surfaces.contractions import decontract
+from workers.surfaces.pronouns import candidates, find_pronoun, resolve
+from workers.surfaces.punctuation import restore_punctuation
+from workers.surfaces.truecasing import truecase
+
+
+def test_r1_restores_apostrophes_and_expands():
+    assert decontract("im sure it's true") == "I am sure it is true"
+    assert decontract("they dont know, ive heard") == "they do not know, I have heard"
+    assert decontract("It's been years") == "It has been years"
+    assert decontract("I can't and won't") == "I cannot and will not"
+
+
+def test_r1_leaves_ambiguous_words_and_protected_spans():
+    assert decontract("its tail and the wont of it") == "its tail and the wont of it"
+    assert decontract("the U.S. and Dr. Who at https://x.org/it's") == "the U.S. and Dr. Who at https://x.org/it's"
+    assert decontract("don't you think so") == "don't you think so"  # inverted question kept
+
+
+def test_r2_adds_only_commas_and_final_marks():
+    assert restore_punctuation("yeah he was born in tupelo") == "yeah, he was born in tupelo."
+    assert restore_punctuation("did he live in memphis") == "did he live in memphis?"
+    assert restore_punctuation("He was great!") == "He was great!"
+    out = restore_punctuation("well the band formed in 1960")
+    assert out.replace(",", "").rstrip(".") == "well the band formed in 1960"
+
+
+def test_r3_changes_only_initial_letters():
+    src = "i think elvis presley was born in tupelo mississippi."
+    out = truecase(src)
+    assert out == "I think Elvis Presley was born in Tupelo Mississippi."
+    assert out.lower() == src.lower()
+    assert truecase("NASA sent it to the U.S. in 1969.") == "NASA sent it to the U.S. in 1969."
+
+
+ELVIS_CONTEXT = ["Do you like Elvis? I have loved Elvis since I was a kid.",
+                 "Yes! His songs are great. Do you know where he grew up?"]
+
+
+def test_r4_resolves_anaphoric_pronoun_from_context():
+    out, alternatives = resolve("He was born in Tupelo Mississippi", ELVIS_CONTEXT)
+    assert out == "Elvis was born in Tupelo Mississippi"
+    assert alternatives[0] == out
+
+
+def test_r4_possessive_and_plural():
+    ctx = ["I love the Beatles. They are a band from Liverpool."]
+    assert resolve("their best album is Revolver", ctx)[0] == "The Beatles' best album is Revolver"
+    assert resolve("They released Abbey Road in 1969", ctx)[0] == "The Beatles released Abbey Road in 1969"
+
+
+def test_r4_skips_expletive_and_deictic_and_in_claim_antecedents():
+    for claim in ["It is raining", "It seems that the show was cancelled", "It was John who won",
+                  "It is important to vote", "That is a great song", "This was in 1950"]:
+        assert find_pronoun(claim) is None, claim
+        assert resolve(claim, ELVIS_CONTEXT)[0] == claim
+    assert resolve("Elvis said he liked it", ELVIS_CONTEXT)[0].startswith("Elvis said he")
+
+
+def test_r4_candidates_agree_in_person_and_number():
+    ctx = ["Paris is the capital of France.", "Emmanuel Macron lives there with the dogs."]
+    person = [c.text for c in candidates(ctx, "he")]
+    neuter = [c.text for c in candidates(ctx, "it")]
+    assert "Emmanuel Macron" in person and "Paris" not in person
+    assert "Paris" in neuter and "Emmanuel Macron" not in neuter
+    assert len(candidates(ctx * 10, "it")) <= 10
+
+
+def test_surfaces_are_cumulative():
+    s = build_surfaces(ELVIS_CONTEXT, "yeah he's from tupelo")
+    assert s.r0 == "yeah he's from tupelo"
+    assert s.r1 == "yeah he is from tupelo"
+    assert s.r2 == "yeah, he is from tupelo."
+    assert s.r3 == "Yeah, he is from Tupelo."
+    assert s.r4 == "Yeah, Elvis is from Tupelo."

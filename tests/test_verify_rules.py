@@ -1,0 +1,59 @@
+"""Windows, lexical pre-score, decision rule and aggregation (pure functions)."""
+import numpy as np
+
+from workers.evaluate import label_metrics, retrieval_metrics
+from workers.verify import WindowDecision, aggregate, decide_window, hypothesis
+from workers.windows import Window, prescore, top_windows, windows
+
+
+def test_windows_are_sentences_and_bisentences():
+    w = windows("Elvis was born in Tupelo. He moved to Memphis. He died in 1977.")
+    assert w[:3] == ["Elvis was born in Tupelo.", "He moved to Memphis.", "He died in 1977."]
+    assert "Elvis was born in Tupelo. He moved to Memphis." in w
+    assert len(w) == 5
+
+
+def test_prescore_prefers_overlapping_window():
+    fact = "Elvis was born in Tupelo"
+    assert prescore("Elvis Presley was born in Tupelo, Mississippi.", fact) > prescore("He died in Memphis.", fact)
+    assert prescore("Élvis wás bórn in Tupelo", fact) == prescore("Elvis was born in Tupelo", fact)  # diacritics stripped
+
+
+def test_top_windows_keeps_limit():
+    passages = [" ".join(f"Sentence number {i} about topic {j}." for i in range(10)) for j in range(5)]
+    assert len(top_windows(passages, "topic 3", keep=24)) == 24
+
+
+def test_decision_rule_thresholds():
+    assert decide_window(np.array([0.60, 0.30, 0.10])) == "SUPPORTS"
+    assert decide_window(np.array([0.56, 0.44, 0.00])) == "NOT ENOUGH INFO"  # gap 0.12 < 0.15
+    assert decide_window(np.array([0.50, 0.10, 0.40])) == "NOT ENOUGH INFO"  # below 0.55
+    assert decide_window(np.array([0.10, 0.20, 0.70])) == "REFUTES"
+    assert decide_window(np.array([0.2, 0.6, 0.2])) == "NOT ENOUGH INFO"
+
+
+def test_aggregate_most_confident_decisive_window_wins():
+    mk = lambda p: WindowDecision(Window(0, "w"), np.array(p), decide_window(np.array(p)))
+    label, best = aggregate([mk([0.2, 0.7, 0.1]), mk([0.7, 0.2, 0.1]), mk([0.05, 0.1, 0.85])])
+    assert label == "REFUTES" and best.probs[2] == 0.85
+    assert aggregate([mk([0.3, 0.4, 0.3])])[0] == "NOT ENOUGH INFO"
+    assert aggregate([])[0] == "NOT ENOUGH INFO"
+
+
+def test_hypothesis_uses_last_turns():
+    assert hypothesis(["a", "b", "c"], "claim", 2) == "b c claim"
+    assert hypothesis(["a"], "claim", 0) == "claim"
+
+
+def test_label_metrics_known_values():
+    m = label_metrics(["SUPPORTS", "REFUTES", "NOT ENOUGH INFO", "SUPPORTS"],
+                      ["SUPPORTS", "SUPPORTS", "NOT ENOUGH INFO", "SUPPORTS"])
+    assert m["accuracy"] == 75.0
+    assert m["f1"]["REFUTES"] == 0.0 and m["f1"]["NOT ENOUGH INFO"] == 100.0
+    assert m["f1"]["SUPPORTS"] == 80.0
+
+
+def test_retrieval_metrics_known_values():
+    m = retrieval_metrics([{"A"}, {"B"}], [["A", "C"], ["C", "D"]], [1, 2])
+    assert m["@1"]["macro_recall"] == 50.0 and m["@2"]["zero_hit_rate"] == 50.0
+    assert m["@1"]["ndcg"] == 50.0

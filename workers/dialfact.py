@@ -1,0 +1,43 @@
+"""DialFact-format JSONL records (the fields of ../shared/data/dialfact/testsmall.jsonl)."""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from .pipeline_types import CheckItem
+
+
+@dataclass(frozen=True)
+class DialFactRecord:
+    id: str
+    context_id: str
+    context: list[str]
+    response: str
+    label: str
+    type_label: str
+    evidence: list[tuple[str, str]]  # (title, text)
+
+    def to_check_item(self, protocol: str = "e2e") -> CheckItem:
+        return CheckItem(conversation_id=self.id, turn_id=f"{self.id}#response", context=list(self.context),
+                         claim=self.response, gold_evidence=list(self.evidence) if protocol == "fv" else None)
+
+
+def load_dialfact(path: str | Path, limit: int | None = None) -> list[DialFactRecord]:
+    out: list[DialFactRecord] = []
+    with open(path, encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            r = json.loads(line)
+            try:
+                ev = [(str(e[0]), str(e[2])) for e in r.get("evidence_list", []) if len(e) >= 3]
+                out.append(DialFactRecord(id=str(r["id"]), context_id=str(r.get("context_id", r["id"])),
+                                          context=[c.strip() for c in r["context"]], response=r["response"].strip(),
+                                          label=r["response_label"], type_label=r.get("type_label", ""),
+                                          evidence=ev))
+            except (KeyError, TypeError) as e:
+                raise ValueError(f"{path}:{n}: not a DialFact record ({e})") from None
+            if limit and len(out) >= limit:
+                break
+    return out

@@ -1,0 +1,61 @@
+"""From a trained checkpoint to the shipped artifact: export fp32 ONNX, quantise to int8, compare
+both on the validation split, keep int8 if it stays within 1 point, fit the temperature, write
+calibration.json. The model card is written by `model_card.py` from these numbers."""
+from __future__ import annotations
+
+import json
+import random
+import shutil
+from pathlib import Path
+
+import numpy as np
+
+from ..models.base import softmax
+from ..models.onnx_nli import OnnxNLI
+from .calibrate import ece, fit_temperature
+from .data import training_pairs
+from .export import export_onnx, quantize_int8, write_calibration
+
+
+def release(checkpoint: str | Path, out_dir: str | Path, data_dir: str | Path, valid_limit: int = 3000,
+            work_dir: str | Path = "artifacts/nli-export") -> dict:
+    work, out = Path(work_dir), Path(out_dir)
+    if work.exists():
+        shutil.rmtree(work)
+    fp32 = export_onnx(checkpoint, work)
+    shutil.move(str(fp32), work / "model.onnx")
+    int8_dir = work / "int8"
+    int8_dir.mkdir()
+    quantize_int8(work / "model.onnx", int8_dir / "model.onnx")
+    shutil.copytree(work / "tokenizer", int8_dir / "tokenizer")
+    _, valid, _ = training_pairs(data_dir)
+    valid = random.Random(7).sample(valid, min(valid_limit, len(valid)))
+    prem, hyp = [p.premise for p in valid], [p.hypothesis for p in valid]
+    y = np.array([p.label for p in valid])
+    results = {}
+    for name, d in (("fp32", work), ("int8", int8_dir)):
+        write_calibration(d, 1.0, "tmp")
+        logits = OnnxNLI(d).logits(prem, hyp)
+        results[name] = {"logits": logits, "accuracy": float((logits.argmax(1) == y).mean()),
+                         "size_mb": round((d / "model.onnx").stat().st_size / 2**20, 1)}
+    use_int8 = results["fp32"]["accuracy"] - results["int8"]["accuracy"] <= 0.01
+    chosen = "int8" if use_int8 else "fp32"
+    logits = results[chosen]["logits"]
+    t = fit_temperature(logits, y)
+    step = json.loads((Path(checkpoint) / "progress.json").read_text()) if (Path(checkpoint) / "progress.json").exists() else {}
+    quant = {k: {"validation_accuracy": round(v["accuracy"], 4), "size_mb": v["size_mb"]} for k, v in results.items()}
+    quant["shipped"] = chosen
+    src = int8_dir if use_int8 else work
+    out.mkdir(parents=True, exist_ok=True)
+    shutil.copy(src / "model.onnx", out / "model.onnx")
+    if (out / "tokenizer").exists():
+        shutil.rmtree(out / "tokenizer")
+    shutil.copytree(src / "tokenizer", out / "tokenizer")
+    stale = out / "model.fp32.onnx"
+    if stale.exists():
+        stale.unlink()
+    info = {"validation_pairs": len(valid), "validation_ece_before": round(ece(softmax(logits, 1.0), y), 4),
+            "validation_ece_after": round(ece(softmax(logits, t), y), 4), "quantization": quant,
+            "training_step": step.get("step"), "training_total_steps": step.get("total_steps")}
+    write_calibration(out, round(t, 4), f"dialcheck-nli-minilm-l6-{chosen}-step{step.get('step', 'x')}", **info)
+    return {"temperature": t, **info}

@@ -1,0 +1,52 @@
+"""`dialcheck index build`: collection → BM25 index + encoder vectors, saved to a directory."""
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+from typing import Iterable
+
+import numpy as np
+
+from dialcheck.settings import Settings
+
+from .bm25 import EmbeddedIndex
+from .collection import DEFAULT_SOURCES, build_collection
+
+
+def encode_passages(encoder, passages, batch: int = 64, progress: bool = True) -> np.ndarray:
+    from tqdm import tqdm
+
+    rows = []
+    it = range(0, len(passages), batch)
+    for s in tqdm(it, desc="encoding passages", unit="batch", disable=not progress, file=sys.stderr):
+        rows.append(encoder.encode([f"{p.title}: {p.text}" for p in passages[s:s + batch]], is_query=False))
+    return np.concatenate(rows) if rows else np.zeros((0, encoder.dim), dtype=np.float32)
+
+
+def build_index(settings: Settings, out_dir: str | Path | None = None, sources: Iterable[str] = DEFAULT_SOURCES,
+                tsv: str | None = None, with_vectors: bool = True, encoder=None, progress: bool = True) -> EmbeddedIndex:
+    t0 = time.time()
+    passages = build_collection(settings.data_dir, sources, tsv)
+    vectors = None
+    meta = {"sources": list(sources) + ([f"tsv:{tsv}"] if tsv else [])}
+    if with_vectors:
+        if encoder is None:
+            from ..models.encoders import load_local_encoder
+
+            encoder = load_local_encoder(settings.encoder)
+        vectors = encode_passages(encoder, passages, progress=progress)
+        meta["encoder"] = encoder.version
+    index = EmbeddedIndex.build(passages, settings.bm25_k1, settings.bm25_b, vectors, meta)
+    index.meta["build_seconds"] = round(time.time() - t0, 1)
+    index.save(out_dir or settings.index_dir)
+    return index
+
+
+def ensure_index(settings: Settings, encoder=None) -> EmbeddedIndex:
+    """Load the configured index, building it with defaults first if it does not exist."""
+    d = Path(settings.index_dir)
+    if not (d / "meta.json").exists():
+        print(f"[dialcheck] building the default index in {d} (first run only)", file=sys.stderr)
+        return build_index(settings, d, encoder=encoder)
+    return EmbeddedIndex.load(d)

@@ -1,0 +1,90 @@
+"""The passage collection: evidence texts from ../shared/data (DialFact evidence with titles,
+FoolMeTwice Wikipedia sentences as distractors, optionally WiCE web pages) or a real Wikipedia
+dump as TSV (id, title, text). Long texts become 100-token passages with stride 50."""
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+from pathlib import Path
+from typing import Iterable, Iterator
+
+from .base import Passage
+
+DEFAULT_SOURCES = ("dialfact", "foolmetwice")
+ALL_SOURCES = ("dialfact", "foolmetwice", "wice")
+
+
+def passage_id(title: str, text: str) -> str:
+    return hashlib.sha1(f"{title}\x00{text}".encode()).hexdigest()[:16]
+
+
+def chunk(title: str, text: str, size: int = 100, stride: int = 50) -> Iterator[Passage]:
+    words = text.split()
+    text = " ".join(words)
+    if len(words) <= size:
+        yield Passage(passage_id(title, text), title, text, doc_id=title)
+        return
+    for start in range(0, max(len(words) - size + stride, 1), stride):
+        piece = " ".join(words[start:start + size])
+        yield Passage(passage_id(title, piece), title, piece, doc_id=title)
+        if start + size >= len(words):
+            break
+
+
+def _jsonl(path: Path) -> Iterator[dict]:
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            if line.strip():
+                yield json.loads(line)
+
+
+def dialfact_passages(data_dir: Path) -> Iterator[Passage]:
+    for r in _jsonl(data_dir / "dialfact" / "testsmall.jsonl"):
+        for e in r.get("evidence_list", []):
+            if len(e) >= 3 and str(e[2]).strip():
+                yield from chunk(str(e[0]), str(e[2]))
+
+
+def foolmetwice_passages(data_dir: Path) -> Iterator[Passage]:
+    for r in _jsonl(data_dir / "foolmetwice" / "dev.jsonl"):
+        for e in r.get("gold_evidence", []) + r.get("retrieved_evidence", []):
+            if e.get("text", "").strip():
+                yield from chunk(r["wikipedia_page"], e["text"])
+
+
+def wice_passages(data_dir: Path) -> Iterator[Passage]:
+    for r in _jsonl(data_dir / "wice" / "dev.jsonl"):
+        sents = [s for s in r["evidence"] if not s.startswith("(meta data)")]
+        title = next((s[len("(meta data) TITLE: "):] for s in r["evidence"] if s.startswith("(meta data) TITLE:")),
+                     r["meta"].get("claim_title", "web page"))
+        yield from chunk(title, " ".join(sents))
+
+
+def tsv_passages(path: Path) -> Iterator[Passage]:
+    """A Wikipedia passage dump: columns id, title, text (header optional)."""
+    with open(path, encoding="utf-8", newline="") as f:
+        for row in csv.reader(f, delimiter="\t"):
+            if len(row) < 3 or row[0] == "id":
+                continue
+            for p in chunk(row[1], row[2]):
+                yield p
+
+
+_READERS = {"dialfact": dialfact_passages, "foolmetwice": foolmetwice_passages, "wice": wice_passages}
+
+
+def build_collection(data_dir: str | Path, sources: Iterable[str] = DEFAULT_SOURCES,
+                     tsv: str | Path | None = None) -> list[Passage]:
+    """Deduplicated passages from the chosen sources, in a stable order."""
+    seen: set[str] = set()
+    out: list[Passage] = []
+    streams = [_READERS[s](Path(data_dir)) for s in sources]
+    if tsv:
+        streams.append(tsv_passages(Path(tsv)))
+    for stream in streams:
+        for p in stream:
+            if p.id not in seen:
+                seen.add(p.id)
+                out.append(p)
+    return out

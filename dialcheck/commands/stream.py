@@ -4,8 +4,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
-from dataclasses import replace
 
 from dialcheck.settings import REPO_ROOT, Settings
 
@@ -78,6 +76,13 @@ def cmd_verdicts(args) -> int:
     if args.gold:
         records = load_records(args.gold)
         metrics = score(vlog.verdicts, records)
+        try:  # the evaluator's extra per-run statistics, when the pipeline package is importable
+            from streams.replay import response_claim_id
+            from workers.evaluation_runner import surface_stats
+            metrics.update(surface_stats([vlog.verdicts[c] for c in map(response_claim_id, records)
+                                          if c in vlog.verdicts]))
+        except ImportError:
+            pass
         metrics["duplicates_dropped"] = vlog.duplicates
         if args.json:
             print(json.dumps(metrics, indent=2))

@@ -1,0 +1,129 @@
+"""Benchmark (not a test): the same DialFact records through Kafka end to end and through the
+Kafka-free batch path, in one run.
+
+Prints throughput (claims/s) of each and their ratio (what the transport, the context table and
+the micro-batching cost), and produce-to-verdict latency p50/p95/p99 at a stated offered rate
+(what a chat app waits). The Kafka run uses the embedded Tansu broker unless
+DIALCHECK_KAFKA_BOOTSTRAP is set, and one worker process.
+
+    python bench/bench_stream.py --records 40 --rate 1.5
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from dialcheck.settings import REPO_ROOT, Settings  # noqa: E402
+from streams.broker import kafka_for  # noqa: E402
+from streams.pipeline_factory import DEFAULT_FACTORY, build_pipeline  # noqa: E402
+from streams.replay import iter_claim_ids, load_records, replay  # noqa: E402
+from streams.topics import ensure_topics  # noqa: E402
+from streams.verdicts import VerdictLog, collect_verdicts, end_offsets  # noqa: E402
+from streams.worker import WorkerProcess  # noqa: E402
+
+DATA = str(REPO_ROOT.parent / "shared" / "data" / "dialfact" / "testsmall.jsonl")
+
+
+def percentile(xs: list[float], q: float) -> float:
+    xs = sorted(xs)
+    if not xs:
+        return float("nan")
+    k = (len(xs) - 1) * q
+    lo, hi = int(k), min(int(k) + 1, len(xs) - 1)
+    return xs[lo] + (xs[hi] - xs[lo]) * (k - lo)
+
+
+def batch_path(settings: Settings, records, spec: str) -> dict:
+    pipeline = build_pipeline(settings, spec)
+    pipeline.check_many([records[0].to_check_item("e2e")])  # warm-up, not timed
+    items = [r.to_check_item("e2e") for r in records]
+    t0 = time.perf_counter()
+    for i in range(0, len(items), settings.batch_size):  # the batches the worker would take at most
+        pipeline.check_many(items[i:i + settings.batch_size])
+    secs = time.perf_counter() - t0
+    return {"claims": len(items), "seconds": round(secs, 2), "claims_per_s": round(len(items) / secs, 3)}
+
+
+def stream_run(settings: Settings, records, rate: float, prefix: str, timeout_s: float, worker) -> tuple[VerdictLog, dict]:
+    """Replay in a thread while collecting verdicts here, so arrival times are real."""
+    start = end_offsets(settings, settings.topic_verdicts)
+    expected = set(iter_claim_ids(records, prefix))
+    result = {}
+    t = threading.Thread(target=lambda: result.setdefault("stats", replay(settings, records, rate=rate, prefix=prefix)))
+    t0 = time.time()
+    t.start()
+    vlog = collect_verdicts(settings, expected, timeout_s, start=start, alive=worker.alive)
+    t.join()
+    missing = expected - vlog.verdicts.keys()
+    if missing:
+        raise RuntimeError(f"{len(missing)} verdicts missing after {timeout_s}s; worker log:\n{worker.log_text()[-3000:]}")
+    return vlog, {"t0": t0, "sent_at": result["stats"].sent_at}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--data", default=DATA)
+    ap.add_argument("--records", type=int, default=40, help="records (claims) in each throughput run")
+    ap.add_argument("--latency-records", type=int, default=20)
+    ap.add_argument("--rate", type=float, default=0.0,
+                    help="offered rate (claims/s) for the latency run; 0 = half the measured batch throughput")
+    ap.add_argument("--pipeline", default=DEFAULT_FACTORY, help=argparse.SUPPRESS)
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args()
+
+    settings = Settings.from_env()
+    if args.pipeline == DEFAULT_FACTORY and settings.search_backend == "embedded":
+        from workers.retrieval.build import ensure_index
+        ensure_index(settings)
+    records = load_records(args.data, args.records)
+    lat_records = load_records(args.data, args.latency_records)
+
+    print(f"batch path: {len(records)} claims, batch_size={settings.batch_size} ...", file=sys.stderr)
+    batch = batch_path(settings, records, args.pipeline)
+    rate = args.rate or round(batch["claims_per_s"] / 2, 2)
+
+    work = Path(tempfile.mkdtemp(prefix="dialcheck-bench-"))
+    with kafka_for(settings, log_path=str(work / "broker.log")) as s:
+        ensure_topics(s)
+        with WorkerProcess(s, work / "worker.log", extra_args=["--pipeline", args.pipeline]) as worker:
+            worker.wait_ready(timeout_s=300)
+            print("kafka path: warm-up ...", file=sys.stderr)
+            stream_run(s, records[:2], 0, "bench-warm-", 300, worker)
+            print(f"kafka path: {len(records)} claims flat out ...", file=sys.stderr)
+            vlog, run = stream_run(s, records, 0, "bench-tp-", 120 + 10 * len(records), worker)
+            secs = max(vlog.received_at.values()) - run["t0"]
+            kafka = {"claims": len(records), "seconds": round(secs, 2), "claims_per_s": round(len(records) / secs, 3)}
+            print(f"kafka path: {len(lat_records)} claims at {rate} claims/s offered ...", file=sys.stderr)
+            vlog, run = stream_run(s, lat_records, rate, "bench-lat-", 120 + 10 * len(lat_records), worker)
+            lat = [vlog.received_at[c] - run["sent_at"][c] for c in run["sent_at"]]
+    out = {
+        "records": len(records), "batch_size": settings.batch_size, "batch_within_s": settings.batch_within_s,
+        "broker": "embedded Tansu" if not settings.kafka_bootstrap else settings.kafka_bootstrap,
+        "batch_path": batch, "kafka_path": kafka,
+        "kafka_over_batch_throughput": round(kafka["claims_per_s"] / batch["claims_per_s"], 3),
+        "latency": {"offered_claims_per_s": rate, "claims": len(lat),
+                    "p50_s": round(percentile(lat, 0.50), 3), "p95_s": round(percentile(lat, 0.95), 3),
+                    "p99_s": round(percentile(lat, 0.99), 3)},
+    }
+    if args.json:
+        print(json.dumps(out, indent=2))
+    else:
+        b, k, lt = out["batch_path"], out["kafka_path"], out["latency"]
+        print(f"records/claims            {out['records']} (batch_size {out['batch_size']}, within {out['batch_within_s']} s)")
+        print(f"batch path (no Kafka)     {b['claims_per_s']:.2f} claims/s  ({b['seconds']} s)")
+        print(f"Kafka end to end          {k['claims_per_s']:.2f} claims/s  ({k['seconds']} s, {out['broker']}, 1 worker)")
+        print(f"Kafka / batch             {out['kafka_over_batch_throughput']:.2f}")
+        print(f"produce→verdict latency   p50 {lt['p50_s']:.2f} s  p95 {lt['p95_s']:.2f} s  p99 {lt['p99_s']:.2f} s "
+              f"at {lt['offered_claims_per_s']} claims/s offered ({lt['claims']} claims)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,6 +1,6 @@
 """From a trained checkpoint to the shipped artifact: export fp32 ONNX, quantise to int8, compare
-both on the validation split, keep int8 if it stays within 1 point, fit the temperature, write
-calibration.json. The model card is written by `model_card.py` from these numbers."""
+both on the validation split (both reported), fit the temperature, write calibration.json. The
+model card is written by `model_card.py` from these numbers."""
 from __future__ import annotations
 
 import json
@@ -38,13 +38,19 @@ def release(checkpoint: str | Path, out_dir: str | Path, data_dir: str | Path, v
         logits = OnnxNLI(d).logits(prem, hyp)
         results[name] = {"logits": logits, "accuracy": float((logits.argmax(1) == y).mean()),
                          "size_mb": round((d / "model.onnx").stat().st_size / 2**20, 1)}
-    use_int8 = results["fp32"]["accuracy"] - results["int8"]["accuracy"] <= 0.01
-    chosen = "int8" if use_int8 else "fp32"
+    # Dynamic int8 computes activation scales per batch, so a pair's probabilities change with its
+    # batch neighbours (~1e-2). The stream worker and the evaluator batch differently and must give
+    # identical verdicts, so fp32 ships (it fits the 100 MB budget); int8 is measured and reported.
+    within_one_point = results["fp32"]["accuracy"] - results["int8"]["accuracy"] <= 0.01
+    use_int8 = False
+    chosen = "fp32"
     logits = results[chosen]["logits"]
     t = fit_temperature(logits, y)
     step = json.loads((Path(checkpoint) / "progress.json").read_text()) if (Path(checkpoint) / "progress.json").exists() else {}
     quant = {k: {"validation_accuracy": round(v["accuracy"], 4), "size_mb": v["size_mb"]} for k, v in results.items()}
     quant["shipped"] = chosen
+    quant["int8_within_1_point"] = within_one_point
+    quant["why_fp32"] = "dynamic int8 outputs depend on batch composition; stream and evaluator must agree"
     src = int8_dir if use_int8 else work
     out.mkdir(parents=True, exist_ok=True)
     shutil.copy(src / "model.onnx", out / "model.onnx")

@@ -31,8 +31,9 @@ def context_union(searcher: Searcher, claim_query: str, context: Sequence[str], 
                   per_turn: int = 1) -> list[Passage]:
     """Top-k passages for the claim, then the top `per_turn` for each context turn that are not
     already in; claim hits keep their rank order in front."""
-    results = (searcher.search_many([claim_query, *context], k) if hasattr(searcher, "search_many")
-               else [searcher.search(q, k) for q in [claim_query, *context]])
+    many = getattr(searcher, "search_many", None)
+    queries = [claim_query, *context]
+    results = many(queries, k) if callable(many) else [searcher.search(q, k) for q in queries]
     out = list(results[0])
     seen = {p.id for p in out}
     for hits in results[1:]:

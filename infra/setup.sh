@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# One-time set-up (idempotent): a virtualenv in .venv with dialcheck and every dependency.
+# torch is pinned to the CPU wheel 2.13.0 and installed first, so no CUDA build is pulled.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3.11}
+command -v "$PY" >/dev/null || PY=python3
+if [ ! -x .venv/bin/python ]; then
+  "$PY" -m venv .venv
+fi
+if [ ! -f .venv/.dialcheck-installed ] || [ pyproject.toml -nt .venv/.dialcheck-installed ]; then
+  .venv/bin/pip install -q --upgrade pip
+  .venv/bin/pip install -q torch==2.13.0
+  .venv/bin/pip install -q -e ".[test]"
+  touch .venv/.dialcheck-installed
+fi

@@ -1,0 +1,42 @@
+"""The shipped NLI artifact through the interface the pipeline uses (no training here)."""
+import json
+from pathlib import Path
+
+import numpy as np
+
+from workers.models.base import NLIModel
+from workers.nli.labels import CONTRADICTION, ENTAILMENT, NEUTRAL
+
+
+def test_artifact_layout(settings):
+    d = Path(settings.nli_model_dir)
+    assert (d / "model.onnx").stat().st_size < 100 * 2**20
+    assert (d / "tokenizer" / "tokenizer.json").exists()
+    cal = json.loads((d / "calibration.json").read_text())
+    assert cal["label_order"] == ["entailment", "neutral", "contradiction"]
+    assert 0.05 < cal["temperature"] < 20
+    assert (d.parent / "config.pbtxt").exists()
+
+
+def test_obvious_pairs(nli):
+    assert isinstance(nli, NLIModel)
+    premise = "A man is playing a guitar on a stage in front of a crowd."
+    probs = nli.predict([premise] * 3, ["A man is playing an instrument.",
+                                        "The man is asleep in his bed.",
+                                        "The man is a famous musician from Spain."])
+    assert probs.shape == (3, 3)
+    np.testing.assert_allclose(probs.sum(axis=1), 1.0, atol=1e-5)
+    assert probs[0].argmax() == ENTAILMENT
+    assert probs[1].argmax() == CONTRADICTION
+    assert probs[2, NEUTRAL] > probs[0, NEUTRAL]
+
+
+def test_fact_pairs(nli):
+    ev = "Elvis Presley was born in Tupelo, Mississippi, and moved to Memphis, Tennessee, at age 13."
+    p = nli.predict([ev, ev], ["Elvis was born in Tupelo.", "Elvis was born in Chicago."])
+    assert p[0, ENTAILMENT] > p[1, ENTAILMENT]
+    assert p[1, CONTRADICTION] > p[0, CONTRADICTION]
+
+
+def test_empty_batch(nli):
+    assert nli.predict([], []).shape == (0, 3)

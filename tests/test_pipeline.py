@@ -1,0 +1,96 @@
+"""Gate and pipeline with real models and real DialFact records."""
+from dataclasses import replace
+
+import pytest
+
+from schemas import LABELS, parse_verdict
+from workers.gate import BiConGate, GateInput
+from workers.pipeline import CheckItem, Pipeline
+
+ELVIS = ["Do you like Elvis? I have loved Elvis since I was a kid.",
+         "Yes! His songs are great. Do you know where he grew up?"]
+
+
+@pytest.fixture(scope="module")
+def gate(nli, encoder):
+    return BiConGate(nli, encoder)
+
+
+def test_gate_accepts_faithful_and_rejects_drifting_rewrite(gate):
+    faithful = GateInput(ELVIS, "He was born in Tupelo Mississippi.", "Elvis was born in Tupelo Mississippi.")
+    drifting = GateInput(ELVIS, "He was born in Tupelo Mississippi.", "Elvis died in Memphis in 1977 after a long tour.")
+    (s_ok, e_ok, c_ok, sim_ok), (s_bad, e_bad, c_bad, sim_bad) = gate.score([faithful, drifting])
+    assert s_ok > s_bad
+    assert sim_ok > sim_bad
+    decisions = gate.decide([faithful, drifting], threshold=0.5)
+    assert not decisions[1].accepted
+    for s, e, c, sim in [(s_ok, e_ok, c_ok, sim_ok), (s_bad, e_bad, c_bad, sim_bad)]:
+        assert s == pytest.approx(0.4 * e + 0.2 * sim + 0.4 * (1 - c), abs=1e-6)
+
+
+@pytest.fixture(scope="module")
+def fv_pipeline(settings, nli, encoder):
+    return Pipeline(settings, nli, encoder, None, protocol="fv", surface="r4g")
+
+
+def test_fv_verdicts_on_dialfact(fv_pipeline, dialfact_records):
+    records = dialfact_records[:12]
+    verdicts = fv_pipeline.check_many([r.to_check_item("fv") for r in records])
+    assert len(verdicts) == len(records)
+    for r, v in zip(records, verdicts):
+        parse_verdict(v.to_json())  # schema-valid
+        assert v.label in LABELS and v.status.state == "ok"
+        assert v.claim == r.response
+        if v.surface.gate is not None:
+            assert v.surface.gate.accepted == (v.surface.gate.score >= v.surface.gate.threshold)
+            assert v.surface.text == (v.surface.candidate_text if v.surface.gate.accepted else r.response)
+        assert v.evidence and v.evidence[0].text in [t for _, t in r.evidence]
+
+
+def test_pronoun_claim_routed_through_gate(fv_pipeline):
+    item = CheckItem("c", "t", ELVIS, "He was born in Tupelo Mississippi",
+                     gold_evidence=[("Elvis Presley", "Elvis Presley was born in Tupelo, Mississippi.")])
+    v = fv_pipeline.check_many([item])[0]
+    assert v.surface.candidate_text == "Elvis was born in Tupelo Mississippi."
+    assert v.surface.gate is not None and 0.0 <= v.surface.gate.score <= 1.0
+
+
+def test_e2e_retrieves_and_verifies(settings, nli, encoder, index_dir, dialfact_records):
+    from workers.retrieval.bm25 import EmbeddedIndex
+
+    pipe = Pipeline(replace(settings, index_dir=str(index_dir)), nli, encoder, EmbeddedIndex.load(index_dir), "e2e", "r4g")
+    recs = [r for r in dialfact_records if r.type_label == "factual"][:8]
+    verdicts = pipe.check_many([r.to_check_item("e2e") for r in recs])
+    hits = sum(any(e.title in {t for t, _ in r.evidence} for e in v.evidence) for r, v in zip(recs, verdicts))
+    assert hits >= len(recs) // 2  # retrieval finds the gold document for most factual claims
+    assert all(v.timings_ms.get("bm25") is not None for v in verdicts)
+
+
+class _BrokenNLI:
+    version = "broken"
+
+    def predict(self, premises, hypotheses):
+        raise RuntimeError("connection refused")
+
+
+def test_model_outage_gives_explicit_status(settings, encoder, dialfact_records):
+    pipe = Pipeline(settings, _BrokenNLI(), encoder, None, protocol="fv", surface="r4g")
+    verdicts = pipe.check_many([r.to_check_item("fv") for r in dialfact_records[:3]])
+    assert len(verdicts) == 3
+    for v in verdicts:
+        assert v.status.state == "error" and "NLI model unavailable" in v.status.reason
+        assert v.label == "NOT ENOUGH INFO"
+
+
+def test_search_outage_degrades(settings, nli, encoder, dialfact_records):
+    class Down:
+        name = "down"
+
+        def search(self, q, k):
+            raise ConnectionError("index offline")
+
+        search_many = None
+
+    pipe = Pipeline(settings, nli, encoder, Down(), protocol="e2e", surface="r0")
+    v = pipe.check_many([dialfact_records[0].to_check_item("e2e")])[0]
+    assert v.status.state == "degraded" and "search unavailable" in v.status.reason

@@ -105,6 +105,12 @@ def _has_in_claim_antecedent(doc, tok) -> bool:
             return True
     if kind == "person":  # a proper-noun subject before the pronoun ("Elvis said he ...")
         return any(t.pos_ == "PROPN" and t.dep_.startswith("nsubj") for t in doc[: tok.i])
+    # "Bowling is a sport and it has versions", "bees vary and their colours ...": a subject noun
+    # phrase of the claim, before the pronoun, that agrees in number
+    for chunk in doc.noun_chunks:
+        if chunk.end <= tok.i and chunk.root.dep_.startswith("nsubj") and chunk.root.pos_ in ("NOUN", "PROPN") \
+                and _agrees(kind, None, chunk.root.tag_):
+            return True
     return False
 
 
@@ -118,11 +124,17 @@ def _agrees(kind: str, ent_label: str | None, tag: str) -> bool:
 
 
 def candidates(context: list[str], pronoun: str, limit: int = 10) -> list[Candidate]:
-    """Up to `limit` agreeing antecedent noun phrases from the context, most salient first."""
+    """Up to `limit` agreeing antecedent noun phrases from the context, most salient first.
+    Salience = named entity + how often the phrase's head (or an alias) is mentioned in the whole
+    context (the topic of a chat keeps coming back) + recency + subject role."""
     kind = _kind_of_pronoun(pronoun)
     found: dict[str, dict] = {}
+    lemma_counts: dict[str, int] = {}
     for dist, turn in enumerate(reversed(context)):
         doc = nlp()(turn)
+        for t in doc:
+            if t.pos_ in ("NOUN", "PROPN"):
+                lemma_counts[t.lemma_.lower()] = lemma_counts.get(t.lemma_.lower(), 0) + 1
         spans = [(e, e.label_) for e in doc.ents if e.label_ in _ENTITY_TYPES]
         ent_tokens = {t.i for e, _ in spans for t in e}
         spans += [(c, None) for c in doc.noun_chunks if c.root.i not in ent_tokens]
@@ -132,13 +144,13 @@ def candidates(context: list[str], pronoun: str, limit: int = 10) -> list[Candid
                 continue
             key = text.lower()
             rec = found.setdefault(key, {"text": text, "entity": label is not None, "mentions": 0,
-                                         "distance": dist, "subject": False})
+                                         "distance": dist, "subject": False, "head": span.root.lemma_.lower()})
             rec["mentions"] += 1
             rec["subject"] |= span.root.dep_ in ("nsubj", "nsubjpass")
     out = []
     for rec in found.values():
-        mentions = _mentions_with_aliases(rec, found.values())
-        sal = 2.0 * rec["entity"] + 0.75 * min(mentions, 4) + 1.0 / (1 + rec["distance"]) + 0.5 * rec["subject"]
+        mentions = max(_mentions_with_aliases(rec, found.values()), lemma_counts.get(rec["head"], 0))
+        sal = 1.0 * rec["entity"] + 0.75 * min(mentions, 6) + 1.0 / (1 + rec["distance"]) + 0.5 * rec["subject"]
         out.append(Candidate(rec["text"], kind, round(sal, 3), mentions, rec["distance"]))
     out.sort(key=lambda c: (-c.salience, c.turn_distance))
     return out[:limit]

@@ -42,3 +42,19 @@ def ensure_topics(settings: Settings, topics: list[str] | None = None, timeout_s
                 pass
     finally:
         admin.close()
+
+
+def partition_count(settings: Settings, topic: str) -> int | None:
+    """Partitions the broker reports for `topic` (None if it does not exist)."""
+    from kafka import KafkaConsumer
+
+    consumer = KafkaConsumer(**kafka_python_kwargs(settings))
+    try:
+        for _ in range(3):  # the first metadata answer can come back before the topic is known
+            parts = consumer.partitions_for_topic(topic)
+            if parts:
+                return len(parts)
+            time.sleep(0.3)
+        return None
+    finally:
+        consumer.close()

@@ -11,13 +11,13 @@ import signal
 import subprocess
 import sys
 import time
-from dataclasses import fields
+from dataclasses import fields, replace
 from pathlib import Path
 
 from dialcheck.settings import REPO_ROOT, Settings
 
 from .app import READY_MARKER, STATUS_MARKER, create_app
-from .topics import ensure_topics
+from .topics import ensure_topics, partition_count
 
 
 def run_worker(settings: Settings, check_many, item_factory, loglevel: str = "info") -> int:
@@ -25,6 +25,10 @@ def run_worker(settings: Settings, check_many, item_factory, loglevel: str = "in
     import faust
 
     ensure_topics(settings)
+    # an existing chat.turns may have another partition count: the changelog must match it
+    n = partition_count(settings, settings.topic_turns)
+    if n and n != settings.topic_partitions:
+        settings = replace(settings, topic_partitions=n)
     app = create_app(settings, check_many, item_factory)
     worker = faust.Worker(app, loglevel=loglevel, quiet=True, redirect_stdouts=False)
     try:

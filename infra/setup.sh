@@ -8,9 +8,12 @@ command -v "$PY" >/dev/null || PY=python3
 if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
-if [ ! -f .venv/.dialcheck-installed ] || [ pyproject.toml -nt .venv/.dialcheck-installed ]; then
+if [ ! -f .venv/.dialcheck-installed ] || [ pyproject.toml -nt .venv/.dialcheck-installed ] \
+   || [ infra/requirements-stream.txt -nt .venv/.dialcheck-installed ]; then
   .venv/bin/pip install -q --upgrade pip
   .venv/bin/pip install -q torch==2.13.0
   .venv/bin/pip install -q -e ".[test]"
+  # after the rest: faust pins click<8.4, huggingface-hub's CLI wants >=8.4.2 (see pyproject.toml)
+  .venv/bin/pip install -q -r infra/requirements-stream.txt 2>&1 | grep -v "huggingface-hub .* requires click" || true
   touch .venv/.dialcheck-installed
 fi

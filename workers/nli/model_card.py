@@ -50,6 +50,10 @@ def write_model_card(path: str | Path, train_config: dict, calibration: dict, ev
         f"Steps completed: {calibration.get('training_step')} of {calibration.get('training_total_steps')}; "
         f"training time ≈ {training_minutes if training_minutes is not None else '?'} minutes (2 CPU cores, shared with other work).",
         "Dynamic padding with length bucketing (windows of 64 batches), AdamW, linear warm-up/decay, grad-clip 1.0.",
+        "The pairs column above is the pool; the model saw total_steps × batch_size of them once (under half an",
+        "epoch). The run was resumed from checkpoints with a changed step budget while the 2 cores were shared with",
+        "other work (planned 0.75 epoch → 0.4 → 0.26 → 0.466); on each resume the linear schedule is recomputed for",
+        "the new total, so the learning rate jumped at those points.",
         "",
         "## Evaluation (`dialcheck nli evaluate --json`)",
         "```",

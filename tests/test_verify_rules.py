@@ -30,6 +30,8 @@ def test_decision_rule_thresholds():
     assert decide_window(np.array([0.50, 0.10, 0.40])) == "NOT ENOUGH INFO"  # below 0.55
     assert decide_window(np.array([0.10, 0.20, 0.70])) == "REFUTES"
     assert decide_window(np.array([0.2, 0.6, 0.2])) == "NOT ENOUGH INFO"
+    assert decide_window(np.array([0.45, 0.30, 0.25]), rule="argmax") == "SUPPORTS"
+    assert decide_window(np.array([0.30, 0.30, 0.40]), rule="argmax") == "REFUTES"
 
 
 def test_aggregate_most_confident_decisive_window_wins():

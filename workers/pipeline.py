@@ -108,7 +108,7 @@ class Pipeline:
                 w.fv_surface = w.ir_surface = Surface(self.surface if text != w.item.claim else "r0", text)
             return
         t = time.perf_counter()
-        gate_ctx = self.settings.hypothesis_context_turns
+        gate_ctx = self.settings.gate_context_turns
         inputs, owners = [], []
         for i, w in enumerate(work):
             alts = [a for a in dict.fromkeys(w.surfaces.r4_alternatives[:GATE_CANDIDATES] or [w.surfaces.r4])
@@ -147,7 +147,7 @@ class Pipeline:
             w.ir_surface = decision(self.settings.tau_ir)
 
     def _query(self, w: _Work) -> str:
-        turns = self.settings.hypothesis_context_turns
+        turns = self.settings.query_context_turns
         return " ".join([*(w.item.context[-turns:] if turns > 0 else []), w.ir_surface.text])
 
     def _retrieve(self, work: list[_Work]) -> None:
@@ -201,7 +201,7 @@ class Pipeline:
             for win in w.windows:
                 p = probs[k]
                 k += 1
-                w.decisions.append(WindowDecision(win, p, decide_window(p, s.entail_threshold, s.win_gap)))
+                w.decisions.append(WindowDecision(win, p, decide_window(p, s.entail_threshold, s.win_gap, s.decision_rule)))
 
     def _verdict(self, w: _Work) -> Verdict:
         label, best = aggregate(w.decisions)

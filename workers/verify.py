@@ -21,8 +21,10 @@ class WindowDecision:
     label: str
 
 
-def decide_window(p: np.ndarray, threshold: float = 0.55, gap: float = 0.15) -> str:
+def decide_window(p: np.ndarray, threshold: float = 0.55, gap: float = 0.15, rule: str = "threshold") -> str:
     e, n, c = float(p[ENTAILMENT]), float(p[NEUTRAL]), float(p[CONTRADICTION])
+    if rule == "argmax":  # the plain 3-way NLI prediction (the paper's FV protocol)
+        return ("SUPPORTS", "NOT ENOUGH INFO", "REFUTES")[int(np.argmax(p))]
     if e >= threshold and e - max(n, c) >= gap:
         return "SUPPORTS"
     if c >= threshold and c - max(e, n) >= gap:

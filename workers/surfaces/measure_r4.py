@@ -76,7 +76,7 @@ def main() -> None:
         from ..models.factory import load_models
 
         gate = BiConGate(*load_models(s), s.gate_weights)
-    print(json.dumps(measure(records, gate, s.hypothesis_context_turns), indent=1))
+    print(json.dumps(measure(records, gate, s.gate_context_turns), indent=1))
 
 
 if __name__ == "__main__":

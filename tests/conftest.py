@@ -50,15 +50,10 @@ def encoder(settings):
 
 
 @pytest.fixture(scope="session")
-def index_dir(tmp_path_factory, settings, encoder, data_dir):
-    """A real embedded index over the default collection, built once for the session."""
-    from dataclasses import replace
+def index_dir(settings, encoder, data_dir):
+    """The real default index (settings.index_dir), built once if missing and then shared with the
+    stream tests and the demo, which load the same directory."""
+    from workers.retrieval.build import ensure_index
 
-    from workers.retrieval.build import build_index
-
-    d = Path(settings.index_dir)
-    if (d / "meta.json").exists():
-        return d
-    out = tmp_path_factory.mktemp("index")
-    build_index(replace(settings, index_dir=str(out)), out, encoder=encoder, progress=False)
-    return out
+    ensure_index(settings, encoder)
+    return Path(settings.index_dir)

@@ -12,9 +12,15 @@ _TOKEN = re.compile(r"[A-Za-z][A-Za-z'’\-]*|\d+|[^\sA-Za-z\d]")
 
 @lru_cache(maxsize=1)
 def _truecaser():
+    """The statistical truecaser, made deterministic: its casing alternatives are Python sets, so
+    score ties were broken by hash order (different per process). Ordered lowercase-first, a tie
+    now always keeps the lowercase form (the conservative choice)."""
     import truecase
 
-    return truecase.get_truecaser()
+    tc = truecase.get_truecaser()
+    tc.word_casing_lookup = {k: sorted(v, key=lambda w: (w != w.lower(), w))
+                             for k, v in tc.word_casing_lookup.items()}
+    return tc
 
 
 def truecase(text: str) -> str:

@@ -25,7 +25,10 @@ from .windows import top_windows
 
 PROTOCOLS = ("fv", "e2e", "ir")
 SURFACES = ("r0", "r1", "r2", "r3", "r4", "r4g")
-GATE_CANDIDATES = 3  # R4 alternatives (salience order) the gate chooses among
+# R4 alternatives (salience order) the gate chooses among. Measured on DialFact with the antecedent
+# proxy (workers/surfaces/measure_r4.py): salience top-1 53.0%, gate's pick of the top 3 49.6%,
+# recency 49.6%, so the gate only accepts or rejects the most salient candidate.
+GATE_CANDIDATES = 1
 
 __all__ = ["CheckItem", "Pipeline", "PROTOCOLS", "SURFACES"]
 

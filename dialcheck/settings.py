@@ -69,6 +69,11 @@ class Settings:
     kafka_ssl_certfile: str = _opt("", "DIALCHECK_KAFKA_SSL_CERTFILE", "Client certificate for mutual TLS.")
     kafka_ssl_keyfile: str = _opt("", "DIALCHECK_KAFKA_SSL_KEYFILE", "Client key for mutual TLS.")
 
+    @property
+    def dialfact_sample(self) -> str:
+        """The DialFact JSONL that eval, replay, demo, benchmarks and tests default to."""
+        return str(Path(self.data_dir) / "dialfact" / "testsmall.jsonl")
+
     @classmethod
     def from_env(cls, **overrides) -> "Settings":
         """Defaults, overridden by environment variables, overridden by explicit arguments."""

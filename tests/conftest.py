@@ -23,8 +23,7 @@ def settings():
 @pytest.fixture(scope="session")
 def data_dir(settings) -> Path:
     d = Path(settings.data_dir)
-    if not (d / "dialfact" / "testsmall.jsonl").exists():
-        pytest.skip(f"shared data not found at {d} (set DIALCHECK_DATA_DIR)")
+    assert Path(settings.dialfact_sample).exists(), f"shared data not found at {d} (set DIALCHECK_DATA_DIR)"
     return d
 
 

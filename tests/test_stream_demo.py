@@ -9,16 +9,12 @@ import os
 import subprocess
 import sys
 
-import pytest
-
 from dialcheck.settings import REPO_ROOT
 from streams.pipeline_factory import DEFAULT_FACTORY
 
-DATA = REPO_ROOT.parent / "shared" / "data" / "dialfact" / "testsmall.jsonl"
 PIPELINE = os.environ.get("DIALCHECK_TEST_STREAM_PIPELINE", DEFAULT_FACTORY)
 
 
-@pytest.mark.skipif(not DATA.exists(), reason=f"{DATA} missing")
 def test_demo_runs_embedded_and_exits_cleanly(tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "DIALCHECK_KAFKA_BOOTSTRAP"}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), env.get("PYTHONPATH", "")]))

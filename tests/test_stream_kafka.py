@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from dialcheck.settings import REPO_ROOT, Settings
+from dialcheck.settings import Settings
 from streams.broker import EmbeddedBroker
 from streams.pipeline_factory import DEFAULT_FACTORY, build_pipeline
 from streams.replay import TurnProducer, iter_claim_ids, load_records, record_turns, replay
@@ -24,18 +24,17 @@ from streams.topics import ensure_topics
 from streams.verdicts import VerdictLog, collect_verdicts, end_offsets, read_dead_letters
 from streams.worker import WorkerProcess
 
-DATA = REPO_ROOT.parent / "shared" / "data" / "dialfact" / "testsmall.jsonl"
+DATA = Settings.from_env().dialfact_sample
 # a stand-in factory may be named for developing the wiring; CI uses the real pipeline
 PIPELINE = os.environ.get("DIALCHECK_TEST_STREAM_PIPELINE", DEFAULT_FACTORY)
 N_MAIN, N_CRASH_CTX, N_CRASH, N_BAD_GOOD = 50, 5, 15, 3
 
-pytestmark = pytest.mark.skipif(not DATA.exists(), reason=f"{DATA} missing")
 
 
 @pytest.fixture(scope="module")
 def records():
     # disjoint slices so each test's claims are its own
-    recs = load_records(str(DATA), N_MAIN + N_CRASH_CTX + N_CRASH + N_BAD_GOOD)
+    recs = load_records(DATA, N_MAIN + N_CRASH_CTX + N_CRASH + N_BAD_GOOD)
     return {"main": recs[:N_MAIN], "crash_ctx": recs[N_MAIN:N_MAIN + N_CRASH_CTX],
             "crash": recs[N_MAIN + N_CRASH_CTX:N_MAIN + N_CRASH_CTX + N_CRASH],
             "bad_good": recs[N_MAIN + N_CRASH_CTX + N_CRASH:]}

@@ -54,8 +54,6 @@ def test_url_parsing():
 
 
 def test_gpu_repository_assembles(tmp_path):
-    if not (REPO / "triton_models/nli/1/model.onnx").exists():
-        pytest.skip("NLI artifact missing")
     from infra.make_gpu_repository import make
 
     out = make(tmp_path / "gpu")

@@ -12,16 +12,15 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from dialcheck.settings import Settings  # noqa: E402
 from infra.triton_server import TritonServer  # noqa: E402
 from workers.models.base import ModelUnavailable  # noqa: E402
 
-DIALFACT = REPO.parent / "shared" / "data" / "dialfact" / "testsmall.jsonl"
+DIALFACT = Settings.from_env().dialfact_sample
 NLI_DIR = REPO / "triton_models" / "nli" / "1"
 N = 50
 TOL = 1e-4
 
-pytestmark = pytest.mark.skipif(not (NLI_DIR / "model.onnx").exists() or not DIALFACT.exists(),
-                                reason="NLI artifact or DialFact data missing")
 
 
 @pytest.fixture(scope="module")
@@ -99,7 +98,6 @@ def _assert_same(local, remote):
 def test_pipeline_same_verdicts_and_outage_recovery(server, records, local_nli, local_encoder):
     """Pipeline-level: same labels/probabilities through Triton; kill the server mid-run →
     ModelUnavailable → degraded verdicts (none dropped); restart on the same ports → recovery."""
-    from dialcheck.settings import Settings
     from workers.models.triton import TritonEncoder, TritonNLI
     from workers.pipeline import Pipeline
 

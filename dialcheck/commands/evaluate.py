@@ -24,7 +24,7 @@ def run(args) -> int:
     from workers.pipeline import SURFACES, Pipeline
 
     settings = Settings.from_env(index_dir=args.index, models=args.models)
-    data = args.data or f"{settings.data_dir}/dialfact/testsmall.jsonl"
+    data = args.data or settings.dialfact_sample
     records = load_dialfact(data, args.limit)
     surfaces = [s.strip() for s in args.surfaces.split(",") if s.strip()]
     bad = [s for s in surfaces if s not in SURFACES]

@@ -5,9 +5,9 @@ import argparse
 import json
 import sys
 
-from dialcheck.settings import REPO_ROOT, Settings
+from dialcheck.settings import Settings
 
-DEFAULT_DATA = str(REPO_ROOT.parent / "shared" / "data" / "dialfact" / "testsmall.jsonl")
+DEFAULT_DATA = Settings.from_env().dialfact_sample
 
 
 def _settings(args) -> Settings:

@@ -69,7 +69,7 @@ def main() -> None:
     ap.add_argument("--with-gate", action="store_true")
     a = ap.parse_args()
     s = Settings.from_env()
-    records = load_dialfact(a.data or f"{s.data_dir}/dialfact/testsmall.jsonl")
+    records = load_dialfact(a.data or s.dialfact_sample)
     gate = None
     if a.with_gate:
         from ..gate import BiConGate

@@ -2,7 +2,8 @@
 import numpy as np
 
 from workers.evaluate import label_metrics, retrieval_metrics
-from workers.verify import WindowDecision, aggregate, decide_window, hypothesis
+from workers.pipeline_types import with_context
+from workers.verify import WindowDecision, aggregate, decide_window
 from workers.windows import Window, prescore, top_windows, windows
 
 
@@ -43,8 +44,8 @@ def test_aggregate_most_confident_decisive_window_wins():
 
 
 def test_hypothesis_uses_last_turns():
-    assert hypothesis(["a", "b", "c"], "claim", 2) == "b c claim"
-    assert hypothesis(["a"], "claim", 0) == "claim"
+    assert with_context(["a", "b", "c"], "claim", 2) == "b c claim"
+    assert with_context(["a"], "claim", 0) == "claim"
 
 
 def test_label_metrics_known_values():

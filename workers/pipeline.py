@@ -11,16 +11,16 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from dialcheck.settings import Settings
-from schemas import LABELS, Evidence, Status, Surface, Verdict, claim_id
+from schemas import LABELS, Evidence, GateDecision, Status, Surface, Verdict, claim_id
 
 from .gate import BiConGate, GateInput
 from .models.base import Encoder, NLIModel
 from .nli.labels import CONTRADICTION, ENTAILMENT, NEUTRAL
-from .pipeline_types import CheckItem
+from .pipeline_types import CheckItem, last_turns, with_context
 from .retrieval.base import Passage, Searcher
 from .retrieval.dense import context_union, dense_rescore
 from .surfaces import ClaimSurfaces, build_surfaces
-from .verify import WindowDecision, aggregate, decide_window, hypothesis
+from .verify import WindowDecision, aggregate, decide_window
 from .windows import top_windows
 
 PROTOCOLS = ("fv", "e2e", "ir")
@@ -117,8 +117,7 @@ class Pipeline:
             alts = [a for a in dict.fromkeys(w.surfaces.r4_alternatives[:GATE_CANDIDATES] or [w.surfaces.r4])
                     if a != w.item.claim]
             for a in alts:
-                ctx = w.item.context[-gate_ctx:] if gate_ctx > 0 else []
-                inputs.append(GateInput(ctx, w.item.claim, a))
+                inputs.append(GateInput(last_turns(w.item.context, gate_ctx), w.item.claim, a))
                 owners.append(i)
         try:
             scored = self.gate.score(inputs)
@@ -132,8 +131,6 @@ class Pipeline:
             if i not in best or s > best[i][0][0]:
                 best[i] = ((s, e, c, sim), inp.rewrite)
         per = (time.perf_counter() - t) * 1000 / max(len(work), 1)
-        from schemas import GateDecision
-
         for i, w in enumerate(work):
             w.timings["gate"] = round(per, 2)
             if i not in best:
@@ -150,8 +147,7 @@ class Pipeline:
             w.ir_surface = decision(self.settings.tau_ir)
 
     def _query(self, w: _Work) -> str:
-        turns = self.settings.query_context_turns
-        return " ".join([*(w.item.context[-turns:] if turns > 0 else []), w.ir_surface.text])
+        return with_context(w.item.context, w.ir_surface.text, self.settings.query_context_turns)
 
     def _retrieve(self, work: list[_Work]) -> None:
         s = self.settings
@@ -160,16 +156,17 @@ class Pipeline:
                 w.problems.append(("degraded", "no search backend configured"))
             return
         for w in work:
+            query = self._query(w)
             t = time.perf_counter()
             try:
-                bm25 = context_union(self.searcher, self._query(w), w.item.context, s.bm25_top_k)
+                bm25 = context_union(self.searcher, query, w.item.context, s.bm25_top_k)
                 t_bm25 = time.perf_counter()
                 w.timings["bm25"] = round((t_bm25 - t) * 1000, 2)
             except Exception as e:
                 w.problems.append(("degraded", f"search unavailable: {e}"))
                 continue
             try:
-                dense, mode = dense_rescore(self.encoder, self.searcher, self._query(w), bm25, s.dense_top_k)
+                dense, mode = dense_rescore(self.encoder, self.searcher, query, bm25, s.dense_top_k)
                 w.timings["dense"] = round((time.perf_counter() - t_bm25) * 1000, 2)
                 if mode == "client-side-encoding":
                     w.timings["dense_client_side"] = 1.0
@@ -181,15 +178,14 @@ class Pipeline:
 
     def _verify(self, work: list[_Work]) -> None:
         s = self.settings
-        premises, hyps, owners = [], [], []
+        premises, hyps = [], []
         t = time.perf_counter()
-        for i, w in enumerate(work):
-            hyp = hypothesis(w.item.context, w.fv_surface.text, s.hypothesis_context_turns)
+        for w in work:
+            hyp = with_context(w.item.context, w.fv_surface.text, s.hypothesis_context_turns)
             w.windows = top_windows([p.text for p in w.passages], w.fv_surface.text, s.max_windows)
             for win in w.windows:
                 premises.append(win.text)
                 hyps.append(hyp)
-                owners.append(i)
         try:
             probs = self.nli.predict(premises, hyps) if premises else np.zeros((0, 3))
         except Exception as e:
@@ -199,7 +195,7 @@ class Pipeline:
             return
         per = (time.perf_counter() - t) * 1000 / max(len(work), 1)
         k = 0
-        for i, w in enumerate(work):
+        for w in work:
             w.timings["verify"] = round(per, 2)
             for win in w.windows:
                 p = probs[k]

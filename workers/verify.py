@@ -44,7 +44,3 @@ def aggregate(decisions: list[WindowDecision]) -> tuple[str, WindowDecision | No
     best = max(decisions, key=lambda d: max(d.probs[ENTAILMENT], d.probs[CONTRADICTION]))
     return "NOT ENOUGH INFO", best
 
-
-def hypothesis(context: list[str], surface: str, turns: int) -> str:
-    """Paper: the last two context turns + the claim surface (turns configurable, 0 = claim only)."""
-    return " ".join([*(context[-turns:] if turns > 0 else []), surface])

@@ -45,7 +45,6 @@ def release(checkpoint: str | Path, out_dir: str | Path, data_dir: str | Path, v
     # batch neighbours (~1e-2). The stream worker and the evaluator batch differently and must give
     # identical verdicts, so fp32 ships (it fits the 100 MB budget); int8 is measured and reported.
     within_one_point = results["fp32"]["accuracy"] - results["int8"]["accuracy"] <= 0.01
-    use_int8 = False
     chosen = "fp32"
     logits = results[chosen]["logits"]
     t = fit_temperature(logits, y)
@@ -55,12 +54,11 @@ def release(checkpoint: str | Path, out_dir: str | Path, data_dir: str | Path, v
     quant["shipped"] = chosen
     quant["int8_within_1_point"] = within_one_point
     quant["why_fp32"] = "dynamic int8 outputs depend on batch composition; stream and evaluator must agree"
-    src = int8_dir if use_int8 else work
     out.mkdir(parents=True, exist_ok=True)
-    shutil.copy(src / "model.onnx", out / "model.onnx")
+    shutil.copy(work / "model.onnx", out / "model.onnx")
     if (out / "tokenizer").exists():
         shutil.rmtree(out / "tokenizer")
-    shutil.copytree(src / "tokenizer", out / "tokenizer")
+    shutil.copytree(work / "tokenizer", out / "tokenizer")
     stale = out / "model.fp32.onnx"
     if stale.exists():
         stale.unlink()

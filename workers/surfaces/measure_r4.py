@@ -48,9 +48,10 @@ def measure(records, gate=None, gate_context_turns: int = 2) -> dict:
         hits["salience"] += ok(cands[0])
         if gate is not None:
             from ..gate import GateInput
+            from ..pipeline_types import last_turns
 
             top = cands[:3]
-            ctx = r.context[-gate_context_turns:]
+            ctx = last_turns(r.context, gate_context_turns)
             scores = gate.score([GateInput(ctx, r.response, substitute(r3, site, c.text)) for c in top])
             hits["gate_top3"] += ok(top[max(range(len(top)), key=lambda i: scores[i][0])])
     out = {"claims": n_claims, "in_scope_pronoun_share": round(100 * with_pronoun / max(n_claims, 1), 1),

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator
 
+from ..jsonl import read_jsonl
 from .labels import label_id
 
 csv.field_size_limit(10**9)
@@ -29,12 +30,6 @@ class NLIPair:
     source: str
 
 
-def _jsonl(path: str | Path) -> Iterator[dict]:
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            line = line.strip()
-            if line:
-                yield json.loads(line)
 
 
 def _tsv(path: str | Path, delim: str = "\t", enc: str = "utf-8-sig") -> Iterator[dict]:
@@ -53,7 +48,7 @@ def _pair(premise: str, hypothesis: str, raw_label: str | None, source: str) -> 
 
 def lingnli(root: Path) -> Iterator[NLIPair]:
     for p in sorted(glob.glob(f"{root}/nli/lingnli/NLI_data/*/*.jsonl")):
-        for r in _jsonl(p):
+        for r in read_jsonl(p):
             yield _pair(r["premise"], r["hypothesis"], r["label"], "lingnli")
 
 
@@ -61,7 +56,7 @@ def vitaminc(root: Path) -> Iterator[NLIPair]:
     # The 'anli' folder of this archive is ANLI (CC BY-NC): excluded.
     for name in ("vitaminc_real", "vitaminc_synthetic", "fever_symmetric", "fever_adversarial", "fever_triggers"):
         for p in sorted(glob.glob(f"{root}/nli/vitaminc_static/static/unz/{name}/*.jsonl")):
-            for r in _jsonl(p):
+            for r in read_jsonl(p):
                 yield _pair(r.get("evidence", ""), r.get("claim", ""), r.get("label") or r.get("gold_label"), name)
 
 
@@ -102,12 +97,12 @@ def breaking_nli(root: Path) -> Iterator[NLIPair]:
 def semi_automatic_wiki(root: Path) -> Iterator[NLIPair]:
     # news subsets are LDC-restricted: only the wiki subsets are read.
     for p in sorted(glob.glob(f"{root}/nli/semi_automatic_nli/data/*_wiki/*.jsonl")):
-        for r in _jsonl(p):
+        for r in read_jsonl(p):
             yield _pair(r["premise"], r["hypothesis"], r["label"], "semi_automatic_wiki")
 
 
 def climate_fever(root: Path) -> Iterator[NLIPair]:
-    for r in _jsonl(f"{root}/nli/climate_fever/dataset/climate-fever.jsonl"):
+    for r in read_jsonl(f"{root}/nli/climate_fever/dataset/climate-fever.jsonl"):
         for e in r["evidences"]:
             yield _pair(e["evidence"], r["claim"], e["evidence_label"].replace("_", " "), "climate_fever")
 
@@ -120,12 +115,12 @@ def healthver(root: Path) -> Iterator[NLIPair]:
 
 def folio(root: Path) -> Iterator[NLIPair]:
     for p in sorted(glob.glob(f"{root}/nli/folio/data/v0.0/*.jsonl")):
-        for r in _jsonl(p):
+        for r in read_jsonl(p):
             yield _pair(" ".join(r["premises"]), r["conclusion"], r["label"], "folio")
 
 
 def foolmetwice(root: Path) -> Iterator[NLIPair]:
-    for r in _jsonl(f"{root}/foolmetwice/dev.jsonl"):
+    for r in read_jsonl(f"{root}/foolmetwice/dev.jsonl"):
         ev = " ".join(e["text"] for e in r.get("gold_evidence", []))
         yield _pair(ev, r["text"], r["label"], "foolmetwice")
 
@@ -133,7 +128,7 @@ def foolmetwice(root: Path) -> Iterator[NLIPair]:
 def wice(root: Path) -> Iterator[NLIPair]:
     """Supported claims with their supporting sentences (entailment); unsupported ones with the
     sentences the annotators marked, which do not support them (neutral). Partial support skipped."""
-    for r in _jsonl(f"{root}/wice/dev.jsonl"):
+    for r in read_jsonl(f"{root}/wice/dev.jsonl"):
         sents = r["evidence"]
         idx = sorted({i for group in r.get("supporting_sentences", []) for i in group})
         if r["label"] == "supported" and idx:

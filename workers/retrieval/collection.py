@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import csv
 import hashlib
-import json
 from pathlib import Path
 from typing import Iterable, Iterator
 
+from ..jsonl import read_jsonl
 from .base import Passage
 
 DEFAULT_SOURCES = ("dialfact", "foolmetwice")
@@ -32,29 +32,24 @@ def chunk(title: str, text: str, size: int = 100, stride: int = 50) -> Iterator[
             break
 
 
-def _jsonl(path: Path) -> Iterator[dict]:
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            if line.strip():
-                yield json.loads(line)
 
 
 def dialfact_passages(data_dir: Path) -> Iterator[Passage]:
-    for r in _jsonl(data_dir / "dialfact" / "testsmall.jsonl"):
+    for r in read_jsonl(data_dir / "dialfact" / "testsmall.jsonl"):
         for e in r.get("evidence_list", []):
             if len(e) >= 3 and str(e[2]).strip():
                 yield from chunk(str(e[0]), str(e[2]))
 
 
 def foolmetwice_passages(data_dir: Path) -> Iterator[Passage]:
-    for r in _jsonl(data_dir / "foolmetwice" / "dev.jsonl"):
+    for r in read_jsonl(data_dir / "foolmetwice" / "dev.jsonl"):
         for e in r.get("gold_evidence", []) + r.get("retrieved_evidence", []):
             if e.get("text", "").strip():
                 yield from chunk(r["wikipedia_page"], e["text"])
 
 
 def wice_passages(data_dir: Path) -> Iterator[Passage]:
-    for r in _jsonl(data_dir / "wice" / "dev.jsonl"):
+    for r in read_jsonl(data_dir / "wice" / "dev.jsonl"):
         sents = [s for s in r["evidence"] if not s.startswith("(meta data)")]
         title = next((s[len("(meta data) TITLE: "):] for s in r["evidence"] if s.startswith("(meta data) TITLE:")),
                      r["meta"].get("claim_title", "web page"))

@@ -18,7 +18,7 @@ from typing import Callable
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from dialcheck.settings import Settings  # noqa: E402
+from schemas.settings import Settings, load_settings  # noqa: E402
 
 
 def _throughput(fn: Callable[[], object], n: int) -> float:
@@ -44,7 +44,7 @@ def main() -> None:
     ap.add_argument("--pairs", type=int, default=200)
     ap.add_argument("--call-size", type=int, default=16)
     ap.add_argument("--calls", type=int, default=30)
-    ap.add_argument("--data", default=Settings.from_env().dialfact_sample)
+    ap.add_argument("--data", default=load_settings().data.dialfact_sample)
     args = ap.parse_args()
 
     from infra.triton_server import TritonServer

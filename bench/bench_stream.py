@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from dialcheck.settings import Settings  # noqa: E402
+from schemas.settings import Settings, load_settings  # noqa: E402
 from streams.broker import kafka_for  # noqa: E402
 from streams.pipeline_factory import DEFAULT_FACTORY, build_pipeline  # noqa: E402
 from streams.replay import iter_claim_ids, load_records, replay  # noqa: E402
@@ -28,7 +28,7 @@ from streams.topics import ensure_topics  # noqa: E402
 from streams.verdicts import VerdictLog, collect_verdicts, end_offsets  # noqa: E402
 from streams.worker import WorkerProcess  # noqa: E402
 
-DATA = Settings.from_env().dialfact_sample
+DATA = load_settings().data.dialfact_sample
 
 
 def percentile(xs: list[float], q: float) -> float:
@@ -45,15 +45,15 @@ def batch_path(settings: Settings, records, spec: str) -> dict:
     pipeline.check_many([records[0].to_check_item("e2e")])  # warm-up, not timed
     items = [r.to_check_item("e2e") for r in records]
     t0 = time.perf_counter()
-    for i in range(0, len(items), settings.batch_size):  # the batches the worker would take at most
-        pipeline.check_many(items[i:i + settings.batch_size])
+    for i in range(0, len(items), settings.stream.batch_size):  # the batches the worker would take at most
+        pipeline.check_many(items[i:i + settings.stream.batch_size])
     secs = time.perf_counter() - t0
     return {"claims": len(items), "seconds": round(secs, 2), "claims_per_s": round(len(items) / secs, 3)}
 
 
 def stream_run(settings: Settings, records, rate: float, prefix: str, timeout_s: float, worker) -> tuple[VerdictLog, dict]:
     """Replay in a thread while collecting verdicts here, so arrival times are real."""
-    start = end_offsets(settings, settings.topic_verdicts)
+    start = end_offsets(settings, settings.kafka.topic_verdicts)
     expected = set(iter_claim_ids(records, prefix))
     result = {}
     t = threading.Thread(target=lambda: result.setdefault("stats", replay(settings, records, rate=rate, prefix=prefix)))
@@ -78,14 +78,14 @@ def main() -> int:
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
 
-    settings = Settings.from_env()
-    if args.pipeline == DEFAULT_FACTORY and settings.search_backend == "embedded":
+    settings = load_settings()
+    if args.pipeline == DEFAULT_FACTORY and settings.retrieval.backend == "embedded":
         from workers.retrieval.build import ensure_index
         ensure_index(settings)
     records = load_records(args.data, args.records)
     lat_records = load_records(args.data, args.latency_records)
 
-    print(f"batch path: {len(records)} claims, batch_size={settings.batch_size} ...", file=sys.stderr)
+    print(f"batch path: {len(records)} claims, batch_size={settings.stream.batch_size} ...", file=sys.stderr)
     batch = batch_path(settings, records, args.pipeline)
     rate = args.rate or round(batch["claims_per_s"] / 2, 2)
 
@@ -104,8 +104,8 @@ def main() -> int:
             vlog, run = stream_run(s, lat_records, rate, "bench-lat-", 120 + 10 * len(lat_records), worker)
             lat = [vlog.received_at[c] - run["sent_at"][c] for c in run["sent_at"]]
     out = {
-        "records": len(records), "batch_size": settings.batch_size, "batch_within_s": settings.batch_within_s,
-        "broker": "embedded Tansu" if not settings.kafka_bootstrap else settings.kafka_bootstrap,
+        "records": len(records), "batch_size": settings.stream.batch_size, "batch_within_s": settings.stream.batch_within_s,
+        "broker": "embedded Tansu" if not settings.kafka.bootstrap else settings.kafka.bootstrap,
         "batch_path": batch, "kafka_path": kafka,
         "kafka_over_batch_throughput": round(kafka["claims_per_s"] / batch["claims_per_s"], 3),
         "latency": {"offered_claims_per_s": rate, "claims": len(lat),

@@ -6,12 +6,24 @@ import argparse
 import importlib
 import os
 import sys
+from importlib.metadata import PackageNotFoundError, version
 
-COMMAND_MODULES = ("check", "evaluate", "index", "nli", "stream", "serve")
+from schemas.settings import SettingsInvalid
+
+
+def _version() -> str:
+    try:
+        return version("dialcheck")
+    except PackageNotFoundError:
+        return "unknown"
+
+COMMAND_MODULES = ("check", "evaluate", "index", "nli", "stream", "serve", "config")
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="dialcheck", description="Streaming fact-checker for live chat.")
+    parser.add_argument("--version", action="version", version=f"dialcheck {_version()}")
+    parser.add_argument("--debug", action="store_true", help="show the full traceback of an error")
     sub = parser.add_subparsers(dest="command", required=True)
     for name in COMMAND_MODULES:
         try:
@@ -29,7 +41,13 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     args = build_parser().parse_args(argv)
-    return int(args.func(args) or 0)
+    try:
+        return int(args.func(args) or 0)
+    except SettingsInvalid as e:  # a bad DIALCHECK_* value: one line naming it, never a traceback
+        if args.debug:
+            raise
+        print(f"dialcheck: {e}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

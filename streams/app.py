@@ -21,7 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import faust
 
-from dialcheck.settings import Settings
+from schemas.settings import Settings, load_settings
 from schemas import InvalidEvent
 
 from .broker import free_port
@@ -48,7 +48,7 @@ def create_app(settings: Settings, check_many: CheckMany, item_factory) -> faust
     """Build the worker app. `check_many(list[item]) -> list[Verdict]` is the pipeline;
     `item_factory(conversation_id, turn_id, context, claim)` builds its input items."""
     app = faust.App(
-        settings.stream_app_id,
+        settings.stream.app_id,
         **faust_broker_kwargs(settings),
         processing_guarantee="at_least_once",
         broker_session_timeout=6.0,
@@ -56,8 +56,8 @@ def create_app(settings: Settings, check_many: CheckMany, item_factory) -> faust
         producer_max_batch_size=1,
         consumer_auto_offset_reset="earliest",
         store="memory://",
-        topic_partitions=settings.topic_partitions,
-        topic_replication_factor=settings.topic_replication,
+        topic_partitions=settings.kafka.topic_partitions,
+        topic_replication_factor=settings.kafka.topic_replication,
         topic_allow_declare=True,
         web_enabled=False,
         web_bind="127.0.0.1",
@@ -65,16 +65,16 @@ def create_app(settings: Settings, check_many: CheckMany, item_factory) -> faust
         key_serializer="raw",
         value_serializer="raw",
     )
-    turns_topic = app.topic(settings.topic_turns, key_type=bytes, value_type=bytes,
+    turns_topic = app.topic(settings.kafka.topic_turns, key_type=bytes, value_type=bytes,
                             key_serializer="raw", value_serializer="raw",
-                            partitions=settings.topic_partitions)
-    verdicts_topic = app.topic(settings.topic_verdicts, key_serializer="raw", value_serializer="raw",
-                               partitions=settings.topic_partitions)
-    dead_topic = app.topic(settings.topic_deadletter, key_serializer="raw", value_serializer="raw",
-                           partitions=settings.topic_partitions)
-    table = app.Table(TABLE_NAME, default=None, use_partitioner=True, partitions=settings.topic_partitions,
+                            partitions=settings.kafka.topic_partitions)
+    verdicts_topic = app.topic(settings.kafka.topic_verdicts, key_serializer="raw", value_serializer="raw",
+                               partitions=settings.kafka.topic_partitions)
+    dead_topic = app.topic(settings.kafka.topic_deadletter, key_serializer="raw", value_serializer="raw",
+                           partitions=settings.kafka.topic_partitions)
+    table = app.Table(TABLE_NAME, default=None, use_partitioner=True, partitions=settings.kafka.topic_partitions,
                       key_type=bytes)  # bytes keys → raw serializer: hashes like the input key; values JSON
-    roles = parse_roles(settings.check_roles)
+    roles = parse_roles(settings.stream.check_roles)
     executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pipeline")
     counters = {"events": 0, "checked": 0, "verdicts": 0, "deadlettered": 0, "evicted": 0}
 
@@ -85,7 +85,7 @@ def create_app(settings: Settings, check_many: CheckMany, item_factory) -> faust
         for ev in events:
             msg = ev.message
             try:
-                turn = validate_event(msg.key, msg.value, settings.max_text_chars)
+                turn = validate_event(msg.key, msg.value, settings.stream.max_text_chars)
             except InvalidEvent as e:
                 dl = DeadLetter(e.reason, msg.topic, msg.partition, msg.offset, msg.key, msg.value)
                 log.warning("dead-letter %s/%d@%d: %s", msg.topic, msg.partition, msg.offset, e.reason)
@@ -95,7 +95,7 @@ def create_app(settings: Settings, check_many: CheckMany, item_factory) -> faust
                 continue
             counters["events"] += 1
             key = turn.conversation_id.encode("utf-8")
-            state, context = add_turn(table.get(key), turn, now, settings.context_turns, settings.context_idle_s)
+            state, context = add_turn(table.get(key), turn, now, settings.stream.context_turns, settings.stream.context_idle_s)
             table[key] = state
             if should_check(turn, roles):
                 items.append(item_factory(turn.conversation_id, turn.turn_id, context, turn.text))
@@ -112,23 +112,23 @@ def create_app(settings: Settings, check_many: CheckMany, item_factory) -> faust
 
     @app.agent(turns_topic, name="check-turns")
     async def check_turns(stream):
-        async for events in stream.take_events(settings.batch_size, within=settings.batch_within_s):
+        async for events in stream.take_events(settings.stream.batch_size, within=settings.stream.batch_within_s):
             await handle(events)
 
     @app.task
     async def announce_ready():
         await app.tables.recovery.completed.wait()
-        print(f"{READY_MARKER}: app={settings.stream_app_id} broker={settings.kafka_bootstrap} "
+        print(f"{READY_MARKER}: app={settings.stream.app_id} broker={settings.kafka.bootstrap} "
               f"conversations={len(table)}", flush=True)
 
-    @app.timer(settings.stream_status_interval_s)
+    @app.timer(settings.stream.status_interval_s)
     async def sweep_and_report():
         """Evict idle conversations of the partitions this worker owns, then log a status line."""
-        if settings.context_idle_s > 0 and not app.rebalancing:
-            owned = {tp.partition for tp in app.assignor.assigned_actives() if tp.topic == settings.topic_turns}
+        if settings.stream.context_idle_s > 0 and not app.rebalancing:
+            owned = {tp.partition for tp in app.assignor.assigned_actives() if tp.topic == settings.kafka.topic_turns}
             now = time.time()
-            for key in [k for k, v in list(table.items()) if is_idle(v, now, settings.context_idle_s)]:
-                if partition_of(key, settings.topic_partitions) in owned:
+            for key in [k for k, v in list(table.items()) if is_idle(v, now, settings.stream.context_idle_s)]:
+                if partition_of(key, settings.kafka.topic_partitions) in owned:
                     del table[key]
                     counters["evicted"] += 1
         n_turns = sum(len(v["turns"]) for v in table.values() if v)

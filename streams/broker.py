@@ -13,7 +13,7 @@ import time
 from dataclasses import replace
 from typing import Iterator
 
-from dialcheck.settings import Settings
+from schemas.settings import Settings, load_settings
 
 
 def free_port() -> int:
@@ -76,8 +76,8 @@ class EmbeddedBroker:
 @contextlib.contextmanager
 def kafka_for(settings: Settings, log_path: str | None = None) -> Iterator[Settings]:
     """Yield settings that point at a broker: the configured one, or an embedded one we own."""
-    if settings.kafka_bootstrap:
+    if settings.kafka.bootstrap:
         yield settings
         return
     with EmbeddedBroker(log_path=log_path or os.environ.get("DIALCHECK_BROKER_LOG")) as broker:
-        yield replace(settings, kafka_bootstrap=broker.bootstrap)
+        yield settings.updated(kafka={"bootstrap": broker.bootstrap})

@@ -11,7 +11,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from dialcheck.settings import Settings
+from schemas.settings import Settings, load_settings
 
 from .broker import kafka_for
 from .pipeline_factory import DEFAULT_FACTORY
@@ -37,7 +37,7 @@ def run_demo(settings: Settings, data: str, n_records: int, pipeline: str = DEFA
     t0 = time.monotonic()
     with kafka_for(settings, log_path=str(work / "broker.log")) as s:
         ensure_topics(s)
-        v_start, d_start = end_offsets(s, s.topic_verdicts), end_offsets(s, s.topic_deadletter)
+        v_start, d_start = end_offsets(s, s.kafka.topic_verdicts), end_offsets(s, s.kafka.topic_deadletter)
         with WorkerProcess(s, work / "worker.log", extra_args=["--pipeline", pipeline]) as worker:
             with TurnProducer(s) as producer:
                 replay(s, records, rate=0, progress=progress, producer=producer)
@@ -52,7 +52,7 @@ def run_demo(settings: Settings, data: str, n_records: int, pipeline: str = DEFA
                 dead = read_dead_letters(s, d_start)
             worker_alive = worker.alive()
             log_tail = worker.log_text()[-2000:]
-        broker = "embedded" if not settings.kafka_bootstrap else s.kafka_bootstrap
+        broker = "embedded" if not settings.kafka.bootstrap else s.kafka.bootstrap
     got = {k: v for k, v in vlog.verdicts.items() if k in expected}
     summary = {
         "records": len(records), "claims": len(expected), "verdicts": len(got),

@@ -8,7 +8,7 @@ from __future__ import annotations
 import ssl
 from typing import Any
 
-from dialcheck.settings import Settings
+from schemas.settings import Settings, load_settings
 
 _PROTOCOLS = {"PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"}
 
@@ -16,7 +16,7 @@ _PROTOCOLS = {"PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"}
 def bootstrap_list(settings: Settings) -> list[str]:
     """'h1:9092,kafka://h2:9092' → ['h1:9092', 'h2:9092']."""
     out = []
-    for part in settings.kafka_bootstrap.replace(";", ",").split(","):
+    for part in settings.kafka.bootstrap.replace(";", ",").split(","):
         part = part.strip()
         if part.startswith("kafka://"):
             part = part[len("kafka://"):]
@@ -28,7 +28,7 @@ def bootstrap_list(settings: Settings) -> list[str]:
 
 
 def _protocol(settings: Settings) -> str:
-    proto = (settings.kafka_security_protocol or "PLAINTEXT").upper()
+    proto = (settings.kafka.security_protocol or "PLAINTEXT").upper()
     if proto not in _PROTOCOLS:
         raise ValueError(f"DIALCHECK_KAFKA_SECURITY_PROTOCOL must be one of {sorted(_PROTOCOLS)}, not {proto!r}")
     return proto
@@ -37,9 +37,9 @@ def _protocol(settings: Settings) -> str:
 def ssl_context(settings: Settings) -> ssl.SSLContext | None:
     if "SSL" not in _protocol(settings):
         return None
-    ctx = ssl.create_default_context(cafile=settings.kafka_ssl_cafile or None)
-    if settings.kafka_ssl_certfile:
-        ctx.load_cert_chain(settings.kafka_ssl_certfile, settings.kafka_ssl_keyfile or None)
+    ctx = ssl.create_default_context(cafile=settings.kafka.ssl_cafile or None)
+    if settings.kafka.ssl_certfile:
+        ctx.load_cert_chain(settings.kafka.ssl_certfile, settings.kafka.ssl_keyfile or None)
     return ctx
 
 
@@ -51,8 +51,8 @@ def faust_broker_kwargs(settings: Settings) -> dict[str, Any]:
     proto = _protocol(settings)
     if proto.startswith("SASL"):
         kw["broker_credentials"] = faust.SASLCredentials(
-            username=settings.kafka_sasl_username, password=settings.kafka_sasl_password,
-            ssl_context=ssl_context(settings), mechanism=settings.kafka_sasl_mechanism or "PLAIN")
+            username=settings.kafka.sasl_username, password=settings.kafka.sasl_password.get_secret_value(),
+            ssl_context=ssl_context(settings), mechanism=settings.kafka.sasl_mechanism or "PLAIN")
     elif proto == "SSL":
         kw["broker_credentials"] = faust.SSLCredentials(ssl_context(settings))
     return kw
@@ -64,9 +64,9 @@ def aiokafka_kwargs(settings: Settings) -> dict[str, Any]:
     if "SSL" in proto:
         kw["ssl_context"] = ssl_context(settings)
     if proto.startswith("SASL"):
-        kw.update(sasl_mechanism=settings.kafka_sasl_mechanism or "PLAIN",
-                  sasl_plain_username=settings.kafka_sasl_username,
-                  sasl_plain_password=settings.kafka_sasl_password)
+        kw.update(sasl_mechanism=settings.kafka.sasl_mechanism or "PLAIN",
+                  sasl_plain_username=settings.kafka.sasl_username,
+                  sasl_plain_password=settings.kafka.sasl_password.get_secret_value())
     return kw
 
 
@@ -74,11 +74,11 @@ def kafka_python_kwargs(settings: Settings) -> dict[str, Any]:
     proto = _protocol(settings)
     kw: dict[str, Any] = {"bootstrap_servers": bootstrap_list(settings), "security_protocol": proto}
     if "SSL" in proto:
-        kw.update({k: v for k, v in (("ssl_cafile", settings.kafka_ssl_cafile),
-                                     ("ssl_certfile", settings.kafka_ssl_certfile),
-                                     ("ssl_keyfile", settings.kafka_ssl_keyfile)) if v})
+        kw.update({k: v for k, v in (("ssl_cafile", settings.kafka.ssl_cafile),
+                                     ("ssl_certfile", settings.kafka.ssl_certfile),
+                                     ("ssl_keyfile", settings.kafka.ssl_keyfile)) if v})
     if proto.startswith("SASL"):
-        kw.update(sasl_mechanism=settings.kafka_sasl_mechanism or "PLAIN",
-                  sasl_plain_username=settings.kafka_sasl_username,
-                  sasl_plain_password=settings.kafka_sasl_password)
+        kw.update(sasl_mechanism=settings.kafka.sasl_mechanism or "PLAIN",
+                  sasl_plain_username=settings.kafka.sasl_username,
+                  sasl_plain_password=settings.kafka.sasl_password.get_secret_value())
     return kw

@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Callable, Iterable, Sequence
 
-from dialcheck.settings import Settings
+from schemas.settings import Settings, load_settings
 from schemas import ChatTurn, claim_id
 
 from .kafka_config import kafka_python_kwargs
@@ -49,7 +49,7 @@ class TurnProducer:
     def __init__(self, settings: Settings):
         from kafka import KafkaProducer
 
-        self.topic = settings.topic_turns
+        self.topic = settings.kafka.topic_turns
         self.producer = KafkaProducer(acks="all", linger_ms=2, retries=5, **kafka_python_kwargs(settings))
         # partition → next offset, from the acks: Tansu's ListOffsets can be wrong after
         # multi-record batches, so "everything I sent was consumed" is judged from these

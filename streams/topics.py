@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import time
 
-from dialcheck.settings import Settings
+from schemas.settings import Settings, load_settings
 
 from .kafka_config import kafka_python_kwargs
 
 
 def stream_topics(settings: Settings) -> list[str]:
-    return [settings.topic_turns, settings.topic_verdicts, settings.topic_deadletter]
+    return [settings.kafka.topic_turns, settings.kafka.topic_verdicts, settings.kafka.topic_deadletter]
 
 
 def ensure_topics(settings: Settings, topics: list[str] | None = None, timeout_s: float = 30.0) -> None:
@@ -34,7 +34,7 @@ def ensure_topics(settings: Settings, topics: list[str] | None = None, timeout_s
             time.sleep(0.5)
     try:
         existing = set(admin.list_topics())
-        new = [NewTopic(t, settings.topic_partitions, settings.topic_replication) for t in topics if t not in existing]
+        new = [NewTopic(t, settings.kafka.topic_partitions, settings.kafka.topic_replication) for t in topics if t not in existing]
         for t in new:  # one at a time: an "already exists" from a racing creator must not hide the others
             try:
                 admin.create_topics([t])

@@ -9,7 +9,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Iterator
 
-from dialcheck.settings import Settings
+from schemas.settings import Settings, load_settings
 import orjson
 
 from schemas import InvalidEvent, Verdict, parse_verdict
@@ -118,7 +118,7 @@ def collect_verdicts(settings: Settings, expected: set[str], timeout_s: float, s
     log = VerdictLog() if log is None else log
     done = done or (lambda lg: expected <= lg.verdicts.keys())
     deadline = time.monotonic() + timeout_s
-    with TopicReader(settings, settings.topic_verdicts, start) as reader:
+    with TopicReader(settings, settings.kafka.topic_verdicts, start) as reader:
         while not done(log) and time.monotonic() < deadline and alive():
             for rec in reader.poll(0.5):
                 log.add_raw(rec.value)
@@ -126,7 +126,7 @@ def collect_verdicts(settings: Settings, expected: set[str], timeout_s: float, s
 
 
 def read_dead_letters(settings: Settings, start: dict[int, int] | None = None) -> list[DeadLetter]:
-    with TopicReader(settings, settings.topic_deadletter, start) as reader:
+    with TopicReader(settings, settings.kafka.topic_deadletter, start) as reader:
         return [DeadLetter.from_record(r.key, r.value, r.headers) for r in reader.drain()]
 
 

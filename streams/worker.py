@@ -11,10 +11,9 @@ import signal
 import subprocess
 import sys
 import time
-from dataclasses import fields, replace
 from pathlib import Path
 
-from dialcheck.settings import REPO_ROOT, Settings
+from schemas.settings import REPO_ROOT, Settings, load_settings
 
 from .app import READY_MARKER, STATUS_MARKER, create_app
 from .topics import ensure_topics, partition_count
@@ -26,9 +25,9 @@ def run_worker(settings: Settings, check_many, item_factory, loglevel: str = "in
 
     ensure_topics(settings)
     # an existing chat.turns may have another partition count: the changelog must match it
-    n = partition_count(settings, settings.topic_turns)
-    if n and n != settings.topic_partitions:
-        settings = replace(settings, topic_partitions=n)
+    n = partition_count(settings, settings.kafka.topic_turns)
+    if n and n != settings.kafka.topic_partitions:
+        settings = settings.updated(kafka={"topic_partitions": n})
     app = create_app(settings, check_many, item_factory)
     worker = faust.Worker(app, loglevel=loglevel, quiet=True, redirect_stdouts=False)
     try:
@@ -40,11 +39,7 @@ def run_worker(settings: Settings, check_many, item_factory, loglevel: str = "in
 
 def settings_env(settings: Settings) -> dict[str, str]:
     """The DIALCHECK_* environment that reproduces `settings` in a child process."""
-    env = {}
-    for f in fields(settings):
-        v = getattr(settings, f.name)
-        env[f.metadata["env"]] = ",".join(str(x) for x in v) if isinstance(v, tuple) else str(v)
-    return env
+    return settings.env()
 
 
 class WorkerProcess:
@@ -52,7 +47,7 @@ class WorkerProcess:
 
     def __init__(self, settings: Settings, log_path: str | Path, extra_args: list[str] | None = None,
                  env: dict[str, str] | None = None):
-        assert settings.kafka_bootstrap, "a child worker needs an explicit broker"
+        assert settings.kafka.bootstrap, "a child worker needs an explicit broker"
         self.settings = settings
         self.log_path = Path(log_path)
         self.extra_args = extra_args or []

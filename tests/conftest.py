@@ -15,15 +15,15 @@ REPO = Path(__file__).resolve().parent.parent
 
 @pytest.fixture(scope="session")
 def settings():
-    from dialcheck.settings import Settings
+    from schemas.settings import Settings, load_settings
 
-    return Settings.from_env()
+    return load_settings()
 
 
 @pytest.fixture(scope="session")
 def data_dir(settings) -> Path:
-    d = Path(settings.data_dir)
-    assert Path(settings.dialfact_sample).exists(), f"shared data not found at {d} (set DIALCHECK_DATA_DIR)"
+    d = Path(settings.data.dir)
+    assert Path(settings.data.dialfact_sample).exists(), f"shared data not found at {d} (set DIALCHECK_DATA_DIR)"
     return d
 
 
@@ -38,21 +38,21 @@ def dialfact_records(data_dir):
 def nli(settings):
     from workers.models.onnx_nli import load_local_nli
 
-    return load_local_nli(settings.nli_model_dir)
+    return load_local_nli(settings.models.nli_model_dir)
 
 
 @pytest.fixture(scope="session")
 def encoder(settings):
     from workers.models.encoders import load_local_encoder
 
-    return load_local_encoder(settings.encoder)
+    return load_local_encoder(settings.models.encoder)
 
 
 @pytest.fixture(scope="session")
 def index_dir(settings, encoder, data_dir):
-    """The real default index (settings.index_dir), built once if missing and then shared with the
+    """The real default index (settings.retrieval.index_dir), built once if missing and then shared with the
     stream tests and the demo, which load the same directory."""
     from workers.retrieval.build import ensure_index
 
     ensure_index(settings, encoder)
-    return Path(settings.index_dir)
+    return Path(settings.retrieval.index_dir)

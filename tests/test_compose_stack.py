@@ -62,9 +62,9 @@ def test_stack_shape(compose):
 
 
 def test_worker_env_uses_declared_settings(compose):
-    from dialcheck.settings import Settings
+    from schemas.settings import load_settings
 
-    declared = {env for _, env, _, _ in Settings.describe()}
+    declared = set(load_settings().env())
     env = compose["services"]["worker"]["environment"]
     used = {k for k in env if k.startswith("DIALCHECK_")}
     assert used and used <= declared, used - declared

@@ -9,7 +9,7 @@ from workers.nli.labels import CONTRADICTION, ENTAILMENT, NEUTRAL
 
 
 def test_artifact_layout(settings):
-    d = Path(settings.nli_model_dir)
+    d = Path(settings.models.nli_model_dir)
     assert (d / "model.onnx").stat().st_size < 100 * 2**20
     assert (d / "tokenizer" / "tokenizer.json").exists()
     cal = json.loads((d / "calibration.json").read_text())

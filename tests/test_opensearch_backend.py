@@ -13,7 +13,7 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from dialcheck.settings import Settings  # noqa: E402
+from schemas.settings import Settings, load_settings  # noqa: E402
 from workers.retrieval.base import Passage, SearchUnavailable  # noqa: E402
 from workers.retrieval.bm25 import EmbeddedIndex  # noqa: E402
 from workers.retrieval.dense import context_union, dense_rescore  # noqa: E402
@@ -113,7 +113,7 @@ def test_dialfact_evidence_top1_mostly_agrees(osmem):
     from workers.dialfact import load_dialfact
     from workers.retrieval.collection import passage_id
 
-    recs = load_dialfact(Settings.from_env().dialfact_sample, limit=60)
+    recs = load_dialfact(load_settings().data.dialfact_sample, limit=60)
     uniq = {passage_id(t, x): Passage(passage_id(t, x), t, x, doc_id=t) for r in recs for t, x in r.evidence}
     passages = list(uniq.values())
     build_opensearch_index(passages, None, osmem.url, "dialfact-evidence", progress=False)

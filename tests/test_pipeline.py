@@ -58,7 +58,7 @@ def test_pronoun_claim_routed_through_gate(fv_pipeline):
 def test_e2e_retrieves_and_verifies(settings, nli, encoder, index_dir, dialfact_records):
     from workers.retrieval.bm25 import EmbeddedIndex
 
-    pipe = Pipeline(replace(settings, index_dir=str(index_dir)), nli, encoder, EmbeddedIndex.load(index_dir), "e2e", "r4g")
+    pipe = Pipeline(settings.updated(retrieval={"index_dir": str(index_dir)}), nli, encoder, EmbeddedIndex.load(index_dir), "e2e", "r4g")
     recs = [r for r in dialfact_records if r.type_label == "factual"][:8]
     verdicts = pipe.check_many([r.to_check_item("e2e") for r in recs])
     hits = sum(any(e.title in {t for t, _ in r.evidence} for e in v.evidence) for r, v in zip(recs, verdicts))

@@ -9,7 +9,7 @@ import os
 import subprocess
 import sys
 
-from dialcheck.settings import REPO_ROOT
+from schemas.settings import REPO_ROOT
 from streams.pipeline_factory import DEFAULT_FACTORY
 
 PIPELINE = os.environ.get("DIALCHECK_TEST_STREAM_PIPELINE", DEFAULT_FACTORY)

@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from dialcheck.settings import Settings
+from schemas.settings import Settings, load_settings
 from streams.broker import EmbeddedBroker
 from streams.pipeline_factory import DEFAULT_FACTORY, build_pipeline
 from streams.replay import TurnProducer, iter_claim_ids, load_records, record_turns, replay
@@ -24,7 +24,7 @@ from streams.topics import ensure_topics
 from streams.verdicts import VerdictLog, collect_verdicts, end_offsets, read_dead_letters
 from streams.worker import WorkerProcess
 
-DATA = Settings.from_env().dialfact_sample
+DATA = load_settings().data.dialfact_sample
 # a stand-in factory may be named for developing the wiring; CI uses the real pipeline
 PIPELINE = os.environ.get("DIALCHECK_TEST_STREAM_PIPELINE", DEFAULT_FACTORY)
 N_MAIN, N_CRASH_CTX, N_CRASH, N_BAD_GOOD = 50, 5, 15, 3
@@ -48,8 +48,8 @@ def broker(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def settings(broker):
-    s = Settings.from_env(kafka_bootstrap=broker.bootstrap, stream_status_interval_s=1.0)
-    if PIPELINE == DEFAULT_FACTORY and s.search_backend == "embedded":
+    s = load_settings(kafka={"bootstrap": broker.bootstrap}, stream={"status_interval_s": 1.0})
+    if PIPELINE == DEFAULT_FACTORY and s.retrieval.backend == "embedded":
         from workers.retrieval.build import ensure_index
         ensure_index(s)
     ensure_topics(s)
@@ -85,8 +85,8 @@ def wait_committed(settings: Settings, end: dict[int, int], timeout_s: float = 6
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             committed = {tp.partition: om.offset for tp, om in
-                         admin.list_group_offsets(settings.stream_app_id)[settings.stream_app_id].items()
-                         if tp.topic == settings.topic_turns}
+                         admin.list_group_offsets(settings.stream.app_id)[settings.stream.app_id].items()
+                         if tp.topic == settings.kafka.topic_turns}
             if all(committed.get(p, -1) >= off for p, off in end.items()):
                 return
             time.sleep(0.5)
@@ -106,7 +106,7 @@ def assert_same_as_batch(got: dict, batch: dict, ids: list[str]) -> None:
 def test_replay_gives_one_verdict_per_claim_with_batch_labels(settings, worker, records, batch_verdicts):
     recs = records["main"]
     expected = iter_claim_ids(recs)
-    start = end_offsets(settings, settings.topic_verdicts)
+    start = end_offsets(settings, settings.kafka.topic_verdicts)
     stats = replay(settings, recs, rate=0)
     assert stats.records == N_MAIN
     vlog = collect_verdicts(settings, set(expected), timeout_s=600, start=start, alive=worker["w"].alive)
@@ -135,8 +135,8 @@ BAD_EVENTS = [  # (key, value, expected reason fragment)
 
 def test_bad_input_goes_to_deadletter_and_loses_nothing_else(settings, worker, records, batch_verdicts):
     good = records["bad_good"]
-    start_v = end_offsets(settings, settings.topic_verdicts)
-    start_d = end_offsets(settings, settings.topic_deadletter)
+    start_v = end_offsets(settings, settings.kafka.topic_verdicts)
+    start_d = end_offsets(settings, settings.kafka.topic_deadletter)
     with TurnProducer(settings) as producer:
         for i, rec in enumerate(good):  # good turns interleaved with the bad ones, same partitions too
             for t in record_turns(rec):
@@ -156,7 +156,7 @@ def test_bad_input_goes_to_deadletter_and_loses_nothing_else(settings, worker, r
     for key, value, reason in BAD_EVENTS:
         d = by_value[(key, value if value is not None else b"")]  # original bytes preserved
         assert reason in d.reason, (reason, d.reason)
-        assert d.topic == settings.topic_turns and d.partition >= 0 and d.offset >= 0
+        assert d.topic == settings.kafka.topic_turns and d.partition >= 0 and d.offset >= 0
     assert worker["w"].alive()
     bad_convs = {f"bad-{i}" for i in range(1, 13)}
     assert not [v for v in vlog.verdicts.values() if v.conversation_id in bad_convs], "a bad event got a verdict"
@@ -164,14 +164,14 @@ def test_bad_input_goes_to_deadletter_and_loses_nothing_else(settings, worker, r
 
 def test_kill9_mid_replay_loses_no_claim_and_restores_context(settings, worker, records, batch_verdicts):
     ctx_recs, crash_recs = records["crash_ctx"], records["crash"]
-    start_v = end_offsets(settings, settings.topic_verdicts)
+    start_v = end_offsets(settings, settings.kafka.topic_verdicts)
     # 1. context turns of some conversations, processed and committed before the crash
     with TurnProducer(settings) as producer:
         for rec in ctx_recs:
             for t in record_turns(rec)[:-1]:
                 producer.send_turn(t)
     wait_committed(settings, producer.sent_end)
-    time.sleep(2 * settings.stream_status_interval_s)  # a status line from after the commit
+    time.sleep(2 * settings.stream.status_interval_s)  # a status line from after the commit
     before = worker["w"].last_status()
     # 2. a replay in flight; kill -9 once some of its verdicts are out
     vlog = VerdictLog()

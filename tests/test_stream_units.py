@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from dialcheck.settings import Settings
+from schemas.settings import Settings, load_settings
 from schemas import ChatTurn, InvalidEvent, claim_id, parse_verdict
 from streams.checking import check_safely, error_verdict, validate_event
 from streams.context import add_turn, is_idle, parse_roles, should_check
@@ -109,8 +109,8 @@ def test_record_turns_preserve_ids_and_mark_only_the_response():
 
 
 def test_kafka_client_options_from_settings():
-    s = Settings.from_env(kafka_bootstrap="kafka://h1:9092, h2:9093", kafka_security_protocol="SASL_PLAINTEXT",
-                          kafka_sasl_mechanism="SCRAM-SHA-256", kafka_sasl_username="u", kafka_sasl_password="p")
+    s = load_settings(kafka={"bootstrap": "kafka://h1:9092, h2:9093", "security_protocol": "SASL_PLAINTEXT",
+                             "sasl_mechanism": "SCRAM-SHA-256", "sasl_username": "u", "sasl_password": "p"})
     assert bootstrap_list(s) == ["h1:9092", "h2:9093"]
     kp = kafka_python_kwargs(s)
     assert kp["sasl_mechanism"] == "SCRAM-SHA-256" and kp["sasl_plain_username"] == "u"
@@ -118,11 +118,11 @@ def test_kafka_client_options_from_settings():
     fk = faust_broker_kwargs(s)
     assert fk["broker"] == "kafka://h1:9092;kafka://h2:9093"
     assert fk["broker_credentials"].mechanism.value == "SCRAM-SHA-256"
-    assert "broker_credentials" not in faust_broker_kwargs(Settings.from_env(kafka_bootstrap="h:1"))
+    assert "broker_credentials" not in faust_broker_kwargs(load_settings(kafka={"bootstrap": "h:1"}))
 
 
 def test_settings_env_reproduces_settings(monkeypatch):
-    s = Settings.from_env(kafka_bootstrap="h:1", context_turns=7, check_roles="bot")
+    s = load_settings(kafka={"bootstrap": "h:1"}, stream={"context_turns": 7, "check_roles": "bot"})
     for k, v in settings_env(s).items():
         monkeypatch.setenv(k, v)
-    assert Settings.from_env() == s
+    assert load_settings() == s

@@ -12,11 +12,11 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from dialcheck.settings import Settings  # noqa: E402
+from schemas.settings import Settings, load_settings  # noqa: E402
 from infra.triton_server import TritonServer  # noqa: E402
 from workers.models.base import ModelUnavailable  # noqa: E402
 
-DIALFACT = Settings.from_env().dialfact_sample
+DIALFACT = load_settings().data.dialfact_sample
 NLI_DIR = REPO / "triton_models" / "nli" / "1"
 N = 50
 TOL = 1e-4
@@ -101,7 +101,7 @@ def test_pipeline_same_verdicts_and_outage_recovery(server, records, local_nli, 
     from workers.models.triton import TritonEncoder, TritonNLI
     from workers.pipeline import Pipeline
 
-    settings = Settings()
+    settings = load_settings()
     items = [r.to_check_item("fv") for r in records]
     in_process = Pipeline(settings, local_nli, local_encoder, None, protocol="fv", surface="r4g")
     local = in_process.check_many(items)

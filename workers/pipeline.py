@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from dialcheck.settings import Settings
+from schemas.settings import Settings, load_settings
 from schemas import LABELS, Evidence, GateDecision, Status, Surface, Verdict, claim_id
 
 from .gate import BiConGate, GateInput
@@ -57,7 +57,7 @@ class Pipeline:
             raise ValueError(f"surface {surface!r} not in {SURFACES}")
         self.settings, self.nli, self.encoder, self.searcher = settings, nli, encoder, searcher
         self.protocol, self.surface = protocol, surface
-        self.gate = BiConGate(nli, encoder, settings.gate_weights)
+        self.gate = BiConGate(nli, encoder, settings.gate.weights)
 
     @classmethod
     def from_settings(cls, settings: Settings, protocol: str = "e2e", surface: str = "r4g") -> "Pipeline":
@@ -111,7 +111,7 @@ class Pipeline:
                 w.fv_surface = w.ir_surface = Surface(self.surface if text != w.item.claim else "r0", text)
             return
         t = time.perf_counter()
-        gate_ctx = self.settings.gate_context_turns
+        gate_ctx = self.settings.gate.context_turns
         inputs, owners = [], []
         for i, w in enumerate(work):
             alts = [a for a in dict.fromkeys(w.surfaces.r4_alternatives[:GATE_CANDIDATES] or [w.surfaces.r4])
@@ -143,11 +143,11 @@ class Pipeline:
                 return Surface("r4g" if g.accepted else "r0", text if g.accepted else w.item.claim,
                                candidate="r4", candidate_text=text, gate=g)
 
-            w.fv_surface = decision(self.settings.tau_fv)
-            w.ir_surface = decision(self.settings.tau_ir)
+            w.fv_surface = decision(self.settings.gate.tau_fv)
+            w.ir_surface = decision(self.settings.gate.tau_ir)
 
     def _query(self, w: _Work) -> str:
-        return with_context(w.item.context, w.ir_surface.text, self.settings.query_context_turns)
+        return with_context(w.item.context, w.ir_surface.text, self.settings.retrieval.query_context_turns)
 
     def _retrieve(self, work: list[_Work]) -> None:
         s = self.settings
@@ -159,30 +159,30 @@ class Pipeline:
             query = self._query(w)
             t = time.perf_counter()
             try:
-                bm25 = context_union(self.searcher, query, w.item.context, s.bm25_top_k)
+                bm25 = context_union(self.searcher, query, w.item.context, s.retrieval.bm25_top_k)
                 t_bm25 = time.perf_counter()
                 w.timings["bm25"] = round((t_bm25 - t) * 1000, 2)
             except Exception as e:
                 w.problems.append(("degraded", f"search unavailable: {e}"))
                 continue
             try:
-                dense, mode = dense_rescore(self.encoder, self.searcher, query, bm25, s.dense_top_k)
+                dense, mode = dense_rescore(self.encoder, self.searcher, query, bm25, s.retrieval.dense_top_k)
                 w.timings["dense"] = round((time.perf_counter() - t_bm25) * 1000, 2)
                 if mode == "client-side-encoding":
                     w.timings["dense_client_side"] = 1.0
             except Exception as e:
                 w.problems.append(("degraded", f"dense re-scoring unavailable, BM25 order used: {e}"))
-                dense = bm25[: s.dense_top_k]
+                dense = bm25[: s.retrieval.dense_top_k]
             w.retrieval = {"bm25": bm25, "dense": dense}
-            w.passages = dense[: s.verify_top_passages]
+            w.passages = dense[: s.retrieval.verify_top_passages]
 
     def _verify(self, work: list[_Work]) -> None:
         s = self.settings
         premises, hyps = [], []
         t = time.perf_counter()
         for w in work:
-            hyp = with_context(w.item.context, w.fv_surface.text, s.hypothesis_context_turns)
-            w.windows = top_windows([p.text for p in w.passages], w.fv_surface.text, s.max_windows)
+            hyp = with_context(w.item.context, w.fv_surface.text, s.verify.hypothesis_context_turns)
+            w.windows = top_windows([p.text for p in w.passages], w.fv_surface.text, s.verify.max_windows)
             for win in w.windows:
                 premises.append(win.text)
                 hyps.append(hyp)
@@ -200,7 +200,7 @@ class Pipeline:
             for win in w.windows:
                 p = probs[k]
                 k += 1
-                w.decisions.append(WindowDecision(win, p, decide_window(p, s.entail_threshold, s.win_gap, s.decision_rule)))
+                w.decisions.append(WindowDecision(win, p, decide_window(p, s.verify.entail_threshold, s.verify.win_gap, s.verify.decision_rule)))
 
     def _verdict(self, w: _Work) -> Verdict:
         label, best = aggregate(w.decisions)
@@ -241,10 +241,10 @@ class Pipeline:
 
 
 def load_searcher(settings: Settings, encoder: Encoder | None = None) -> Searcher:
-    if settings.search_backend == "opensearch":
+    if settings.retrieval.backend == "opensearch":
         from .retrieval.opensearch import OpenSearchSearcher
 
-        return OpenSearchSearcher(settings.opensearch_url, settings.opensearch_index)
+        return OpenSearchSearcher(settings.retrieval.opensearch_url, settings.retrieval.opensearch_index)
     from .retrieval.build import ensure_index
 
     return ensure_index(settings, encoder)

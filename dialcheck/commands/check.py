@@ -18,7 +18,7 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from dialcheck.settings import Settings
+    from schemas.settings import Settings, load_settings
     from workers.pipeline import CheckItem, Pipeline
 
     if args.file:
@@ -31,7 +31,7 @@ def run(args) -> int:
     if not claim:
         print("error: no claim given (--claim or --file)", file=sys.stderr)
         return 2
-    pipe = Pipeline.from_settings(Settings.from_env(models=args.models), protocol=args.protocol, surface=args.surface)
+    pipe = Pipeline.from_settings(load_settings(models={"backend": args.models}), protocol=args.protocol, surface=args.surface)
     item = CheckItem("cli", "1", list(context), claim, evidence if args.protocol == "fv" else None)
     print(pipe.check_many([item])[0].to_json().decode())
     return 0

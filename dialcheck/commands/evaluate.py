@@ -18,13 +18,13 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from dialcheck.settings import Settings
+    from schemas.settings import Settings, load_settings
     from workers.dialfact import load_dialfact
     from workers.evaluation_runner import evaluate_labels, evaluate_retrieval
     from workers.pipeline import SURFACES, Pipeline
 
-    settings = Settings.from_env(index_dir=args.index, models=args.models)
-    data = args.data or settings.dialfact_sample
+    settings = load_settings(retrieval={"index_dir": args.index}, models={"backend": args.models})
+    data = args.data or settings.data.dialfact_sample
     records = load_dialfact(data, args.limit)
     surfaces = [s.strip() for s in args.surfaces.split(",") if s.strip()]
     bad = [s for s in surfaces if s not in SURFACES]

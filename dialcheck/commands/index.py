@@ -20,26 +20,26 @@ def register(sub) -> None:
 
 
 def run_build(args) -> int:
-    from dialcheck.settings import Settings
+    from schemas.settings import Settings, load_settings
     from workers.retrieval.build import build_index
 
-    settings = Settings.from_env(index_dir=args.out, opensearch_url=args.url, opensearch_index=args.index_name)
+    settings = load_settings(retrieval={"index_dir": args.out, "opensearch_url": args.url, "opensearch_index": args.index_name})
     sources = [s for s in args.sources.split(",") if s]
     if args.backend == "opensearch":
         from workers.retrieval.build import encode_passages
         from workers.retrieval.collection import build_collection
         from workers.retrieval.opensearch import build_opensearch_index
 
-        passages = build_collection(settings.data_dir, sources, args.tsv)
+        passages = build_collection(settings.data.dir, sources, args.tsv)
         vectors = None
         if not args.no_vectors:
             from workers.models.encoders import load_local_encoder
 
-            vectors = encode_passages(load_local_encoder(settings.encoder), passages)
-        build_opensearch_index(passages, vectors, settings.opensearch_url, settings.opensearch_index)
-        print(json.dumps({"backend": "opensearch", "url": settings.opensearch_url,
-                          "index": settings.opensearch_index, "passages": len(passages)}))
+            vectors = encode_passages(load_local_encoder(settings.models.encoder), passages)
+        build_opensearch_index(passages, vectors, settings.retrieval.opensearch_url, settings.retrieval.opensearch_index)
+        print(json.dumps({"backend": "opensearch", "url": settings.retrieval.opensearch_url,
+                          "index": settings.retrieval.opensearch_index, "passages": len(passages)}))
         return 0
     index = build_index(settings, sources=sources, tsv=args.tsv, with_vectors=not args.no_vectors)
-    print(json.dumps({"backend": "embedded", "dir": settings.index_dir, **index.meta}), file=sys.stdout)
+    print(json.dumps({"backend": "embedded", "dir": settings.retrieval.index_dir, **index.meta}), file=sys.stdout)
     return 0

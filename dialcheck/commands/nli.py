@@ -37,23 +37,23 @@ def run_train(args) -> int:
 
 
 def run_release(args) -> int:
-    from dialcheck.settings import Settings
+    from schemas.settings import Settings, load_settings
     from workers.nli.release import release
 
-    s = Settings.from_env(data_dir=args.data_dir)
-    print(json.dumps(release(args.checkpoint, args.out or s.nli_model_dir, s.data_dir), indent=1))
+    s = load_settings(data={"dir": args.data_dir})
+    print(json.dumps(release(args.checkpoint, args.out or s.models.nli_model_dir, s.data.dir), indent=1))
     return 0
 
 
 def run_evaluate(args) -> int:
     from pathlib import Path
 
-    from dialcheck.settings import Settings
+    from schemas.settings import Settings, load_settings
     from workers.models.onnx_nli import OnnxNLI, read_calibration
     from workers.nli.evaluate import evaluate_model
 
-    s = Settings.from_env(data_dir=args.data_dir, nli_model_dir=args.model_dir)
-    result = evaluate_model(OnnxNLI(s.nli_model_dir), s.data_dir, args.limit)
+    s = load_settings(data={"dir": args.data_dir}, models={"nli_model_dir": args.model_dir})
+    result = evaluate_model(OnnxNLI(s.models.nli_model_dir), s.data.dir, args.limit)
     if args.write_card:
         from workers.nli.model_card import write_model_card
 
@@ -63,7 +63,7 @@ def run_evaluate(args) -> int:
         timing = Path("artifacts/nli-train/elapsed_minutes")
         if timing.exists():
             minutes = float(timing.read_text())
-        write_model_card(Path(s.nli_model_dir).parent / "MODEL_CARD.md", cfg, read_calibration(Path(s.nli_model_dir)),
+        write_model_card(Path(s.models.nli_model_dir).parent / "MODEL_CARD.md", cfg, read_calibration(Path(s.models.nli_model_dir)),
                          result, minutes)
     if args.json:
         print(json.dumps(result))

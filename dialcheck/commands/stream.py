@@ -5,17 +5,14 @@ import argparse
 import json
 import sys
 
-from dialcheck.settings import Settings
-
-DEFAULT_DATA = Settings.from_env().dialfact_sample
-
+from schemas.settings import Settings, load_settings
 
 def _settings(args) -> Settings:
-    return Settings.from_env(kafka_bootstrap=getattr(args, "broker", None) or None)
+    return load_settings(kafka={"bootstrap": getattr(args, "broker", None) or None})
 
 
 def _need_broker(s: Settings) -> Settings:
-    if not s.kafka_bootstrap:
+    if not s.kafka.bootstrap:
         sys.exit("no broker: pass --broker HOST:PORT or set DIALCHECK_KAFKA_BOOTSTRAP "
                  "(`dialcheck worker` without one starts an embedded broker and prints its address)")
     return s
@@ -30,8 +27,8 @@ def cmd_worker(args) -> int:
     # load models before joining the group: a 20 s load inside the worker would stall a rebalance
     pipeline = build_pipeline(settings, args.pipeline, protocol=args.protocol, surface=args.surface)
     with kafka_for(settings) as s:
-        if not settings.kafka_bootstrap:
-            print(f"embedded broker at {s.kafka_bootstrap} (memory storage; gone when this worker stops)", flush=True)
+        if not settings.kafka.bootstrap:
+            print(f"embedded broker at {s.kafka.bootstrap} (memory storage; gone when this worker stops)", flush=True)
         return run_worker(s, pipeline.check_many, item_factory(), loglevel=args.loglevel)
 
 
@@ -40,11 +37,11 @@ def cmd_replay(args) -> int:
     from streams.topics import ensure_topics
 
     s = _need_broker(_settings(args))
-    records = load_records(args.data, args.records)
+    records = load_records(args.data or s.data.dialfact_sample, args.records)
     ensure_topics(s)
     stats = replay(s, records, rate=args.rate, prefix=args.prefix, progress=not args.quiet)
     print(json.dumps({"records": stats.records, "turns": stats.turns, "seconds": round(stats.seconds, 2),
-                      "topic": s.topic_turns}))
+                      "topic": s.kafka.topic_turns}))
     return 0
 
 
@@ -58,7 +55,7 @@ def cmd_verdicts(args) -> int:
             print(json.dumps(d.to_dict(), ensure_ascii=False))
         return 0
     vlog = VerdictLog()
-    with TopicReader(s, s.topic_verdicts) as reader:
+    with TopicReader(s, s.kafka.topic_verdicts) as reader:
         records_iter = iter(()) if args.follow else reader.drain()
         try:
             while True:
@@ -100,7 +97,7 @@ def cmd_demo(args) -> int:
     if args.pipeline == DEFAULT_FACTORY:
         from workers.retrieval.build import ensure_index  # e2e needs the embedded passage index
         ensure_index(settings)
-    summary = run_demo(settings, args.data, args.records, pipeline=args.pipeline, progress=not args.json,
+    summary = run_demo(settings, args.data or settings.data.dialfact_sample, args.records, pipeline=args.pipeline, progress=not args.json,
                        timeout_s=args.timeout)
     if args.json:
         print(json.dumps(summary, indent=2))
@@ -130,7 +127,7 @@ def register(sub) -> None:
 
     p = sub.add_parser("replay", help="Produce DialFact records as chat turns (context turns, then the response).")
     broker(p)
-    p.add_argument("--data", default=DEFAULT_DATA)
+    p.add_argument("--data", default=None, help="DialFact JSONL (default: the testsmall sample under DIALCHECK_DATA_DIR)")
     p.add_argument("--rate", type=float, default=0.0, help="records (= checked claims) per second; 0 = flat out")
     p.add_argument("--records", type=int, default=None, help="first N records only")
     p.add_argument("--prefix", default="", help="prefix for conversation ids (replay the same data again as new claims)")
@@ -148,7 +145,7 @@ def register(sub) -> None:
     p = sub.add_parser("demo", help="Broker, worker, replay and scoring, all embedded; prints a summary.")
     broker(p)
     p.add_argument("--records", type=int, default=20)
-    p.add_argument("--data", default=DEFAULT_DATA)
+    p.add_argument("--data", default=None, help="DialFact JSONL (default: the testsmall sample under DIALCHECK_DATA_DIR)")
     p.add_argument("--json", action="store_true")
     p.add_argument("--timeout", type=float, default=None, help="seconds to wait for all verdicts")
     p.add_argument("--pipeline", default=DEFAULT_FACTORY, help=argparse.SUPPRESS)

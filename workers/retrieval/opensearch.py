@@ -131,7 +131,7 @@ class OpenSearchSearcher:
 
     @classmethod
     def from_settings(cls, settings: Any) -> "OpenSearchSearcher":
-        return cls(settings.opensearch_url, settings.opensearch_index)
+        return cls(settings.retrieval.opensearch_url, settings.retrieval.opensearch_index)
 
     def _call(self, fn: Any, **kwargs: Any) -> Any:
         from opensearchpy.exceptions import OpenSearchException

@@ -62,22 +62,22 @@ def measure(records, gate=None, gate_context_turns: int = 2) -> dict:
 
 
 def main() -> None:
-    from dialcheck.settings import Settings
+    from schemas.settings import Settings, load_settings
     from ..dialfact import load_dialfact
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--data", default=None)
     ap.add_argument("--with-gate", action="store_true")
     a = ap.parse_args()
-    s = Settings.from_env()
-    records = load_dialfact(a.data or s.dialfact_sample)
+    s = load_settings()
+    records = load_dialfact(a.data or s.data.dialfact_sample)
     gate = None
     if a.with_gate:
         from ..gate import BiConGate
         from ..models.factory import load_models
 
-        gate = BiConGate(*load_models(s), s.gate_weights)
-    print(json.dumps(measure(records, gate, s.gate_context_turns), indent=1))
+        gate = BiConGate(*load_models(s), s.gate.weights)
+    print(json.dumps(measure(records, gate, s.gate.context_turns), indent=1))
 
 
 if __name__ == "__main__":

@@ -1,0 +1,244 @@
+"""Settings in sections, each field with its DIALCHECK_* variable, default, range and doc.
+
+Why pydantic-settings: values are checked when they are loaded (choices, ranges), a bad value
+becomes one line that names the variable (`SettingsInvalid`), and nothing is read at import time:
+commands call `load_settings()` when they run, so `--help` works whatever the environment says.
+Secrets (SASL password, credentials inside URLs) are masked in every repr and in `as_table()`.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict, SettingsError
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+ENV_PREFIX = "DIALCHECK_"
+_URL_CREDENTIALS = re.compile(r"(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://)(?P<cred>[^/@\s]+)@")
+
+
+class SettingsInvalid(ValueError):
+    """A setting that cannot be used; the message is one line naming the variable."""
+
+
+def redact(text: str) -> str:
+    """Credentials inside URLs (scheme://user:pass@host) → scheme://***@host."""
+    return _URL_CREDENTIALS.sub(lambda m: f"{m.group('scheme')}***@", text)
+
+
+def _env(name: str, default: Any, doc: str, **constraints) -> Any:
+    """A field read from DIALCHECK_<name>; `constraints` are pydantic's (ge, le, pattern ...)."""
+    return Field(default, validation_alias=AliasChoices(ENV_PREFIX + name), description=doc, **constraints)
+
+
+class _Section(BaseSettings):
+    """One settings section: frozen, reads its own DIALCHECK_* variables, refuses unknown keys."""
+    model_config = SettingsConfigDict(frozen=True, populate_by_name=True, extra="ignore",
+                                      env_ignore_empty=False, case_sensitive=True)
+    _secret_urls: tuple[str, ...] = ()
+
+    def __repr_args__(self):
+        for name, value in super().__repr_args__():
+            yield name, (redact(value) if name in self._secret_urls and isinstance(value, str) else value)
+
+    def public(self) -> dict[str, Any]:
+        """Field values with secrets masked (for `dialcheck config` and logs)."""
+        return {k: ("**********" if isinstance(v, SecretStr) and v.get_secret_value() else
+                    "" if isinstance(v, SecretStr) else v) for k, v in self.__repr_args__()}
+
+
+class DataSettings(_Section):
+    dir: str = _env("DATA_DIR", str(REPO_ROOT.parent / "shared" / "data"),
+                    "Root of the shared data (DialFact, NLI sets, FoolMeTwice, WiCE).")
+
+    @property
+    def dialfact_sample(self) -> str:
+        """The DialFact JSONL that eval, replay, demo, benchmarks and tests default to."""
+        return str(Path(self.dir) / "dialfact" / "testsmall.jsonl")
+
+
+class ModelSettings(_Section):
+    backend: str = _env("MODELS", "local",
+                        "'local' (in-process ONNX Runtime) or 'triton://HOST:PORT' (gRPC) / 'triton+http://HOST:PORT'.",
+                        pattern=r"^(local|triton(\+http|\+grpc)?://[^\s/]+(:\d+)?/?)$")
+    nli_model_dir: str = _env("NLI_MODEL_DIR", str(REPO_ROOT / "triton_models" / "nli" / "1"),
+                              "Directory with model.onnx, tokenizer and calibration.json, or any HF NLI model dir.")
+    encoder: Literal["e5", "minilm"] = _env("ENCODER", "e5", "Sentence encoder for the gate and dense retrieval.")
+
+
+class RetrievalSettings(_Section):
+    _secret_urls = ("opensearch_url",)
+    index_dir: str = _env("INDEX_DIR", str(REPO_ROOT / "artifacts" / "index"),
+                          "Embedded passage index built by `dialcheck index build`.")
+    backend: Literal["embedded", "opensearch"] = _env("SEARCH", "embedded", "Search backend.")
+    opensearch_url: str = _env("OPENSEARCH_URL", "http://127.0.0.1:9200",
+                               "OpenSearch endpoint (credentials in it are masked everywhere).")
+    opensearch_index: str = _env("OPENSEARCH_INDEX", "dialcheck-passages", "OpenSearch index name.", min_length=1)
+    bm25_k1: float = _env("BM25_K1", 1.5, "BM25 k1.", gt=0, le=10)
+    bm25_b: float = _env("BM25_B", 0.4, "BM25 b.", ge=0, le=1)
+    bm25_top_k: int = _env("BM25_TOP_K", 180, "BM25 candidates kept before dense re-scoring.", ge=1, le=10000)
+    dense_top_k: int = _env("DENSE_TOP_K", 10, "Passages kept after dense re-scoring.", ge=1, le=1000)
+    verify_top_passages: int = _env("VERIFY_PASSAGES", 3, "Retrieved passages the verifier reads (e2e).", ge=1, le=100)
+    query_context_turns: int = _env("QUERY_CONTEXT_TURNS", 2,
+                                    "Context turns prepended to the claim surface as the retrieval query (paper: C + Rk).",
+                                    ge=0, le=50)
+
+
+class GateSettings(_Section):
+    tau_ir: float = _env("TAU_IR", 0.50, "Gate threshold when the surface feeds retrieval.", ge=0, le=1)
+    tau_fv: float = _env("TAU_FV", 0.70, "Gate threshold when the surface feeds verification.", ge=0, le=1)
+    weights: Annotated[tuple[float, float, float], NoDecode] = _env(
+        "GATE_WEIGHTS", (0.4, 0.2, 0.4), "alpha, beta, gamma of the gate score (comma list).")
+    context_turns: int = _env("GATE_CONTEXT_TURNS", 2,
+                              "Context turns C the gate reads in C+R0 <=> Rk (antecedents of R4 live there).", ge=0, le=50)
+
+    @field_validator("weights", mode="before")
+    @classmethod
+    def _split(cls, v):
+        return tuple(float(x) for x in v.split(",")) if isinstance(v, str) else v
+
+    @field_validator("weights")
+    @classmethod
+    def _non_negative(cls, v):
+        if any(x < 0 for x in v):
+            raise ValueError("weights must be >= 0")
+        return v
+
+
+class VerifySettings(_Section):
+    hypothesis_context_turns: int = _env("HYP_CONTEXT_TURNS", 0,
+                                         "Context turns prepended to the claim as the verifier's NLI hypothesis. The paper "
+                                         "used 2 with DeBERTa-large; with our MiniLM model 0 measured far better (README).",
+                                         ge=0, le=50)
+    max_windows: int = _env("MAX_WINDOWS", 24, "Windows kept by the lexical pre-score.", ge=1, le=1000)
+    entail_threshold: float = _env("ENTAIL_THRESHOLD", 0.55, "Minimum entailment (or contradiction) probability.",
+                                   ge=0, le=1)
+    win_gap: float = _env("WIN_GAP", 0.15, "Required margin over the other two classes.", ge=0, le=1)
+    decision_rule: Literal["threshold", "argmax"] = _env(
+        "DECISION_RULE", "threshold",
+        "'threshold' (entail/contradict >= threshold with the win gap) or 'argmax' of the NLI classes.")
+
+
+class KafkaSettings(_Section):
+    _secret_urls = ("bootstrap",)
+    bootstrap: str = _env("KAFKA_BOOTSTRAP", "", "Kafka bootstrap servers; empty starts the embedded Tansu broker.")
+    security_protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = _env(
+        "KAFKA_SECURITY_PROTOCOL", "PLAINTEXT", "Security protocol.")
+    sasl_mechanism: Literal["", "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"] = _env(
+        "KAFKA_SASL_MECHANISM", "", "SASL mechanism (empty: PLAIN when a SASL protocol is chosen).")
+    sasl_username: str = _env("KAFKA_SASL_USERNAME", "", "SASL user.")
+    sasl_password: SecretStr = _env("KAFKA_SASL_PASSWORD", SecretStr(""), "SASL password (masked everywhere).")
+    ssl_cafile: str = _env("KAFKA_SSL_CAFILE", "", "CA bundle for TLS.")
+    ssl_certfile: str = _env("KAFKA_SSL_CERTFILE", "", "Client certificate for mutual TLS.")
+    ssl_keyfile: str = _env("KAFKA_SSL_KEYFILE", "", "Client key for mutual TLS.")
+    topic_turns: str = _env("TOPIC_TURNS", "chat.turns", "Input topic (key: conversation id).", min_length=1)
+    topic_verdicts: str = _env("TOPIC_VERDICTS", "chat.verdicts", "Verdict topic (key: conversation id).", min_length=1)
+    topic_deadletter: str = _env("TOPIC_DEADLETTER", "chat.deadletter", "Rejected input with reasons.", min_length=1)
+    topic_partitions: int = _env("TOPIC_PARTITIONS", 4,
+                                 "Partitions of the stream topics and changelogs when dialcheck creates them.", ge=1, le=10000)
+    topic_replication: int = _env("TOPIC_REPLICATION", 1, "Replication factor of topics dialcheck creates.", ge=1, le=16)
+
+
+class StreamSettings(_Section):
+    app_id: str = _env("STREAM_APP_ID", "dialcheck", "Faust app id: consumer group and changelog topic prefix.",
+                       pattern=r"^[A-Za-z0-9._-]+$")
+    context_turns: int = _env("CONTEXT_TURNS", 10, "Turns kept per conversation.", ge=1, le=1000)
+    context_idle_s: float = _env("CONTEXT_IDLE_S", 3600.0, "Evict a conversation idle this long (0: never).", ge=0)
+    check_roles: str = _env("CHECK_ROLES", "assistant,bot", "Speaker roles whose turns are checked (comma list).")
+    max_text_chars: int = _env("MAX_TEXT_CHARS", 4000, "Longer turns are rejected to the dead-letter topic.", ge=1)
+    batch_size: int = _env("BATCH_SIZE", 16, "Turns per model batch in the stream worker.", ge=1, le=10000)
+    batch_within_s: float = _env("BATCH_WITHIN_S", 0.2, "Max wait to fill a batch.", gt=0, le=60)
+    status_interval_s: float = _env("STREAM_STATUS_S", 5.0, "Worker status log and idle-eviction sweep period.",
+                                    gt=0, le=3600)
+
+
+SECTIONS: dict[str, type[_Section]] = {
+    "data": DataSettings, "models": ModelSettings, "retrieval": RetrievalSettings, "gate": GateSettings,
+    "verify": VerifySettings, "kafka": KafkaSettings, "stream": StreamSettings,
+}
+
+
+class Settings(BaseModel):
+    """All sections. Build with `load_settings()`; derive variants with `updated()`."""
+    model_config = ConfigDict(frozen=True)
+    data: DataSettings
+    models: ModelSettings
+    retrieval: RetrievalSettings
+    gate: GateSettings
+    verify: VerifySettings
+    kafka: KafkaSettings
+    stream: StreamSettings
+
+    def updated(self, **sections: dict[str, Any]) -> "Settings":
+        """A copy with some fields changed, validated like the environment: updated(gate={"tau_fv": .6})."""
+        new = {}
+        for name, changes in sections.items():
+            if name not in SECTIONS:
+                raise SettingsInvalid(f"unknown settings section {name!r}: one of {', '.join(SECTIONS)}")
+            current = getattr(self, name)
+            values = {k: v for k, v in changes.items() if v is not None}
+            unknown = set(values) - set(type(current).model_fields)
+            if unknown:
+                raise SettingsInvalid(f"unknown setting {name}.{sorted(unknown)[0]}")
+            new[name] = _build(SECTIONS[name], {**_raw(current), **values})
+        return self.model_copy(update=new)
+
+    def env(self) -> dict[str, str]:
+        """The DIALCHECK_* environment that reproduces these settings in a child process."""
+        out = {}
+        for name in SECTIONS:
+            section = getattr(self, name)
+            for field_name, info in type(section).model_fields.items():
+                value = getattr(section, field_name)
+                if isinstance(value, SecretStr):
+                    value = value.get_secret_value()
+                elif isinstance(value, tuple):
+                    value = ",".join(str(x) for x in value)
+                out[_env_name(info)] = str(value)
+        return out
+
+    def as_table(self) -> list[tuple[str, str, Any, str]]:
+        """(section.field, variable, effective value with secrets masked, doc) for `dialcheck config`."""
+        rows = []
+        for name in SECTIONS:
+            section = getattr(self, name)
+            public = section.public()
+            for field_name, info in type(section).model_fields.items():
+                rows.append((f"{name}.{field_name}", _env_name(info), public[field_name], info.description or ""))
+        return rows
+
+
+def _env_name(info) -> str:
+    return info.validation_alias.choices[0]
+
+
+def _raw(section: _Section) -> dict[str, Any]:
+    return {k: getattr(section, k) for k in type(section).model_fields}
+
+
+def _one_line(err: ValidationError, section: type[_Section]) -> str:
+    e = err.errors()[0]
+    where = str(e["loc"][0]) if e["loc"] else section.__name__
+    if not where.startswith(ENV_PREFIX):
+        info = section.model_fields.get(where)
+        where = _env_name(info) if info else where
+    got = e.get("input")
+    got = "" if isinstance(got, dict) or got is None else f" (got {redact(str(got))[:80]!r})"
+    return f"invalid setting {where}: {e['msg']}{got}"
+
+
+def _build(section: type[_Section], values: dict[str, Any] | None = None) -> _Section:
+    try:
+        return section(**(values or {}))
+    except ValidationError as err:
+        raise SettingsInvalid(_one_line(err, section)) from None
+    except SettingsError as err:
+        raise SettingsInvalid(f"invalid setting: {redact(str(err)).splitlines()[0]}") from None
+
+
+def load_settings(**sections: dict[str, Any]) -> Settings:
+    """Defaults ← DIALCHECK_* environment ← explicit overrides per section. Raises SettingsInvalid."""
+    base = Settings(**{name: _build(cls) for name, cls in SECTIONS.items()})
+    return base.updated(**sections) if sections else base

@@ -1,51 +1,214 @@
-"""Metrics for the three protocols (method.md §6): FV/E2E label metrics, IR recall/nDCG/zero-hit."""
+"""Metrics for the three protocols (method.md §6) and the scoring of run files.
+
+Why one module: `dialcheck eval` computes its metrics *from the run rows it writes*, and
+`dialcheck score RUN --gold FILE` runs the same functions on the rows read back, so the two print
+the same JSON by construction (tests/test_score.py checks it end to end). Verdicts read from
+chat.verdicts (`dialcheck verdicts --json`) are run rows too: a row is a verdict dict.
+
+Label metrics come from scikit-learn, IR metrics from ir_measures (pytrec_eval, i.e. trec_eval);
+micro recall has no library measure and stays a two-line sum.
+"""
 from __future__ import annotations
 
-import math
-from typing import Sequence
+from typing import Iterable, Sequence
 
-from schemas import LABELS
+from schemas import LABELS, claim_id
+
+# fields of a verdict that are timings, not results: left out of run files
+TIMING_FIELDS = ("timings_ms", "created_at")
 
 
 def label_metrics(gold: Sequence[str], pred: Sequence[str]) -> dict:
     """Accuracy, macro-F1 and per-class F1 (S/R/NEI), in percent like the paper's tables."""
+    from sklearn.metrics import accuracy_score, precision_recall_fscore_support
+
     if len(gold) != len(pred):
         raise ValueError(f"{len(gold)} gold labels but {len(pred)} predictions")
-    per = {}
-    for lab in LABELS:
-        tp = sum(1 for g, p in zip(gold, pred) if g == lab and p == lab)
-        fp = sum(1 for g, p in zip(gold, pred) if g != lab and p == lab)
-        fn = sum(1 for g, p in zip(gold, pred) if g == lab and p != lab)
-        prec = tp / (tp + fp) if tp + fp else 0.0
-        rec = tp / (tp + fn) if tp + fn else 0.0
-        per[lab] = 2 * prec * rec / (prec + rec) if prec + rec else 0.0
-    acc = sum(g == p for g, p in zip(gold, pred)) / len(gold) if gold else 0.0
+    if not gold:
+        per = [0.0] * len(LABELS)
+        acc = 0.0
+    else:
+        prec, rec, _, _ = precision_recall_fscore_support(list(gold), list(pred), labels=list(LABELS),
+                                                          average=None, zero_division=0.0)
+        # F1 as 2PR/(P+R) from sklearn's P and R: sklearn's own F1 (2TP/(2TP+FP+FN)) differs in the
+        # last bit, which flips a rounding at exact halves (15.625 → 15.62 instead of the published 15.63)
+        per = [2 * float(p) * float(r) / (float(p) + float(r)) if p + r else 0.0 for p, r in zip(prec, rec)]
+        acc = float(accuracy_score(list(gold), list(pred)))
+    # macro = plain mean of the three per-class F1 (summed in label order, as before the switch)
     return {"n": len(gold), "accuracy": round(100 * acc, 2),
-            "macro_f1": round(100 * sum(per.values()) / len(per), 2),
-            "f1": {k: round(100 * v, 2) for k, v in per.items()},
+            "macro_f1": round(100 * sum(per) / len(per), 2),
+            "f1": {lab: round(100 * v, 2) for lab, v in zip(LABELS, per)},
             "predicted": {lab: sum(p == lab for p in pred) for lab in LABELS}}
 
 
 def retrieval_metrics(gold_docs: Sequence[set[str]], ranked_docs: Sequence[Sequence[str]], ks: Sequence[int]) -> dict:
-    """Document-level macro Recall@K, nDCG@K, micro Recall@K and zero-hit rate@K.
-    `ranked_docs[i]` is the ranked, de-duplicated document list for query i."""
+    """Document-level macro Recall@K, nDCG@K (binary gains), micro Recall@K and zero-hit rate@K
+    over the queries that have gold documents. `ranked_docs[i]` is query i's ranked, de-duplicated
+    document list. Queries with an empty ranking count as 0 (trec_eval would skip them)."""
+    import ir_measures
+    from ir_measures import Recall, Success, nDCG
+
+    qids = [str(i) for i, g in enumerate(gold_docs) if g]
+    qrels = {str(i): {d: 1 for d in g} for i, g in enumerate(gold_docs) if g}
+    # strictly decreasing scores keep our order (trec_eval sorts by score, ties by doc id)
+    run = {str(i): {d: float(len(r) - j) for j, d in enumerate(r)} for i, r in enumerate(ranked_docs)
+           if gold_docs[i] and len(r)}
     out: dict = {"n": len(gold_docs)}
     for k in ks:
-        recalls, ndcgs, zero, hits, total = [], [], 0, 0, 0
-        for gold, ranked in zip(gold_docs, ranked_docs):
-            if not gold:
-                continue
-            top = list(ranked)[:k]
-            found = [d for d in top if d in gold]
-            recalls.append(len(set(found)) / len(gold))
-            hits += len(set(found))
-            total += len(gold)
-            zero += not found
-            dcg = sum(1 / math.log2(i + 2) for i, d in enumerate(top) if d in gold)
-            idcg = sum(1 / math.log2(i + 2) for i in range(min(len(gold), k)))
-            ndcgs.append(dcg / idcg if idcg else 0.0)
-        m = len(recalls) or 1
-        out[f"@{k}"] = {"macro_recall": round(100 * sum(recalls) / m, 2), "ndcg": round(100 * sum(ndcgs) / m, 2),
+        measures = [Recall @ k, nDCG @ k, Success @ k]
+        per: dict[str, dict] = {q: {} for q in qids}
+        if run:
+            for m in ir_measures.iter_calc(measures, qrels, run):
+                per[m.query_id][str(m.measure)] = m.value
+        recalls = [per[q].get(str(Recall @ k), 0.0) for q in qids]
+        ndcgs = [per[q].get(str(nDCG @ k), 0.0) for q in qids]
+        zero = sum(per[q].get(str(Success @ k), 0.0) == 0.0 for q in qids)
+        hits = sum(len(set(ranked_docs[int(q)][:k]) & gold_docs[int(q)]) for q in qids)
+        total = sum(len(gold_docs[int(q)]) for q in qids)
+        m_ = len(qids) or 1
+        out[f"@{k}"] = {"macro_recall": round(100 * sum(recalls) / m_, 2), "ndcg": round(100 * sum(ndcgs) / m_, 2),
                         "micro_recall": round(100 * hits / max(total, 1), 2),
-                        "zero_hit_rate": round(100 * zero / m, 2)}
+                        "zero_hit_rate": round(100 * zero / m_, 2)}
     return out
+
+
+# ---- run rows ---------------------------------------------------------------------------------
+def verdict_row(verdict_dict: dict, record_id: str | None = None) -> dict:
+    """A verdict (dict) → one run-file line: everything but timings, plus evidence ids and the
+    rationale (the deciding evidence window) for readers of the file."""
+    row = {k: v for k, v in verdict_dict.items() if k not in TIMING_FIELDS}
+    ev = row.get("evidence") or []
+    row["evidence_ids"] = [e["passage_id"] for e in ev]
+    row["rationale"] = (ev[0].get("window") or None) if ev else None
+    if record_id is not None:
+        row["record_id"] = record_id
+    return row
+
+
+def row_protocol(row: dict) -> str:
+    return row.get("protocol") or (row.get("model_versions") or {}).get("protocol", "?")
+
+
+def row_surface_mode(row: dict) -> str:
+    return row.get("surface_mode") or (row.get("model_versions") or {}).get("surface_mode", "?")
+
+
+def response_claim_id(record) -> str:
+    """The claim id the evaluator and the replay give a DialFact record's response."""
+    return claim_id(record.id, f"{record.id}#response", record.response)
+
+
+def group_rows(rows: Iterable[dict]) -> dict[tuple[str, str], dict[str, dict]]:
+    """(protocol, surface mode) → claim id → first row (at-least-once topics repeat verdicts)."""
+    out: dict[tuple[str, str], dict[str, dict]] = {}
+    for row in rows:
+        by_claim = out.setdefault((row_protocol(row), row_surface_mode(row)), {})
+        by_claim.setdefault(row["claim_id"], row)
+    return out
+
+
+def surface_stats(rows: Sequence[dict]) -> dict:
+    """Rewritten share, gate acceptance and status counts of label rows (verdict dicts)."""
+    n = len(rows) or 1
+    rewritten = sum(r["surface"]["text"] != r["claim"] for r in rows)
+    gated = [r["surface"]["gate"] for r in rows if r["surface"].get("gate") is not None]
+    return {"rewritten_share": round(100 * rewritten / n, 2),
+            "gate_candidates": len(gated),
+            "gate_acceptance_rate": round(100 * sum(g["accepted"] for g in gated) / len(gated), 2) if gated else None,
+            "status": {s: sum(r["status"]["state"] == s for r in rows) for s in ("ok", "degraded", "error")}}
+
+
+def score_label_rows(by_claim: dict[str, dict], records: Sequence) -> dict:
+    """FV / E2E metrics of one surface: gold labels in record order vs the rows' labels."""
+    gold, rows, missing = [], [], 0
+    for r in records:
+        row = by_claim.get(response_claim_id(r))
+        if row is None:
+            missing += 1
+            continue
+        gold.append(r.label)
+        rows.append(row)
+    out = label_metrics(gold, [row["label"] for row in rows])
+    out["missing"] = missing
+    out.update(surface_stats(rows))
+    return out
+
+
+def ir_records(records: Sequence) -> list:
+    """The IR protocol's queries: factual claims with gold documents."""
+    return [r for r in records if r.type_label == "factual" and r.evidence]
+
+
+def score_ir_rows(by_claim: dict[str, dict], records: Sequence) -> dict:
+    recs = ir_records(records)
+    present = [(r, by_claim[response_claim_id(r)]) for r in recs if response_claim_id(r) in by_claim]
+    gold = [{t for t, _ in r.evidence} for r, _ in present]
+    bm25 = [row["bm25_docs"] for _, row in present]
+    dense = [row["dense_docs"] for _, row in present]
+    n = len(present) or 1
+    gated = [row["surface"]["gate"] for _, row in present if row["surface"].get("gate") is not None]
+    return {
+        "n": len(present),
+        "missing": len(recs) - len(present),
+        "bm25": retrieval_metrics(gold, bm25, [180]),
+        "dense": retrieval_metrics(gold, dense, [10]),
+        "top1": retrieval_metrics(gold, dense, [1]),
+        "rewritten_share": round(100 * sum(row["surface"]["text"] != r.response for r, row in present) / n, 2),
+        "gate_acceptance_rate": round(100 * sum(g["accepted"] for g in gated) / len(gated), 2) if gated else None,
+    }
+
+
+def score_run(rows: Sequence[dict], records: Sequence, data: str, protocol: str | None = None) -> dict:
+    """The `dialcheck eval --json` object (without timings) from run rows and the gold records.
+    `protocol` picks one protocol when a file mixes several (default: the first row's)."""
+    groups = group_rows(rows)
+    if not groups:
+        raise ValueError("the run has no rows")
+    protocol = protocol or next(iter(groups))[0]
+    surfaces = [s for p, s in groups if p == protocol]
+    if not surfaces:
+        raise ValueError(f"no rows of protocol {protocol!r} (found {sorted({p for p, _ in groups})})")
+    first = next(iter(groups[(protocol, surfaces[0])].values()))
+    result = {"protocol": protocol, "data": data, "records": len(records),
+              "models": dict(first.get("model_versions") or {}), "surfaces": {}}
+    for s in surfaces:
+        by_claim = groups[(protocol, s)]
+        result["surfaces"][s] = (score_ir_rows(by_claim, records) if protocol == "ir"
+                                 else score_label_rows(by_claim, records))
+    return result
+
+
+def _dig(d: dict, path: str):
+    for part in path.split("/"):
+        if not isinstance(d, dict) or part not in d:
+            return None
+        d = d[part]
+    return d
+
+
+def check_reference(result: dict, reference: dict) -> list[str]:
+    """Metrics of `result` (a score_run object) below bench/reference.json's by more than its
+    tolerance (percentage points); [] when all hold. A run on other data than the reference's, or
+    one that matches no reference metric, fails too: a check that compared nothing is no check."""
+    tol = float(reference["tolerance_points"])
+    proto = result["protocol"]
+    ref = reference.get("metrics", {}).get(proto)
+    if ref is None:
+        return [f"no reference numbers for protocol {proto}"]
+    if reference.get("records") is not None and result["records"] != reference["records"]:
+        return [f"reference is for {reference['records']} records, the run scored {result['records']}"]
+    failures, compared = [], 0
+    for surface, metrics in ref.items():
+        got = result["surfaces"].get(surface)
+        if got is None:
+            continue
+        for path, want in metrics.items():
+            value = _dig(got, path)
+            if value is None:
+                continue
+            compared += 1
+            if value < want - tol:
+                failures.append(f"{proto} {surface} {path} {value} < {want} - {tol}")
+    if not compared:
+        failures.append(f"no {proto} surface of the run ({', '.join(result['surfaces'])}) has reference numbers")
+    return failures

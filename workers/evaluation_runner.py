@@ -1,61 +1,54 @@
-"""`dialcheck eval`: run the pipeline over a DialFact-format file per surface and protocol and
-report the paper's metrics (method.md §6). The stream's `dialcheck verdicts --gold` reuses
-`label_metrics`, so both report the same JSON."""
+"""`dialcheck eval`: run the pipeline over DialFact-format records per surface and protocol.
+
+Why rows first: each claim becomes a run-file row (workers.evaluate.verdict_row / ir row), and the
+metrics are computed from those rows by `workers.evaluate.score_run`, the function
+`dialcheck score` calls on the file, so eval and score cannot drift apart."""
 from __future__ import annotations
 
 import time
+from dataclasses import asdict
 from typing import Sequence
 
-from .dialfact import DialFactRecord
-from .evaluate import label_metrics, retrieval_metrics
+from schemas.items import DialFactRecord
+
+from .evaluate import ir_records, verdict_row
 from .pipeline import Pipeline
 from .retrieval.dense import unique_docs
 
 
-def surface_stats(verdicts) -> dict:
-    n = len(verdicts) or 1
-    rewritten = sum(v.surface.text != v.claim for v in verdicts)
-    gated = [v.surface.gate for v in verdicts if v.surface.gate is not None]
-    return {"rewritten_share": round(100 * rewritten / n, 2),
-            "gate_candidates": len(gated),
-            "gate_acceptance_rate": round(100 * sum(g.accepted for g in gated) / len(gated), 2) if gated else None,
-            "status": {s: sum(v.status.state == s for v in verdicts) for s in ("ok", "degraded", "error")}}
-
-
-def evaluate_labels(pipeline: Pipeline, records: Sequence[DialFactRecord], batch: int = 32) -> dict:
+def label_rows(pipeline: Pipeline, records: Sequence[DialFactRecord], batch: int = 32) -> tuple[list[dict], float]:
+    """One row per record (FV / E2E), and the seconds it took."""
     t = time.perf_counter()
     items = [r.to_check_item(pipeline.protocol) for r in records]
     verdicts = []
     for s in range(0, len(items), batch):
         verdicts.extend(pipeline.check_many(items[s:s + batch]))
-    out = label_metrics([r.label for r in records], [v.label for v in verdicts])
-    out.update(surface_stats(verdicts))
-    out["claims_per_second"] = round(len(records) / (time.perf_counter() - t), 2)
-    return out
+    secs = time.perf_counter() - t
+    rows = [{"protocol": pipeline.protocol, "surface_mode": pipeline.surface, **verdict_row(v.to_dict(), r.id)}
+            for r, v in zip(records, verdicts)]
+    return rows, secs
 
 
-def evaluate_retrieval(pipeline: Pipeline, records: Sequence[DialFactRecord], batch: int = 32) -> dict:
-    """Document-level retrieval metrics on factual claims with gold evidence:
-    BM25 (+ context union) @180, dense re-scoring @10 and its top 1."""
-    recs = [r for r in records if r.type_label == "factual" and r.evidence]
-    gold = [{t for t, _ in r.evidence} for r in recs]
-    stages: dict[str, list[list[str]]] = {"bm25": [], "dense": []}
-    surfaces = []
+def ir_rows(pipeline: Pipeline, records: Sequence[DialFactRecord], batch: int = 32) -> tuple[list[dict], float]:
+    """One row per IR query (factual claims with gold evidence): ranked, de-duplicated document ids
+    of BM25 (+ context union) and of dense re-scoring, the surface and its gate decision."""
+    from schemas import claim_id
+
+    recs = ir_records(records)
     t = time.perf_counter()
     items = [r.to_check_item("ir") for r in recs]
+    results = []
     for s in range(0, len(items), batch):
-        for res in pipeline.retrieve_many(items[s:s + batch]):
-            stages["bm25"].append(unique_docs(res.get("bm25", [])))
-            stages["dense"].append(unique_docs(res.get("dense", [])))
-            surfaces.append(res["surface"])
-    n = len(recs) or 1
-    gated = [sf.gate for sf in surfaces if sf is not None and sf.gate is not None]
-    return {
-        "n": len(recs),
-        "bm25": retrieval_metrics(gold, stages["bm25"], [180]),
-        "dense": retrieval_metrics(gold, stages["dense"], [10]),
-        "top1": retrieval_metrics(gold, stages["dense"], [1]),
-        "rewritten_share": round(100 * sum(sf.text != r.response for sf, r in zip(surfaces, recs)) / n, 2),
-        "gate_acceptance_rate": round(100 * sum(g.accepted for g in gated) / len(gated), 2) if gated else None,
-        "queries_per_second": round(len(recs) / (time.perf_counter() - t), 2),
-    }
+        results.extend(pipeline.retrieve_many(items[s:s + batch]))
+    secs = time.perf_counter() - t
+    versions = pipeline.model_versions()
+    rows = []
+    for r, it, res in zip(recs, items, results):
+        dense = res.get("dense", [])
+        rows.append({"protocol": "ir", "surface_mode": pipeline.surface, "record_id": r.id,
+                     "conversation_id": it.conversation_id, "turn_id": it.turn_id,
+                     "claim_id": claim_id(it.conversation_id, it.turn_id, it.claim), "claim": it.claim,
+                     "surface": asdict(res["surface"]), "bm25_docs": unique_docs(res.get("bm25", [])),
+                     "dense_docs": unique_docs(dense), "evidence_ids": [p.id for p in dense],
+                     "problems": [list(p) for p in res.get("problems", [])], "model_versions": versions})
+    return rows, secs

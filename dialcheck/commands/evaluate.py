@@ -1,4 +1,7 @@
-"""`dialcheck eval`: FV-only, end-to-end or IR-only evaluation per claim surface."""
+"""`dialcheck eval`: FV-only, end-to-end or IR-only evaluation per claim surface.
+
+`--output RUN.jsonl` keeps one row per claim and surface; `dialcheck score RUN.jsonl --gold FILE`
+prints the same metrics from it (the eval's metrics are computed from those rows)."""
 from __future__ import annotations
 
 import json
@@ -13,14 +16,17 @@ def register(sub) -> None:
     p.add_argument("--index", default=None, help="embedded index directory (e2e, ir)")
     p.add_argument("--limit", type=int, default=None, help="first N records only")
     p.add_argument("--models", default=None, help="'local' or triton://HOST:PORT")
+    p.add_argument("--output", default=None, help="write the run file: one JSON line per claim and surface")
+    p.add_argument("--plots", default=None, help="write figures (PNG) and their numbers (CSV) to this directory")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
-    from schemas.settings import Settings, load_settings
-    from workers.dialfact import load_dialfact
-    from workers.evaluation_runner import evaluate_labels, evaluate_retrieval
+    from schemas.items import load_dialfact
+    from schemas.settings import load_settings
+    from workers.evaluate import score_run
+    from workers.evaluation_runner import ir_rows, label_rows
     from workers.pipeline import SURFACES, Pipeline
 
     settings = load_settings(retrieval={"index_dir": args.index}, models={"backend": args.models})
@@ -32,13 +38,28 @@ def run(args) -> int:
         print(f"unknown surfaces {bad}; choose from {SURFACES}", file=sys.stderr)
         return 2
     base = Pipeline.from_settings(settings, protocol=args.protocol, surface=surfaces[0])
-    result = {"protocol": args.protocol, "data": data, "records": len(records),
-              "models": base.model_versions(), "surfaces": {}}
+    rows: list[dict] = []
+    rates: dict[str, float] = {}
     for name in surfaces:
         pipe = base.with_options(surface=name)
-        result["surfaces"][name] = (evaluate_retrieval(pipe, records) if args.protocol == "ir"
-                                    else evaluate_labels(pipe, records))
+        got, secs = (ir_rows if args.protocol == "ir" else label_rows)(pipe, records)
+        rows.extend(got)
+        rates[name] = round(len(got) / secs, 2) if secs > 0 else 0.0
         print(f"[eval] {args.protocol} {name} done", file=sys.stderr)
+    result = score_run(rows, records, data, protocol=args.protocol)
+    rate_key = "queries_per_second" if args.protocol == "ir" else "claims_per_second"
+    for name, m in result["surfaces"].items():
+        m[rate_key] = rates[name]
+    if args.output:
+        with open(args.output, "w", encoding="utf-8") as f:
+            for row in rows:
+                f.write(json.dumps(row, ensure_ascii=False) + "\n")
+        print(f"[eval] run file: {args.output} ({len(rows)} rows)", file=sys.stderr)
+    if args.plots:
+        from workers.plots import plot_run
+
+        for path in plot_run(rows, records, args.plots):
+            print(f"[eval] figure: {path}", file=sys.stderr)
     if args.json:
         print(json.dumps(result, indent=1))
     else:

@@ -1,0 +1,85 @@
+"""`dialcheck tune decision | gate | fit`: cross-validated choice of the decision layer, the gate's
+τ and the hypothesis context, and fitting the shipped layer (window probabilities are cached in
+artifacts/tune, so re-runs are fast)."""
+from __future__ import annotations
+
+import json
+import sys
+
+
+def register(sub) -> None:
+    p = sub.add_parser("tune", help="cross-validated tuning of the decision layer and gate")
+    tsub = p.add_subparsers(dest="tune_command", required=True)
+    d = tsub.add_parser("decision", help="CV report per decision method (grouped by conversation)")
+    g = tsub.add_parser("gate", help="τ_FV by nested CV for one decision method")
+    f = tsub.add_parser("fit", help="fit a decision layer on the whole file and write its JSON + card")
+    for q in (d, g, f):
+        q.add_argument("--model-dir", default=None, help="NLI model directory (default: settings)")
+        q.add_argument("--data", default=None, help="DialFact JSONL (default: testsmall)")
+        q.add_argument("--folds", type=int, default=5)
+        q.add_argument("--protocol", choices=["fv", "e2e"], default="fv")
+        q.add_argument("--json", action="store_true")
+    d.add_argument("--surfaces", default="r0", help="comma list of r0..r4,r4g")
+    d.add_argument("--hyp-turns", default=None, help="comma list of hypothesis context turns (default: settings)")
+    d.add_argument("--methods", default=",".join(("threshold", "argmax", "perclass", "logreg")))
+    d.add_argument("--transfer", default="", help="comma list of foolmetwice,wice (in NLI training data: optimistic)")
+    d.set_defaults(func=run_decision)
+    g.add_argument("--method", default="logreg")
+    g.set_defaults(func=run_gate)
+    f.add_argument("--method", default="logreg")
+    f.add_argument("--surface", default="r4g")
+    f.add_argument("--out", default="triton_models/decision/decision.json")
+    f.set_defaults(func=run_fit)
+
+
+def _tuner(args):
+    from schemas.settings import load_settings
+    from workers.decision.tune import Tuner
+
+    return Tuner(load_settings(), args.model_dir, args.data)
+
+
+def run_decision(args) -> int:
+    from workers.decision.tune import log, transfer_sets
+
+    t = _tuner(args)
+    methods = [m for m in args.methods.split(",") if m]
+    turns = [int(x) for x in args.hyp_turns.split(",")] if args.hyp_turns else [t.settings.verify.hypothesis_context_turns]
+    transfer = transfer_sets(t, [x for x in args.transfer.split(",") if x]) if args.transfer else None
+    report = {"model_dir": t.model_dir, "model_fingerprint": t.fp, "data": t.data, "records": len(t.ts.records),
+              "protocol": args.protocol, "folds": args.folds, "grouped_by": "context_id", "metric": "macro_f1",
+              "results": {}}
+    for surface in [s for s in args.surfaces.split(",") if s]:
+        for ht in turns:
+            log(f"{args.protocol} {surface} hyp_turns={ht}")
+            evs = t.evidence(surface, args.protocol, hyp_turns=ht)
+            res = t.cv(evs, methods, args.folds, transfer)
+            report["results"][f"{surface}/hyp{ht}"] = res
+    for key, res in report["results"].items():
+        best = max(res, key=lambda m: res[m]["mean"])
+        report.setdefault("best", {})[key] = best
+    if args.json:
+        print(json.dumps(report, indent=1))
+    else:
+        for key, res in report["results"].items():
+            for m, r in res.items():
+                print(f"{key:12s} {m:10s} {r['mean']:6.2f} ± {r['std']:5.2f}  folds {r['folds']}  "
+                      + (f"transfer {r['transfer']}" if "transfer" in r else ""))
+    return 0
+
+
+def run_gate(args) -> int:
+    from workers.decision.tune import tune_tau
+
+    res = tune_tau(_tuner(args), args.method, k=args.folds, protocol=args.protocol)
+    print(json.dumps(res, indent=1) if args.json else res)
+    return 0
+
+
+def run_fit(args) -> int:
+    from workers.decision.card import fit_and_write
+
+    t = _tuner(args)
+    layer = fit_and_write(t, args.method, args.surface, args.protocol, args.out, args.folds)
+    print(json.dumps(layer.to_dict()["meta"], indent=1) if args.json else f"wrote {args.out}", file=sys.stdout)
+    return 0

@@ -1,0 +1,133 @@
+"""Cross-validated tuning behind `dialcheck tune`: decision methods, the gate's τ and the
+verifier's hypothesis context, on cached window probabilities (artifacts/tune)."""
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from .cache import DEFAULT_DIR, PairCache
+from .cv import cross_validate, folds
+from .data import CachedNLI, TuneSet, evidence, gate_scores, model_fingerprint, retrieved_passages
+from .features import ClaimEvidence
+from .layer import METHODS, DecisionLayer, macro_f1
+from ..windows import top_windows
+
+
+def log(msg: str) -> None:
+    print(f"[tune] {msg}", file=sys.stderr, flush=True)
+
+
+class Tuner:
+    """One NLI model + one DialFact file, with every expensive piece cached on disk."""
+
+    def __init__(self, settings, model_dir: str | None = None, data: str | None = None, cache_dir: Path = DEFAULT_DIR):
+        from ..models.onnx_nli import load_local_nli
+
+        self.settings = settings
+        self.model_dir = model_dir or settings.models.nli_model_dir
+        self.data = data or settings.data.dialfact_sample
+        self.cache_dir = cache_dir
+        self.fp = model_fingerprint(self.model_dir)
+        self.cache = PairCache(cache_dir / "pairs.sqlite", self.fp)
+        self.nli = CachedNLI(load_local_nli(self.model_dir), self.cache)
+        self.ts = TuneSet.load(self.data, cache_dir)
+        self._encoder = self._gates = self._searcher = None
+
+    @property
+    def encoder(self):
+        if self._encoder is None:
+            from ..models.encoders import load_local_encoder
+
+            self._encoder = load_local_encoder(self.settings.models.encoder)
+        return self._encoder
+
+    def gates(self) -> dict:
+        if self._gates is None:
+            self._gates = gate_scores(self.ts, self.nli, self.encoder, self.cache, self.settings.gate.context_turns)
+        return self._gates
+
+    def passages(self, surface: str, tau_ir: float | None = None) -> dict:
+        """Retrieved passages per record for `surface` (r4g: routed by τ_IR)."""
+        if self._searcher is None:
+            from ..retrieval.build import ensure_index
+
+            self._searcher = ensure_index(self.settings, self.encoder)
+        tau = self.settings.gate.tau_ir if tau_ir is None else tau_ir
+        gates = self.gates() if surface == "r4g" else {}
+
+        def surface_of(r):
+            s = self.ts.surfaces[r.id]
+            if surface != "r4g":
+                return s[surface]
+            g = gates.get(r.id)
+            return s["alt"] if g is not None and g[0] >= tau else r.response
+        # the retrieval cache is keyed by the query texts, not the model
+        key = json.dumps([surface_of(r) for r in self.ts.records])
+        tag = f"{Path(self.settings.retrieval.index_dir).resolve()}:{hashlib.sha1(key.encode()).hexdigest()[:12]}"
+        enc_cache = PairCache(self.cache_dir / "pairs.sqlite", "retrieval")
+        return retrieved_passages(self.ts, self._searcher, self.encoder, enc_cache, surface_of, self.settings, tag)
+
+    def evidence(self, surface: str = "r0", protocol: str = "fv", hyp_turns: int | None = None,
+                 tau_fv: float | None = None, tau_ir: float | None = None, window_fn=top_windows) -> list[ClaimEvidence]:
+        s = self.settings
+        gates = self.gates() if surface == "r4g" else None
+        passages = self.passages(surface, tau_ir) if protocol == "e2e" else None
+        return evidence(self.ts, self.nli, surface, s.verify.hypothesis_context_turns if hyp_turns is None else hyp_turns,
+                        passages, gates, s.gate.tau_fv if tau_fv is None else tau_fv, s.verify.max_windows, window_fn)
+
+    def cv(self, evs, methods=METHODS, k: int = 5, transfer: dict | None = None) -> dict:
+        return {m: cross_validate(evs, self.ts.labels, self.ts.groups, lambda m=m: DecisionLayer(m), k, transfer)
+                for m in methods}
+
+
+def transfer_sets(tuner: Tuner, names=("foolmetwice", "wice")) -> dict:
+    """Gold-evidence claim sets outside DialFact (both are in the NLI training pairs: optimistic).
+    FoolMeTwice: SUPPORTS/REFUTES. WiCE: supported → SUPPORTS, partially/not supported → NOT ENOUGH
+    INFO (WiCE's 'not supported' means the cited page does not back the claim, not that it refutes)."""
+    d = Path(tuner.settings.data.dir)
+    out = {}
+    for name in names:
+        if name == "foolmetwice":
+            rows = [json.loads(x) for x in open(d / "foolmetwice" / "dev.jsonl", encoding="utf-8") if x.strip()]
+            items = [(r["text"], [" ".join(g["text"] for g in r["gold_evidence"])], r["label"]) for r in rows]
+        else:
+            rows = [json.loads(x) for x in open(d / "wice" / "dev.jsonl", encoding="utf-8") if x.strip()]
+            items = [(r["claim"], [" ".join(r["evidence"])], "SUPPORTS" if r["label"] == "supported" else "NOT ENOUGH INFO")
+                     for r in rows]
+        plan = [(c, top_windows(p, c, tuner.settings.verify.max_windows), y) for c, p, y in items]
+        probs = tuner.nli.predict([w.text for _, ws, _ in plan for w in ws], [c for c, ws, _ in plan for _ in ws])
+        evs, k = [], 0
+        for c, ws, _ in plan:
+            evs.append(ClaimEvidence(c, probs[k:k + len(ws)], np.array([w.prescore for w in ws]),
+                                     np.array([w.passage_index for w in ws], dtype=int), [None]))
+            k += len(ws)
+        out[name] = (evs, [y for *_, y in plan])
+        log(f"transfer set {name}: {len(evs)} claims")
+    return out
+
+
+def tune_tau(tuner: Tuner, method: str, taus=tuple(np.round(np.arange(0.40, 0.96, 0.05), 2)), k: int = 5,
+             protocol: str = "fv") -> dict:
+    """τ_FV by nested choice: in each outer fold, pick τ by inner CV on the training folds, fit the
+    layer there, score the held-out fold. Also the plain CV curve per τ."""
+    evs = {t: tuner.evidence("r4g", protocol, tau_fv=float(t)) for t in taus}
+    y, g = tuner.ts.labels, tuner.ts.groups
+    curve = {str(t): cross_validate(evs[t], y, g, lambda: DecisionLayer(method), k)["mean"] for t in taus}
+    outer, chosen = [], []
+    for test in folds(g, k):
+        train = np.setdiff1d(np.arange(len(y)), test)
+        inner = {t: cross_validate([evs[t][i] for i in train], [y[i] for i in train], [g[i] for i in train],
+                                   lambda: DecisionLayer(method), k)["mean"] for t in taus}
+        best = max(taus, key=lambda t: (inner[t], -abs(t - 0.7)))
+        layer = DecisionLayer(method).fit([evs[best][i] for i in train], [y[i] for i in train])
+        outer.append(macro_f1([y[i] for i in test], layer.predict([evs[best][i] for i in test])))
+        chosen.append(float(best))
+    gated = [e.gate for e in evs[taus[0]] if e.gate is not None]
+    acc = {str(t): round(100 * float(np.mean([e.gate for e in evs[t] if e.gate is not None])), 1) for t in taus}
+    return {"method": method, "candidates": len(gated), "cv_mean_by_tau": curve, "acceptance_by_tau": acc,
+            "nested": {"folds": [round(f, 2) for f in outer], "mean": round(float(np.mean(outer)), 2),
+                       "std": round(float(np.std(outer)), 2), "tau_chosen_per_fold": chosen}}

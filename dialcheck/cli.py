@@ -17,7 +17,7 @@ def _version() -> str:
     except PackageNotFoundError:
         return "unknown"
 
-COMMAND_MODULES = ("check", "evaluate", "index", "nli", "stream", "serve", "config")
+COMMAND_MODULES = ("check", "evaluate", "index", "nli", "stream", "serve", "config", "tune")
 
 
 def build_parser() -> argparse.ArgumentParser:

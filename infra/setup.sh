@@ -18,3 +18,12 @@ if [ ! -f .venv/.dialcheck-installed ] || [ pyproject.toml -nt .venv/.dialcheck-
   .venv/bin/pip install -q -r infra/requirements-stream.txt
   touch .venv/.dialcheck-installed
 fi
+# The real-browser test (tests/test_ui_browser.py) drives Debian's chromium + chromium-driver headless.
+# Installed only when missing; needs root (CI runs as root), otherwise says what to install.
+if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends chromium chromium-driver
+  else
+    echo "setup: chromium + chromium-driver missing (apt-get install chromium chromium-driver as root) - tests/test_ui_browser.py needs them" >&2
+  fi
+fi

@@ -154,9 +154,17 @@ class StreamSettings(_Section):
                                     gt=0, le=3600)
 
 
+class UISettings(_Section):
+    host: str = _env("UI_HOST", "127.0.0.1", "Address `dialcheck ui` binds (loopback by default).", min_length=1)
+    port: int = _env("UI_PORT", 8765, "Port of `dialcheck ui` (0: any free port).", ge=0, le=65535)
+    max_conversations: int = _env("UI_MAX_CONVERSATIONS", 200,
+                                  "Conversations the ui keeps in memory (least recently active dropped first).",
+                                  ge=1, le=100000)
+
+
 SECTIONS: dict[str, type[_Section]] = {
     "data": DataSettings, "models": ModelSettings, "retrieval": RetrievalSettings, "gate": GateSettings,
-    "verify": VerifySettings, "kafka": KafkaSettings, "stream": StreamSettings,
+    "verify": VerifySettings, "kafka": KafkaSettings, "stream": StreamSettings, "ui": UISettings,
 }
 
 
@@ -170,6 +178,7 @@ class Settings(BaseModel):
     verify: VerifySettings
     kafka: KafkaSettings
     stream: StreamSettings
+    ui: UISettings
 
     def updated(self, **sections: dict[str, Any]) -> "Settings":
         """A copy with some fields changed, validated like the environment: updated(gate={"tau_fv": .6})."""

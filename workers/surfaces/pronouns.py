@@ -16,7 +16,7 @@ from functools import lru_cache
 PERSONAL = {"he", "him", "his", "she", "her", "hers"}
 NEUTER = {"it", "its"}
 PLURAL = {"they", "them", "their", "theirs"}
-POSSESSIVE = {"his", "its", "their"}
+POSSESSIVE = {"his", "its", "their", "hers", "theirs"}  # "is hers" → "is Mary's", not "is Mary"
 IN_SCOPE = PERSONAL | NEUTER | PLURAL
 _EXPLETIVE_VERBS = {"seem", "appear", "happen", "turn", "look", "rain", "snow", "matter", "occur", "take"}
 _WEATHER_OR_TIME = {"raining", "snowing", "sunny", "cold", "hot", "warm", "windy", "late", "early", "time",
@@ -87,7 +87,8 @@ def find_pronoun(claim: str) -> PronounSite | None:
     doc = nlp()(claim)
     for tok in doc:
         w = tok.lower_
-        if w not in IN_SCOPE or tok.pos_ not in ("PRON", "DET"):
+        # the small spaCy model tags "hers"/"theirs" as NOUN; the words are unambiguous pronouns
+        if w not in IN_SCOPE or (tok.pos_ not in ("PRON", "DET") and w not in ("hers", "theirs")):
             continue
         if is_expletive_it(tok):
             continue

@@ -1,0 +1,263 @@
+"""Figures of a run (PNG, with the plotted numbers as CSV next to each): confusion matrix per
+surface, the gate sweep, a reliability diagram, and benchmark plots from bench/ JSON.
+
+Why from run rows: every figure is recomputed from the per-claim rows `dialcheck eval --output`
+writes (and `dialcheck score --plots` reads), so no model runs again. The gate sweep uses the
+gate score stored on each r4g row and the r0 / r4 rows' outcomes: at threshold τ a claim takes
+its candidate's outcome if score ≥ τ, else the original claim's (the pipeline's own rule)."""
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+from typing import Sequence
+
+from schemas import LABELS
+
+from .evaluate import group_rows, ir_records, label_metrics, response_claim_id, retrieval_metrics
+
+SHORT = {"SUPPORTS": "S", "REFUTES": "R", "NOT ENOUGH INFO": "NEI"}
+TAUS = [round(i / 100, 2) for i in range(101)]
+# Okabe–Ito: readable with the common colour-vision deficiencies; lines also differ by marker/style
+OKABE_ITO = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000"]
+
+
+def _plt():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    plt.rcParams.update({"figure.dpi": 100, "savefig.dpi": 100, "font.size": 9})
+    return plt
+
+
+def _write_csv(path: Path, header: Sequence[str], rows: Sequence[Sequence]) -> Path:
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f)
+        w.writerow(header)
+        w.writerows(rows)
+    return path
+
+
+def _save(fig, path: Path) -> Path:
+    fig.tight_layout()
+    fig.savefig(path, metadata={"Software": None})  # no version stamp: the same numbers give the same file
+    _plt().close(fig)
+    return path
+
+
+# ---- confusion matrix ----------------------------------------------------------------------------
+def confusion(by_claim: dict[str, dict], records: Sequence) -> list[list[int]]:
+    from sklearn.metrics import confusion_matrix
+
+    pairs = [(r.label, by_claim[response_claim_id(r)]["label"]) for r in records if response_claim_id(r) in by_claim]
+    if not pairs:
+        return [[0] * len(LABELS) for _ in LABELS]
+    gold, pred = zip(*pairs)
+    return confusion_matrix(gold, pred, labels=list(LABELS)).tolist()
+
+
+def plot_confusion(by_claim: dict[str, dict], records: Sequence, out: Path, title: str) -> list[Path]:
+    cm = confusion(by_claim, records)
+    csv_path = _write_csv(out.with_suffix(".csv"), ["gold \\ predicted", *LABELS],
+                          [[g, *row] for g, row in zip(LABELS, cm)])
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(3.6, 3.2))
+    ax.imshow(cm, cmap="cividis")
+    top = max(max(r) for r in cm) or 1
+    for i, row in enumerate(cm):
+        for j, v in enumerate(row):
+            ax.text(j, i, str(v), ha="center", va="center", color="black" if v > top / 2 else "white", fontsize=11)
+    ticks = [SHORT[lab] for lab in LABELS]
+    ax.set_xticks(range(3), ticks)
+    ax.set_yticks(range(3), ticks)
+    ax.set_xlabel("predicted")
+    ax.set_ylabel("gold")
+    ax.set_title(title, fontsize=9)
+    return [_save(fig, out.with_suffix(".png")), csv_path]
+
+
+# ---- reliability ---------------------------------------------------------------------------------
+def reliability(by_claim: dict[str, dict], records: Sequence, bins: int = 10) -> tuple[list[tuple], float]:
+    """Per confidence bin: (low, high, claims, mean confidence, accuracy) of the verdict's
+    probabilities' top class vs gold, and the expected calibration error (percent)."""
+    pts = []
+    for r in records:
+        row = by_claim.get(response_claim_id(r))
+        if row is None or not row.get("probabilities"):
+            continue
+        probs = row["probabilities"]
+        top = max(LABELS, key=lambda lab: probs.get(lab, 0.0))
+        pts.append((float(probs.get(top, 0.0)), top == r.label))
+    table, ece = [], 0.0
+    for b in range(bins):
+        lo, hi = b / bins, (b + 1) / bins
+        inside = [(c, ok) for c, ok in pts if lo <= c < hi or (b == bins - 1 and c == 1.0)]
+        if inside:
+            conf = sum(c for c, _ in inside) / len(inside)
+            acc = sum(ok for _, ok in inside) / len(inside)
+            ece += len(inside) / len(pts) * abs(acc - conf)
+            table.append((lo, hi, len(inside), round(conf, 4), round(acc, 4)))
+        else:
+            table.append((lo, hi, 0, None, None))
+    return table, round(100 * ece, 2)
+
+
+def plot_reliability(by_claim: dict[str, dict], records: Sequence, out: Path, title: str) -> list[Path]:
+    table, ece = reliability(by_claim, records)
+    csv_path = _write_csv(out.with_suffix(".csv"), ["bin_low", "bin_high", "claims", "mean_confidence", "accuracy"], table)
+    plt = _plt()
+    fig, (ax, axn) = plt.subplots(2, 1, figsize=(3.8, 4.2), height_ratios=[3, 1], sharex=True)
+    full = [t for t in table if t[2]]
+    ax.plot([0, 1], [0, 1], ls="--", color="#777777", lw=1, label="perfect calibration")
+    ax.bar([t[0] + 0.05 for t in full], [t[4] for t in full], width=0.09, color=OKABE_ITO[0], alpha=0.85,
+           label="accuracy in bin")
+    ax.plot([t[3] for t in full], [t[4] for t in full], "o", color=OKABE_ITO[1], ms=4, label="(mean confidence, accuracy)")
+    ax.set_ylabel("accuracy")
+    ax.set_ylim(0, 1)
+    ax.set_title(f"{title}\nECE {ece:.2f}%", fontsize=9)
+    ax.legend(fontsize=7, loc="upper left")
+    axn.bar([t[0] + 0.05 for t in table], [t[2] for t in table], width=0.09, color="#999999")
+    axn.set_ylabel("claims")
+    axn.set_xlabel("confidence of the top class")
+    axn.set_xlim(0, 1)
+    return [_save(fig, out.with_suffix(".png")), csv_path]
+
+
+# ---- gate sweep ----------------------------------------------------------------------------------
+def _gate_inputs(groups, protocol: str) -> tuple[dict, dict, dict] | None:
+    r0, r4, r4g = (groups.get((protocol, s)) for s in ("r0", "r4", "r4g"))
+    if not (r0 and r4 and r4g):
+        return None
+    return r0, r4, r4g
+
+
+def _outcomes(r0: dict, r4: dict, r4g: dict, cid: str, key: str):
+    """(gate score or None, outcome with the original claim, outcome with the candidate)."""
+    g_row = r4g[cid]
+    gate = g_row["surface"].get("gate")
+    if gate is None:  # no candidate: the original claim at every τ
+        return None, g_row[key], g_row[key]
+    cand = g_row["surface"].get("candidate_text")
+    if gate["accepted"]:
+        with_cand = g_row[key]
+        original = r0[cid][key] if cid in r0 else None
+    else:
+        original = g_row[key]
+        with_cand = r4[cid][key] if cid in r4 and r4[cid]["surface"]["text"] == cand else None
+    return gate["score"], original, with_cand
+
+
+def gate_sweep(rows: Sequence[dict], records: Sequence) -> list[dict]:
+    """Per τ in [0, 1]: gate acceptance (%), FV macro-F1 and IR dense R@10 with the gated surface,
+    for whichever protocols the rows hold (fv, or e2e as a stand-in for FV; ir)."""
+    groups = group_rows(rows)
+    out = [{"tau": t} for t in TAUS]
+    label_proto = next((p for p in ("fv", "e2e") if _gate_inputs(groups, p)), None)
+    if label_proto:
+        r0, r4, r4g = _gate_inputs(groups, label_proto)
+        recs = [r for r in records if response_claim_id(r) in r4g]
+        per = [_outcomes(r0, r4, r4g, response_claim_id(r), "label") for r in recs]
+        scores = [s for s, _, _ in per if s is not None]
+        for pt in out:
+            t = pt["tau"]
+            pred = [(c if s is not None and s >= t else o) for s, o, c in per]
+            known = [(r.label, p) for r, p in zip(recs, pred) if p is not None]
+            pt["acceptance"] = round(100 * sum(s >= t for s in scores) / len(scores), 2) if scores else None
+            pt[f"{label_proto}_macro_f1"] = label_metrics(*zip(*known))["macro_f1"] if known else None
+            pt[f"{label_proto}_unknown"] = len(recs) - len(known)
+    if _gate_inputs(groups, "ir"):
+        r0, r4, r4g = _gate_inputs(groups, "ir")
+        recs = [r for r in ir_records(records) if response_claim_id(r) in r4g]
+        gold = [{t for t, _ in r.evidence} for r in recs]
+        per = [_outcomes(r0, r4, r4g, response_claim_id(r), "dense_docs") for r in recs]
+        scores = [s for s, _, _ in per if s is not None]
+        for pt in out:
+            t = pt["tau"]
+            docs = [(c if s is not None and s >= t else o) for s, o, c in per]
+            known = [(g, d) for g, d in zip(gold, docs) if d is not None]
+            pt["ir_acceptance"] = round(100 * sum(s >= t for s in scores) / len(scores), 2) if scores else None
+            pt["ir_dense_recall@10"] = (retrieval_metrics([g for g, _ in known], [d for _, d in known], [10])
+                                        ["@10"]["macro_recall"] if known else None)
+            pt["ir_unknown"] = len(recs) - len(known)
+    return out if (label_proto or _gate_inputs(groups, "ir")) else []
+
+
+def plot_gate_sweep(rows: Sequence[dict], records: Sequence, out: Path, taus: dict[str, float] | None = None) -> list[Path]:
+    sweep = gate_sweep(rows, records)
+    if not sweep:
+        return []
+    cols = [k for k in sweep[0] if k != "tau"]
+    csv_path = _write_csv(out.with_suffix(".csv"), ["tau", *cols], [[p["tau"], *(p.get(c) for c in cols)] for p in sweep])
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(5.2, 3.4))
+    styles = {"acceptance": ("gate acceptance, all claims (%)", OKABE_ITO[6], "-"),
+              "ir_acceptance": ("gate acceptance, IR queries (%)", "#777777", ":"),
+              "fv_macro_f1": ("FV macro-F1", OKABE_ITO[0], "-"), "e2e_macro_f1": ("E2E macro-F1", OKABE_ITO[0], "-"),
+              "ir_dense_recall@10": ("IR recall@10 (dense)", OKABE_ITO[1], "--")}
+    for key, (label, color, ls) in styles.items():
+        if key in cols and any(p.get(key) is not None for p in sweep):
+            ax.plot([p["tau"] for p in sweep], [p.get(key) for p in sweep], ls=ls, color=color, label=label, lw=1.6)
+    for name, t in (taus or {}).items():
+        ax.axvline(t, color="#999999", lw=0.8, ls="-.")
+        ax.text(t, 2, f" {name}={t:.2f}", fontsize=7, color="#555555", rotation=90, va="bottom")
+    ax.set_xlabel("gate threshold τ (accept the rewrite when s ≥ τ)")
+    ax.set_ylabel("%")
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 100)
+    ax.set_title("BiCon-Gate sweep (recomputed from per-claim gate scores)", fontsize=9)
+    ax.legend(fontsize=7, loc="center left")
+    return [_save(fig, out.with_suffix(".png")), csv_path]
+
+
+# ---- all figures of a run ----------------------------------------------------------------------
+def plot_run(rows: Sequence[dict], records: Sequence, out_dir: str | Path) -> list[Path]:
+    """Confusion matrix per (label protocol, surface), reliability diagram per label protocol
+    (on r0 when present), and the gate sweep when r0, r4 and r4g rows are there."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    groups = group_rows(rows)
+    written: list[Path] = []
+    n_rec = len(records)
+    for (proto, surface), by_claim in groups.items():
+        if proto == "ir":
+            continue
+        written += plot_confusion(by_claim, records, out / f"confusion_{proto}_{surface}",
+                                  f"{proto.upper()} {surface}: gold vs predicted ({n_rec} claims)")
+    for proto in dict.fromkeys(p for p, _ in groups if p != "ir"):
+        surface = "r0" if (proto, "r0") in groups else next(s for p, s in groups if p == proto)
+        written += plot_reliability(groups[(proto, surface)], records, out / f"reliability_{proto}_{surface}",
+                                    f"{proto.upper()} {surface}: verdict probabilities vs gold")
+    taus = {}
+    for (proto, s), by_claim in groups.items():
+        if s == "r4g":
+            g = next((r["surface"]["gate"] for r in by_claim.values() if r["surface"].get("gate")), None)
+            if g:
+                taus["τ_IR" if proto == "ir" else "τ_FV"] = g["threshold"]
+    written += plot_gate_sweep(rows, records, out / "gate_sweep", taus)
+    return written
+
+
+# ---- benchmarks ----------------------------------------------------------------------------------
+def plot_bench_stream(results: dict, out: Path, label: str = "") -> list[Path]:
+    """bench/bench_stream.py --json output → throughput (batch vs Kafka) and latency percentiles."""
+    b, k, lat = results["batch_path"], results["kafka_path"], results["latency"]
+    csv_path = _write_csv(out.with_suffix(".csv"), ["metric", "value", "unit"], [
+        ["batch_path_throughput", b["claims_per_s"], "claims/s"], ["kafka_path_throughput", k["claims_per_s"], "claims/s"],
+        ["latency_p50", lat["p50_s"], "s"], ["latency_p95", lat["p95_s"], "s"], ["latency_p99", lat["p99_s"], "s"],
+        ["offered_rate", lat["offered_claims_per_s"], "claims/s"], ["claims", results["records"], "claims"]])
+    plt = _plt()
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(6.4, 2.9))
+    bars = a1.bar(["batch path\n(no Kafka)", "Kafka\nend to end"], [b["claims_per_s"], k["claims_per_s"]],
+                  color=[OKABE_ITO[0], OKABE_ITO[1]], hatch=["", "//"])
+    a1.bar_label(bars, fmt="%.2f")
+    a1.set_ylabel("claims / s")
+    a1.set_title(f"throughput ({results['records']} claims)", fontsize=9)
+    vals = [lat["p50_s"], lat["p95_s"], lat["p99_s"]]
+    bars = a2.bar(["p50", "p95", "p99"], vals, color=[OKABE_ITO[2], OKABE_ITO[4], OKABE_ITO[3]], hatch=["", "..", "xx"])
+    a2.bar_label(bars, fmt="%.2f")
+    a2.set_ylabel("seconds")
+    a2.set_title(f"produce→verdict latency at {lat['offered_claims_per_s']} claims/s", fontsize=9)
+    if label:
+        fig.suptitle(label, fontsize=8)
+    return [_save(fig, out.with_suffix(".png")), csv_path]

@@ -13,7 +13,8 @@ def register(sub) -> None:
     d = tsub.add_parser("decision", help="CV report per decision method (grouped by conversation)")
     g = tsub.add_parser("gate", help="τ_FV by nested CV for one decision method")
     f = tsub.add_parser("fit", help="fit a decision layer on the whole file and write its JSON + card")
-    for q in (d, g, f):
+    c = tsub.add_parser("checkworthy", help="check-worthiness precision/recall vs type_label and effect on labels")
+    for q in (d, g, f, c):
         q.add_argument("--model-dir", default=None, help="NLI model directory (default: settings)")
         q.add_argument("--data", default=None, help="DialFact JSONL (default: testsmall)")
         q.add_argument("--folds", type=int, default=5)
@@ -30,6 +31,9 @@ def register(sub) -> None:
     f.add_argument("--surface", default="r4g")
     f.add_argument("--out", default="triton_models/decision/decision.json")
     f.set_defaults(func=run_fit)
+    c.add_argument("--method", default="logreg")
+    c.add_argument("--surface", default="r0")
+    c.set_defaults(func=run_checkworthy)
 
 
 def _tuner(args):
@@ -82,4 +86,12 @@ def run_fit(args) -> int:
     t = _tuner(args)
     layer = fit_and_write(t, args.method, args.surface, args.protocol, args.out, args.folds)
     print(json.dumps(layer.to_dict()["meta"], indent=1) if args.json else f"wrote {args.out}", file=sys.stdout)
+    return 0
+
+
+def run_checkworthy(args) -> int:
+    from workers.decision.tune import checkworthy_report
+
+    res = checkworthy_report(_tuner(args), args.method, args.folds, args.protocol, args.surface)
+    print(json.dumps(res, indent=1) if args.json else res)
     return 0

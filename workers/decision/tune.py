@@ -131,3 +131,53 @@ def tune_tau(tuner: Tuner, method: str, taus=tuple(np.round(np.arange(0.40, 0.96
     return {"method": method, "candidates": len(gated), "cv_mean_by_tau": curve, "acceptance_by_tau": acc,
             "nested": {"folds": [round(f, 2) for f in outer], "mean": round(float(np.mean(outer)), 2),
                        "std": round(float(np.std(outer)), 2), "tau_chosen_per_fold": chosen}}
+
+
+def oof_predictions(evs, labels, groups, method: str, k: int = 5) -> list[str]:
+    """Out-of-fold predictions of a layer (each claim predicted by a layer not fitted on it)."""
+    out = [None] * len(labels)
+    for test in folds(groups, k):
+        train = np.setdiff1d(np.arange(len(labels)), test)
+        layer = DecisionLayer(method).fit([evs[i] for i in train], [labels[i] for i in train])
+        for i, p in zip(test, layer.predict([evs[i] for i in test])):
+            out[i] = p
+    return out
+
+
+def checkworthy_report(tuner: Tuner, method: str = "logreg", k: int = 5, protocol: str = "fv",
+                       surface: str = "r0") -> dict:
+    """Precision/recall of 'not check-worthy' against DialFact type_label == personal, for the
+    rule and for a logistic classifier over its parse features (grouped CV), and the effect on
+    the claim labels when not-check-worthy turns are forced to NOT ENOUGH INFO."""
+    from sklearn.linear_model import LogisticRegression
+
+    from ..checkworthy import check_worthiness, features
+
+    recs = tuner.ts.records
+    gold = np.array([r.type_label == "personal" for r in recs])
+    rule = np.array([not check_worthiness(r.response).checkworthy for r in recs])
+    X = np.vstack([features(r.response) for r in recs])
+    clf_pred = np.zeros(len(recs), bool)
+    for test in folds(tuner.ts.groups, k):
+        train = np.setdiff1d(np.arange(len(recs)), test)
+        mu, sd = X[train].mean(0), X[train].std(0) + 1e-9
+        clf = LogisticRegression(class_weight="balanced", max_iter=2000).fit((X[train] - mu) / sd, gold[train])
+        # a high bar: only confident 'personal' calls skip checking
+        clf_pred[test] = clf.predict_proba((X[test] - mu) / sd)[:, 1] >= 0.8
+
+    def pr(pred):
+        tp = int((pred & gold).sum())
+        return {"flagged": int(pred.sum()), "precision": round(100 * tp / max(int(pred.sum()), 1), 1),
+                "recall": round(100 * tp / max(int(gold.sum()), 1), 1),
+                "factual_flagged_by_label": {lab: int((pred & ~gold & (np.array(tuner.ts.labels) == lab)).sum())
+                                             for lab in ("SUPPORTS", "REFUTES", "NOT ENOUGH INFO")}}
+
+    evs = tuner.evidence(surface, protocol)
+    base = oof_predictions(evs, tuner.ts.labels, tuner.ts.groups, method, k)
+    y = tuner.ts.labels
+    eff = {"none": round(macro_f1(y, base), 2)}
+    for name, pred in (("rule", rule), ("classifier_cv", clf_pred)):
+        eff[name] = round(macro_f1(y, ["NOT ENOUGH INFO" if f else p for p, f in zip(base, pred)]), 2)
+    return {"positives_personal": int(gold.sum()), "rule": pr(rule), "classifier_cv": pr(clf_pred),
+            "effect_macro_f1": {"protocol": protocol, "surface": surface, "method": method,
+                                "pooled_out_of_fold": eff}}

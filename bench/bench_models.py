@@ -48,7 +48,7 @@ def main() -> None:
     args = ap.parse_args()
 
     from infra.triton_server import TritonServer
-    from workers.dialfact import load_dialfact
+    from schemas.items import load_dialfact
     from workers.models.encoders import E5Encoder
     from workers.models.onnx_nli import OnnxNLI
     from workers.models.triton import TritonEncoder, TritonNLI

@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from schemas.settings import Settings, load_settings  # noqa: E402
 from streams.broker import kafka_for  # noqa: E402
-from streams.pipeline_factory import DEFAULT_FACTORY, build_pipeline  # noqa: E402
+from dialcheck.wiring import DEFAULT_CHECKER, load_checker  # noqa: E402
 from streams.replay import iter_claim_ids, load_records, replay  # noqa: E402
 from streams.topics import ensure_topics  # noqa: E402
 from streams.verdicts import VerdictLog, collect_verdicts, end_offsets  # noqa: E402
@@ -41,7 +41,7 @@ def percentile(xs: list[float], q: float) -> float:
 
 
 def batch_path(settings: Settings, records, spec: str) -> dict:
-    pipeline = build_pipeline(settings, spec)
+    pipeline = load_checker(settings, spec)
     pipeline.check_many([records[0].to_check_item("e2e")])  # warm-up, not timed
     items = [r.to_check_item("e2e") for r in records]
     t0 = time.perf_counter()
@@ -74,12 +74,12 @@ def main() -> int:
     ap.add_argument("--latency-records", type=int, default=20)
     ap.add_argument("--rate", type=float, default=0.0,
                     help="offered rate (claims/s) for the latency run; 0 = half the measured batch throughput")
-    ap.add_argument("--pipeline", default=DEFAULT_FACTORY, help=argparse.SUPPRESS)
+    ap.add_argument("--pipeline", default=DEFAULT_CHECKER, help=argparse.SUPPRESS)
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
 
     settings = load_settings()
-    if args.pipeline == DEFAULT_FACTORY and settings.retrieval.backend == "embedded":
+    if args.pipeline == DEFAULT_CHECKER and settings.retrieval.backend == "embedded":
         from workers.retrieval.build import ensure_index
         ensure_index(settings)
     records = load_records(args.data, args.records)

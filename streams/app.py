@@ -23,9 +23,11 @@ import faust
 
 from schemas.settings import Settings, load_settings
 from schemas import InvalidEvent
+from schemas.items import CheckItem
+from schemas.protocols import Checker
 
 from .broker import free_port
-from .checking import CheckMany, check_safely, validate_event
+from .checking import check_safely, validate_event
 from .context import add_turn, is_idle, parse_roles, should_check
 from .deadletter import DeadLetter
 from .kafka_config import faust_broker_kwargs
@@ -44,9 +46,8 @@ def partition_of(key: bytes, partitions: int) -> int:
     return (murmur2(key) & 0x7FFFFFFF) % partitions
 
 
-def create_app(settings: Settings, check_many: CheckMany, item_factory) -> faust.App:
-    """Build the worker app. `check_many(list[item]) -> list[Verdict]` is the pipeline;
-    `item_factory(conversation_id, turn_id, context, claim)` builds its input items."""
+def create_app(settings: Settings, checker: Checker) -> faust.App:
+    """Build the worker app around `checker.check_many(list[CheckItem]) -> list[Verdict]`."""
     app = faust.App(
         settings.stream.app_id,
         **faust_broker_kwargs(settings),
@@ -98,11 +99,11 @@ def create_app(settings: Settings, check_many: CheckMany, item_factory) -> faust
             state, context = add_turn(table.get(key), turn, now, settings.stream.context_turns, settings.stream.context_idle_s)
             table[key] = state
             if should_check(turn, roles):
-                items.append(item_factory(turn.conversation_id, turn.turn_id, context, turn.text))
+                items.append(CheckItem(turn.conversation_id, turn.turn_id, context, turn.text))
         if items:
             counters["checked"] += len(items)
             loop = asyncio.get_running_loop()
-            verdicts = await loop.run_in_executor(executor, check_safely, check_many, items)
+            verdicts = await loop.run_in_executor(executor, check_safely, checker.check_many, items)
             for v in verdicts:
                 outputs.append(await verdicts_topic.send(key=v.conversation_id.encode("utf-8"),
                                                          value=v.to_json(), force=True))

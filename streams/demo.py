@@ -11,10 +11,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from schemas.settings import Settings, load_settings
+from schemas.settings import Settings
 
 from .broker import kafka_for
-from .pipeline_factory import DEFAULT_FACTORY
 from .replay import TurnProducer, iter_claim_ids, load_records, replay
 from .topics import ensure_topics
 from .verdicts import collect_verdicts, end_offsets, read_dead_letters, score
@@ -27,7 +26,7 @@ DEMO_BAD_EVENTS: list[tuple[bytes | None, bytes]] = [
 ]
 
 
-def run_demo(settings: Settings, data: str, n_records: int, pipeline: str = DEFAULT_FACTORY,
+def run_demo(settings: Settings, data: str, n_records: int, pipeline: str | None = None,
              bad_events: bool = True, progress: bool = False, work_dir: str | None = None,
              timeout_s: float | None = None) -> dict:
     records = load_records(data, n_records)
@@ -38,7 +37,7 @@ def run_demo(settings: Settings, data: str, n_records: int, pipeline: str = DEFA
     with kafka_for(settings, log_path=str(work / "broker.log")) as s:
         ensure_topics(s)
         v_start, d_start = end_offsets(s, s.kafka.topic_verdicts), end_offsets(s, s.kafka.topic_deadletter)
-        with WorkerProcess(s, work / "worker.log", extra_args=["--pipeline", pipeline]) as worker:
+        with WorkerProcess(s, work / "worker.log", extra_args=["--pipeline", pipeline] if pipeline else []) as worker:
             with TurnProducer(s) as producer:
                 replay(s, records, rate=0, progress=progress, producer=producer)
                 for key, value in bad:

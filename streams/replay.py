@@ -122,7 +122,7 @@ def replay(settings: Settings, records: Sequence, rate: float = 0.0, prefix: str
 
 
 def load_records(path: str, limit: int | None = None) -> list:
-    from workers.dialfact import load_dialfact  # data format lives with the pipeline
+    from schemas.items import load_dialfact  # data format lives with the pipeline
 
     return load_dialfact(path, limit=limit)
 

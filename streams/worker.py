@@ -13,13 +13,14 @@ import sys
 import time
 from pathlib import Path
 
-from schemas.settings import REPO_ROOT, Settings, load_settings
+from schemas.protocols import Checker
+from schemas.settings import REPO_ROOT, Settings
 
 from .app import READY_MARKER, STATUS_MARKER, create_app
 from .topics import ensure_topics, partition_count
 
 
-def run_worker(settings: Settings, check_many, item_factory, loglevel: str = "info") -> int:
+def run_worker(settings: Settings, checker: Checker, loglevel: str = "info") -> int:
     """Blocks until SIGTERM/SIGINT; the topics are created first so their partition counts match."""
     import faust
 
@@ -28,7 +29,7 @@ def run_worker(settings: Settings, check_many, item_factory, loglevel: str = "in
     n = partition_count(settings, settings.kafka.topic_turns)
     if n and n != settings.kafka.topic_partitions:
         settings = settings.updated(kafka={"topic_partitions": n})
-    app = create_app(settings, check_many, item_factory)
+    app = create_app(settings, checker)
     worker = faust.Worker(app, loglevel=loglevel, quiet=True, redirect_stdouts=False)
     try:
         worker.execute_from_commandline()

@@ -29,7 +29,7 @@ def data_dir(settings) -> Path:
 
 @pytest.fixture(scope="session")
 def dialfact_records(data_dir):
-    from workers.dialfact import load_dialfact
+    from schemas.items import load_dialfact
 
     return load_dialfact(data_dir / "dialfact" / "testsmall.jsonl")
 

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import numpy as np
 
-from workers.models.base import NLIModel
+from schemas.protocols import NLIModel
 from workers.nli.labels import CONTRADICTION, ENTAILMENT, NEUTRAL
 
 

@@ -14,7 +14,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from schemas.settings import Settings, load_settings  # noqa: E402
-from workers.retrieval.base import Passage, SearchUnavailable  # noqa: E402
+from schemas.protocols import Passage, SearchUnavailable  # noqa: E402
 from workers.retrieval.bm25 import EmbeddedIndex  # noqa: E402
 from workers.retrieval.dense import context_union, dense_rescore  # noqa: E402
 from workers.retrieval.opensearch import (CLIENT_RESCORE, OpenSearchSearcher,  # noqa: E402
@@ -110,7 +110,7 @@ def test_dense_falls_back_to_client_side(searcher, embedded, collection):
 
 def test_dialfact_evidence_top1_mostly_agrees(osmem):
     """Real evidence passages: osmem's ranking is not Lucene's, so only report/guard agreement."""
-    from workers.dialfact import load_dialfact
+    from schemas.items import load_dialfact
     from workers.retrieval.collection import passage_id
 
     recs = load_dialfact(load_settings().data.dialfact_sample, limit=60)

@@ -10,16 +10,16 @@ import subprocess
 import sys
 
 from schemas.settings import REPO_ROOT
-from streams.pipeline_factory import DEFAULT_FACTORY
+from dialcheck.wiring import DEFAULT_CHECKER
 
-PIPELINE = os.environ.get("DIALCHECK_TEST_STREAM_PIPELINE", DEFAULT_FACTORY)
+PIPELINE = os.environ.get("DIALCHECK_TEST_STREAM_PIPELINE", DEFAULT_CHECKER)
 
 
 def test_demo_runs_embedded_and_exits_cleanly(tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "DIALCHECK_KAFKA_BOOTSTRAP"}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), env.get("PYTHONPATH", "")]))
     cmd = [sys.executable, "-m", "dialcheck.cli", "demo", "--records", "20", "--json"]
-    if PIPELINE != DEFAULT_FACTORY:
+    if PIPELINE != DEFAULT_CHECKER:
         cmd += ["--pipeline", PIPELINE]
     proc = subprocess.run(cmd, cwd=str(REPO_ROOT), env=env, capture_output=True, text=True, timeout=1200)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]

@@ -18,7 +18,7 @@ import pytest
 
 from schemas.settings import Settings, load_settings
 from streams.broker import EmbeddedBroker
-from streams.pipeline_factory import DEFAULT_FACTORY, build_pipeline
+from dialcheck.wiring import DEFAULT_CHECKER, load_checker
 from streams.replay import TurnProducer, iter_claim_ids, load_records, record_turns, replay
 from streams.topics import ensure_topics
 from streams.verdicts import VerdictLog, collect_verdicts, end_offsets, read_dead_letters
@@ -26,7 +26,7 @@ from streams.worker import WorkerProcess
 
 DATA = load_settings().data.dialfact_sample
 # a stand-in factory may be named for developing the wiring; CI uses the real pipeline
-PIPELINE = os.environ.get("DIALCHECK_TEST_STREAM_PIPELINE", DEFAULT_FACTORY)
+PIPELINE = os.environ.get("DIALCHECK_TEST_STREAM_PIPELINE", DEFAULT_CHECKER)
 N_MAIN, N_CRASH_CTX, N_CRASH, N_BAD_GOOD = 50, 5, 15, 3
 
 
@@ -49,7 +49,7 @@ def broker(tmp_path_factory):
 @pytest.fixture(scope="module")
 def settings(broker):
     s = load_settings(kafka={"bootstrap": broker.bootstrap}, stream={"status_interval_s": 1.0})
-    if PIPELINE == DEFAULT_FACTORY and s.retrieval.backend == "embedded":
+    if PIPELINE == DEFAULT_CHECKER and s.retrieval.backend == "embedded":
         from workers.retrieval.build import ensure_index
         ensure_index(s)
     ensure_topics(s)
@@ -59,7 +59,7 @@ def settings(broker):
 @pytest.fixture(scope="module")
 def batch_verdicts(settings, records):
     """The Kafka-free path: the same Pipeline, called directly on every record this module streams."""
-    pipeline = build_pipeline(settings, PIPELINE)
+    pipeline = load_checker(settings, PIPELINE)
     recs = [r for group in records.values() for r in group]
     verdicts = pipeline.check_many([r.to_check_item("e2e") for r in recs])
     return {v.claim_id: v for v in verdicts}

@@ -11,7 +11,7 @@ from streams.deadletter import DeadLetter
 from streams.kafka_config import aiokafka_kwargs, bootstrap_list, faust_broker_kwargs, kafka_python_kwargs
 from streams.replay import record_turns, response_claim_id
 from streams.worker import settings_env
-from workers.pipeline_types import CheckItem
+from schemas.items import CheckItem
 
 
 def turn(tid, text="t", conv="c1", speaker="user", check=None):

@@ -14,7 +14,7 @@ sys.path.insert(0, str(REPO))
 
 from schemas.settings import Settings, load_settings  # noqa: E402
 from infra.triton_server import TritonServer  # noqa: E402
-from workers.models.base import ModelUnavailable  # noqa: E402
+from schemas.protocols import ModelUnavailable  # noqa: E402
 
 DIALFACT = load_settings().data.dialfact_sample
 NLI_DIR = REPO / "triton_models" / "nli" / "1"
@@ -31,7 +31,7 @@ def server():
 
 @pytest.fixture(scope="module")
 def records():
-    from workers.dialfact import load_dialfact
+    from schemas.items import load_dialfact
 
     return load_dialfact(DIALFACT, limit=N)
 

@@ -2,7 +2,7 @@
 import numpy as np
 
 from workers.evaluate import label_metrics, retrieval_metrics
-from workers.pipeline_types import with_context
+from workers.text import with_context
 from workers.verify import WindowDecision, aggregate, decide_window
 from workers.windows import Window, prescore, top_windows, windows
 

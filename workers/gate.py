@@ -15,7 +15,7 @@ import numpy as np
 
 from schemas import GateDecision
 
-from .models.base import Encoder, NLIModel
+from schemas.protocols import Encoder, NLIModel
 from .nli.labels import CONTRADICTION, ENTAILMENT
 
 

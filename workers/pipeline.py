@@ -14,10 +14,12 @@ from schemas.settings import Settings, load_settings
 from schemas import LABELS, Evidence, GateDecision, Status, Surface, Verdict, claim_id
 
 from .gate import BiConGate, GateInput
-from .models.base import Encoder, NLIModel
+from schemas.protocols import Encoder, NLIModel
 from .nli.labels import CONTRADICTION, ENTAILMENT, NEUTRAL
-from .pipeline_types import CheckItem, last_turns, with_context
-from .retrieval.base import Passage, Searcher
+from schemas.items import CheckItem
+from schemas.protocols import Passage, Searcher
+
+from .text import last_turns, with_context
 from .retrieval.dense import context_union, dense_rescore
 from .surfaces import ClaimSurfaces, build_surfaces
 from .verify import WindowDecision, aggregate, decide_window

@@ -20,16 +20,16 @@ def _need_broker(s: Settings) -> Settings:
 
 def cmd_worker(args) -> int:
     from streams.broker import kafka_for
-    from streams.pipeline_factory import build_pipeline, item_factory
+    from dialcheck.wiring import load_checker
     from streams.worker import run_worker
 
     settings = _settings(args)
     # load models before joining the group: a 20 s load inside the worker would stall a rebalance
-    pipeline = build_pipeline(settings, args.pipeline, protocol=args.protocol, surface=args.surface)
+    checker = load_checker(settings, args.pipeline, protocol=args.protocol, surface=args.surface)
     with kafka_for(settings) as s:
         if not settings.kafka.bootstrap:
             print(f"embedded broker at {s.kafka.bootstrap} (memory storage; gone when this worker stops)", flush=True)
-        return run_worker(s, pipeline.check_many, item_factory(), loglevel=args.loglevel)
+        return run_worker(s, checker, loglevel=args.loglevel)
 
 
 def cmd_replay(args) -> int:
@@ -91,10 +91,9 @@ def cmd_verdicts(args) -> int:
 
 def cmd_demo(args) -> int:
     from streams.demo import run_demo
-    from streams.pipeline_factory import DEFAULT_FACTORY
 
     settings = _settings(args)
-    if args.pipeline == DEFAULT_FACTORY:
+    if args.pipeline is None:
         from workers.retrieval.build import ensure_index  # e2e needs the embedded passage index
         ensure_index(settings)
     summary = run_demo(settings, args.data or settings.data.dialfact_sample, args.records, pipeline=args.pipeline, progress=not args.json,
@@ -111,7 +110,6 @@ def cmd_demo(args) -> int:
 
 
 def register(sub) -> None:
-    from streams.pipeline_factory import DEFAULT_FACTORY
 
     def broker(p):
         p.add_argument("--broker", help="Kafka bootstrap HOST:PORT[,...] (default: DIALCHECK_KAFKA_BOOTSTRAP; "
@@ -121,7 +119,7 @@ def register(sub) -> None:
     broker(p)
     p.add_argument("--protocol", default="e2e")
     p.add_argument("--surface", default="r4g")
-    p.add_argument("--pipeline", default=DEFAULT_FACTORY, help=argparse.SUPPRESS)
+    p.add_argument("--pipeline", default=None, help=argparse.SUPPRESS)
     p.add_argument("--loglevel", default="info")
     p.set_defaults(func=cmd_worker)
 
@@ -148,5 +146,5 @@ def register(sub) -> None:
     p.add_argument("--data", default=None, help="DialFact JSONL (default: the testsmall sample under DIALCHECK_DATA_DIR)")
     p.add_argument("--json", action="store_true")
     p.add_argument("--timeout", type=float, default=None, help="seconds to wait for all verdicts")
-    p.add_argument("--pipeline", default=DEFAULT_FACTORY, help=argparse.SUPPRESS)
+    p.add_argument("--pipeline", default=None, help=argparse.SUPPRESS)
     p.set_defaults(func=cmd_demo)

@@ -1,4 +1,4 @@
 """Model interfaces (NLIModel, Encoder) and their implementations: in-process and Triton."""
-from .base import Encoder, ModelUnavailable, NLIModel
+from schemas.protocols import Encoder, ModelUnavailable, NLIModel
 
 __all__ = ["Encoder", "ModelUnavailable", "NLIModel"]

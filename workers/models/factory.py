@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from schemas.settings import Settings, load_settings
 
-from .base import Encoder, NLIModel
+from schemas.protocols import Encoder, NLIModel
 
 
 def load_models(settings: Settings) -> tuple[NLIModel, Encoder]:

@@ -8,7 +8,9 @@ from typing import Sequence
 
 import numpy as np
 
-from .base import ModelUnavailable, softmax
+from schemas.protocols import ModelUnavailable
+
+from .nli_base import softmax
 
 MAX_LENGTH = 256
 

@@ -18,7 +18,9 @@ from urllib.parse import parse_qsl, urlsplit
 
 import numpy as np
 
-from .base import ModelUnavailable, softmax
+from schemas.protocols import ModelUnavailable
+
+from .nli_base import softmax
 
 NLI_MODEL = "nli"
 EMBED_MODEL = "embed"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..models.base import softmax
+from ..models.nli_base import softmax
 from ..models.onnx_nli import OnnxNLI, read_calibration
 from .calibrate import ece
 from .data import anli_dev, snli_test, true_dialfact

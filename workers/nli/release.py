@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..models.base import softmax
+from ..models.nli_base import softmax
 from ..models.onnx_nli import OnnxNLI
 from .calibrate import ece, fit_temperature
 from .data import training_pairs

@@ -1,4 +1,4 @@
 """Passage retrieval: one Searcher interface over an embedded BM25 index and OpenSearch."""
-from .base import Passage, Searcher, SearchUnavailable
+from schemas.protocols import Passage, Searcher, SearchUnavailable
 
 __all__ = ["Passage", "Searcher", "SearchUnavailable"]

@@ -9,7 +9,7 @@ from typing import Sequence
 
 import numpy as np
 
-from .base import Passage, SearchUnavailable
+from schemas.protocols import Passage, SearchUnavailable
 
 _TOKEN = re.compile(r"[a-z0-9]+")
 STOPWORDS = frozenset("""a an and are as at be been but by for from has have he her his i in is it its of on or

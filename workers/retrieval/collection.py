@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Iterable, Iterator
 
 from ..jsonl import read_jsonl
-from .base import Passage
+from schemas.protocols import Passage
 
 DEFAULT_SOURCES = ("dialfact", "foolmetwice")
 ALL_SOURCES = ("dialfact", "foolmetwice", "wice")

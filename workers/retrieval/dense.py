@@ -6,8 +6,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ..models.base import Encoder
-from .base import Passage, Searcher
+from schemas.protocols import Encoder, Passage, Searcher
 
 
 def dense_rescore(encoder: Encoder, searcher: Searcher, query: str, candidates: list[Passage], k: int,

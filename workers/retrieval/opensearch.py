@@ -14,7 +14,7 @@ from typing import Any, Iterable, Iterator, Sequence
 
 import numpy as np
 
-from .base import Passage, SearchUnavailable
+from schemas.protocols import Passage, SearchUnavailable
 from .bm25 import STOPWORDS
 
 SERVER_KNN = "server-knn"

@@ -48,7 +48,7 @@ def measure(records, gate=None, gate_context_turns: int = 2) -> dict:
         hits["salience"] += ok(cands[0])
         if gate is not None:
             from ..gate import GateInput
-            from ..pipeline_types import last_turns
+            from ..text import last_turns
 
             top = cands[:3]
             ctx = last_turns(r.context, gate_context_turns)
@@ -63,7 +63,7 @@ def measure(records, gate=None, gate_context_turns: int = 2) -> dict:
 
 def main() -> None:
     from schemas.settings import Settings, load_settings
-    from ..dialfact import load_dialfact
+    from schemas.items import load_dialfact
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--data", default=None)

@@ -1,15 +1,24 @@
-"""DialFact-format JSONL records (the fields of ../shared/data/dialfact/testsmall.jsonl)."""
+"""What flows into a Checker: CheckItem, and the DialFact record format that replay and eval read."""
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from .pipeline_types import CheckItem
+
+@dataclass
+class CheckItem:
+    """One claim to check, with the dialogue before it."""
+    conversation_id: str
+    turn_id: str
+    context: list[str]  # previous turns, oldest first
+    claim: str
+    gold_evidence: list[tuple[str, str]] | None = None  # (title, text); protocol "fv" only
 
 
 @dataclass(frozen=True)
 class DialFactRecord:
+    """A line of a DialFact-format JSONL (../shared/data/dialfact/testsmall.jsonl)."""
     id: str
     context_id: str
     context: list[str]
@@ -24,20 +33,21 @@ class DialFactRecord:
 
 
 def load_dialfact(path: str | Path, limit: int | None = None) -> list[DialFactRecord]:
+    """Read DialFact JSONL; a record without the DialFact fields is a ValueError naming its line."""
     out: list[DialFactRecord] = []
     with open(path, encoding="utf-8") as f:
         for n, line in enumerate(f, 1):
             if not line.strip():
                 continue
-            r = json.loads(line)
             try:
+                r = json.loads(line)
                 ev = [(str(e[0]), str(e[2])) for e in r.get("evidence_list", []) if len(e) >= 3]
                 out.append(DialFactRecord(id=str(r["id"]), context_id=str(r.get("context_id", r["id"])),
                                           context=[c.strip() for c in r["context"]], response=r["response"].strip(),
                                           label=r["response_label"], type_label=r.get("type_label", ""),
                                           evidence=ev))
-            except (KeyError, TypeError) as e:
-                raise ValueError(f"{path}:{n}: not a DialFact record ({e})") from None
+            except (KeyError, TypeError, AttributeError, json.JSONDecodeError) as e:
+                raise ValueError(f"{path}:{n}: not a DialFact record ({type(e).__name__}: {e})") from None
             if limit and len(out) >= limit:
                 break
     return out

@@ -1,16 +1,5 @@
-"""The pipeline's input type, shared by the evaluator, the stream worker and the tests."""
+"""Dialogue text helpers shared by the gate, the retrieval query and the verifier's hypothesis."""
 from __future__ import annotations
-
-from dataclasses import dataclass
-
-
-@dataclass
-class CheckItem:
-    conversation_id: str
-    turn_id: str
-    context: list[str]  # previous turns, oldest first
-    claim: str
-    gold_evidence: list[tuple[str, str]] | None = None  # (title, text); protocol "fv" only
 
 
 def last_turns(context: list[str], n: int) -> list[str]:

@@ -1,0 +1,24 @@
+"""The CLI wires a Checker into the stream worker: streams/ only knows the `Checker` protocol.
+
+Default: `workers.pipeline:Pipeline.from_settings` (what `dialcheck eval` uses). Another factory
+(`--pipeline module:callable`, called as factory(settings, protocol=..., surface=...)) lets the
+Kafka wiring be exercised or benchmarked without models."""
+from __future__ import annotations
+
+import importlib
+
+from schemas.protocols import Checker
+from schemas.settings import Settings
+
+DEFAULT_CHECKER = "workers.pipeline:Pipeline.from_settings"
+
+
+def load_checker(settings: Settings, spec: str | None = None, protocol: str = "e2e", surface: str = "r4g") -> Checker:
+    mod_name, _, attr = (spec or DEFAULT_CHECKER).partition(":")
+    obj = importlib.import_module(mod_name)
+    for part in (attr or "create").split("."):
+        obj = getattr(obj, part)
+    checker = obj(settings, protocol=protocol, surface=surface)
+    if not isinstance(checker, Checker):
+        raise TypeError(f"{spec!r} did not build a Checker (no check_many)")
+    return checker

@@ -1,0 +1,82 @@
+"""The small interfaces every backend sits behind, and the outages they may declare.
+
+Stages depend only on these, so in-process (ONNX Runtime / torch) and served (Triton, OpenSearch)
+implementations are interchangeable, and streams/ can run any `Checker` without importing NLP code.
+Only `ModelUnavailable` and `SearchUnavailable` are turned into degraded verdicts by the pipeline;
+any other exception is a bug and propagates to the stream's error-verdict path."""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Protocol, Sequence, runtime_checkable
+
+import numpy as np
+
+from .items import CheckItem
+
+
+class ModelUnavailable(RuntimeError):
+    """A model backend failed (server down, timeout, bad artifact). Callers degrade, never drop."""
+
+
+class SearchUnavailable(RuntimeError):
+    """The index or search server failed; the pipeline degrades with this reason."""
+
+
+@runtime_checkable
+class NLIModel(Protocol):
+    """Three-way NLI. Rows of the result are calibrated probabilities in (entailment, neutral,
+    contradiction) order."""
+
+    version: str
+
+    def predict(self, premises: Sequence[str], hypotheses: Sequence[str]) -> np.ndarray: ...
+
+
+@runtime_checkable
+class Encoder(Protocol):
+    """Sentence encoder returning L2-normalised rows (so a dot product is a cosine)."""
+
+    version: str
+    dim: int
+
+    def encode(self, texts: Sequence[str], *, is_query: bool = False) -> np.ndarray: ...
+
+
+@dataclass(frozen=True)
+class Passage:
+    id: str
+    title: str
+    text: str
+    score: float = 0.0
+    doc_id: str = ""  # the source document (title for Wikipedia); passages of one doc share it
+
+    def with_score(self, score: float) -> "Passage":
+        return replace(self, score=float(score))
+
+
+@runtime_checkable
+class Searcher(Protocol):
+    """pyserini-style: one `search()` whatever the backend."""
+
+    name: str
+
+    def search(self, query: str, k: int) -> list[Passage]:
+        """BM25 (k1 1.5, b 0.4) top-k passages, best first."""
+
+    def search_many(self, queries: Sequence[str], k: int) -> list[list[Passage]]:
+        """`search` for several queries (one round trip where the backend allows it)."""
+
+    def vectors(self, passage_ids: Sequence[str]) -> np.ndarray | None:
+        """Stored encoder vectors for these passages, or None if the backend keeps none
+        (dense re-scoring then encodes the passages client-side)."""
+
+    def dense_search(self, query_vector: np.ndarray, k: int) -> list[Passage] | None:
+        """Server-side kNN, or None where the backend has none."""
+
+
+@runtime_checkable
+class Checker(Protocol):
+    """What the stream worker calls: one verdict per item, in order. `dialcheck eval`, the CLI and
+    the worker all call the same `check_many`."""
+
+    def check_many(self, items: list[CheckItem]) -> list: ...

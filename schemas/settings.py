@@ -152,6 +152,31 @@ class StreamSettings(_Section):
     batch_within_s: float = _env("BATCH_WITHIN_S", 0.2, "Max wait to fill a batch.", gt=0, le=60)
     status_interval_s: float = _env("STREAM_STATUS_S", 5.0, "Worker status log and idle-eviction sweep period.",
                                     gt=0, le=3600)
+    # issue 9: bounds, deadlines and quarantine of the stream worker
+    max_event_bytes: int = _env("MAX_EVENT_BYTES", 262144,
+                                "Larger chat.turns records are dead-lettered before parsing.", ge=1024, le=16777216)
+    max_json_depth: int = _env("MAX_JSON_DEPTH", 16, "Deeper JSON nesting in a turn is dead-lettered.", ge=2, le=256)
+    max_reason_bytes: int = _env("MAX_REASON_BYTES", 1024,
+                                 "Dead-letter reasons, error-verdict reasons and their log lines are cut to this.",
+                                 ge=64, le=1024)
+    deadletter_max_bytes: int = _env("DEADLETTER_MAX_BYTES", 65536,
+                                     "Dead letters keep at most this prefix of the key and of the value (the "
+                                     "original stays in chat.turns at the source offset).", ge=256, le=900000)
+    send_retries: int = _env("SEND_RETRIES", 5, "Attempts to deliver a verdict or dead letter before the worker "
+                             "stops without committing.", ge=1, le=100)
+    send_backoff_s: float = _env("SEND_BACKOFF_S", 0.5, "First retry wait (doubles, capped at 10 s).", gt=0, le=60)
+    batch_deadline_s: float = _env("BATCH_DEADLINE_S", 120.0,
+                                   "A pipeline batch still running after this gets error verdicts; the worker goes on.",
+                                   gt=0, le=3600)
+    poison_attempts: int = _env("POISON_ATTEMPTS", 3,
+                                "A turn whose pipeline call crashed the worker this many times is dead-lettered.",
+                                ge=1, le=100)
+    max_conversations: int = _env("MAX_CONVERSATIONS", 100000,
+                                  "Conversations a worker keeps (least recently active evicted first).", ge=1,
+                                  le=10000000)
+    verdicts_dedup_window: int = _env("VERDICTS_DEDUP_WINDOW", 100000,
+                                      "Claim ids `dialcheck verdicts --follow` remembers for dedup.", ge=1,
+                                      le=100000000)
 
 
 class UISettings(_Section):

@@ -40,16 +40,27 @@ function turnItem(c, turnId) {
 
 function badgeLabel(v) { return v.status && v.status.state === "error" ? "error" : v.label; }
 
-// the evidence window inside its passage, highlighted (or shown on its own if it is not a substring)
+// where the window lies in its passage: exact, else word by word across any whitespace
+// (bi-sentence windows are two sentences joined by one space)
+function findWindow(text, win) {
+  if (!win) return null;
+  const i = text.indexOf(win);
+  if (i >= 0) return [i, i + win.length];
+  const words = win.trim().split(/\s+/).map((w) => w.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"));
+  const m = new RegExp(words.join("\\s+")).exec(text);
+  return m ? [m.index, m.index + m[0].length] : null;
+}
+
+// the evidence window highlighted inside its passage (or after it, if it cannot be found there)
 function passageWithWindow(text, win) {
   const p = el("div", { class: "passage-text" });
-  const i = win ? text.indexOf(win) : -1;
-  if (i < 0) {
+  const span = findWindow(text, win);
+  if (!span) {
     p.append(document.createTextNode(text));
     if (win) { p.append(el("br")); p.append(el("mark", {}, win)); }
   } else {
-    p.append(document.createTextNode(text.slice(0, i)), el("mark", {}, win),
-             document.createTextNode(text.slice(i + win.length)));
+    p.append(document.createTextNode(text.slice(0, span[0])), el("mark", {}, text.slice(span[0], span[1])),
+             document.createTextNode(text.slice(span[1])));
   }
   return p;
 }

@@ -7,16 +7,19 @@ letters counted → metrics against the records' gold labels. Everything it star
 from __future__ import annotations
 
 import collections
+import contextlib
+import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Callable
 
 from schemas.settings import Settings
 
 from .broker import kafka_for
 from .replay import TurnProducer, iter_claim_ids, load_records, replay
 from .topics import ensure_topics
-from .verdicts import collect_verdicts, end_offsets, read_dead_letters, score
+from .verdicts import VerdictLog, collect_verdicts, end_offsets, read_dead_letters
 from .worker import WorkerProcess
 
 # (key, value) pairs that must each land in the dead-letter topic
@@ -28,14 +31,20 @@ DEMO_BAD_EVENTS: list[tuple[bytes | None, bytes]] = [
 
 def run_demo(settings: Settings, data: str, n_records: int, pipeline: str | None = None,
              bad_events: bool = True, progress: bool = False, work_dir: str | None = None,
-             timeout_s: float | None = None) -> dict:
+             timeout_s: float | None = None, score: Callable[[dict, list], dict] | None = None,
+             ui_port: int | None = None) -> dict:
+    """`score(verdicts by claim id, records)` gives the summary's metrics (the CLI passes the
+    evaluator's scoring; streams/ does not import it). `ui_port` (0: any free port) also serves
+    `dialcheck ui` on the demo's broker from before the replay, and keeps everything running
+    after the verdicts are in until Ctrl-C, so the page can be looked at."""
     records = load_records(data, n_records)
     expected = set(iter_claim_ids(records))
     bad = DEMO_BAD_EVENTS if bad_events else []
     work = Path(work_dir or tempfile.mkdtemp(prefix="dialcheck-demo-"))
     t0 = time.monotonic()
-    with kafka_for(settings, log_path=str(work / "broker.log")) as s:
+    with kafka_for(settings, log_path=str(work / "broker.log")) as s, contextlib.ExitStack() as stack:
         ensure_topics(s)
+        ui = _start_ui(stack, s, ui_port) if ui_port is not None else None
         v_start, d_start = end_offsets(s, s.kafka.topic_verdicts), end_offsets(s, s.kafka.topic_deadletter)
         with WorkerProcess(s, work / "worker.log", extra_args=["--pipeline", pipeline] if pipeline else []) as worker:
             with TurnProducer(s) as producer:
@@ -51,6 +60,8 @@ def run_demo(settings: Settings, data: str, n_records: int, pipeline: str | None
                 dead = read_dead_letters(s, d_start)
             worker_alive = worker.alive()
             log_tail = worker.log_text()[-2000:]
+            if ui is not None:
+                _hold(ui, vlog)
         broker = "embedded" if not settings.kafka.bootstrap else s.kafka.bootstrap
     got = {k: v for k, v in vlog.verdicts.items() if k in expected}
     summary = {
@@ -60,7 +71,7 @@ def run_demo(settings: Settings, data: str, n_records: int, pipeline: str | None
         "deadletter": len(dead), "deadletter_expected": len(bad),
         "deadletter_reasons": [d.reason for d in dead],
         "status": dict(collections.Counter(v.status.state for v in got.values())),
-        "metrics": score(got, records), "broker": broker, "elapsed_s": round(time.monotonic() - t0, 1),
+        "metrics": score(got, records) if score else {}, "broker": broker, "elapsed_s": round(time.monotonic() - t0, 1),
         "work_dir": str(work),
     }
     summary["ok"] = summary["missing"] == 0 and summary["deadletter"] == len(bad)
@@ -68,3 +79,27 @@ def run_demo(settings: Settings, data: str, n_records: int, pipeline: str | None
         summary["worker_alive"] = worker_alive
         summary["worker_log_tail"] = log_tail
     return summary
+
+
+def _start_ui(stack: contextlib.ExitStack, settings: Settings, port: int):
+    import webbrowser
+
+    from .ui import UIServer
+
+    ui = stack.enter_context(UIServer(settings, settings.ui.host, port, settings.ui.max_conversations))
+    print(f"dialcheck ui at {ui.url}", file=sys.stderr, flush=True)
+    try:
+        webbrowser.open(ui.url)
+    except Exception:  # noqa: BLE001 - no browser here: the URL is printed
+        pass
+    return ui
+
+
+def _hold(ui, vlog: VerdictLog) -> None:
+    """Keep broker, worker and ui up for the person looking at the page, until Ctrl-C."""
+    print(f"demo: {len(vlog.verdicts)} verdicts in; the page stays at {ui.url} until Ctrl-C", file=sys.stderr, flush=True)
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        pass

@@ -1,4 +1,4 @@
-"""Read the output topics: verdicts deduplicated by claim id, dead letters, and scoring vs gold.
+"""Read the output topics: verdicts deduplicated by claim id, and dead letters (scoring is the CLI's: `dialcheck score`).
 
 Why dedup here: the worker is at-least-once (a crash replays the uncommitted batch), so a consumer
 keeps the first verdict per claim id; the ids are stable across redeliveries and workers.
@@ -128,22 +128,3 @@ def collect_verdicts(settings: Settings, expected: set[str], timeout_s: float, s
 def read_dead_letters(settings: Settings, start: dict[int, int] | None = None) -> list[DeadLetter]:
     with TopicReader(settings, settings.kafka.topic_deadletter, start) as reader:
         return [DeadLetter.from_record(r.key, r.value, r.headers) for r in reader.drain()]
-
-
-def score(verdicts: dict[str, Verdict], records, prefix: str = "") -> dict:
-    """`label_metrics` (the evaluator's) over the records whose claim got a verdict."""
-    from workers.evaluate import label_metrics
-
-    from .replay import response_claim_id
-
-    gold, pred, missing = [], [], 0
-    for r in records:
-        v = verdicts.get(response_claim_id(r, prefix))
-        if v is None:
-            missing += 1
-            continue
-        gold.append(r.label)
-        pred.append(v.label)
-    out = dict(label_metrics(gold, pred)) if gold else {}
-    out.update({"n": len(gold), "missing": missing})
-    return out

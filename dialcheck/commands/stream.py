@@ -47,7 +47,7 @@ def cmd_replay(args) -> int:
 
 def cmd_verdicts(args) -> int:
     from streams.replay import load_records
-    from streams.verdicts import TopicReader, VerdictLog, read_dead_letters, score
+    from streams.verdicts import TopicReader, VerdictLog, read_dead_letters
 
     s = _need_broker(_settings(args))
     if args.deadletter:
@@ -70,23 +70,31 @@ def cmd_verdicts(args) -> int:
                     break
         except KeyboardInterrupt:
             pass
-    if args.gold:
-        records = load_records(args.gold)
-        metrics = score(vlog.verdicts, records)
-        try:  # the evaluator's extra per-run statistics, when the pipeline package is importable
-            from streams.replay import response_claim_id
-            from workers.evaluation_runner import surface_stats
-            metrics.update(surface_stats([vlog.verdicts[c] for c in map(response_claim_id, records)
-                                          if c in vlog.verdicts]))
-        except ImportError:
-            pass
-        metrics["duplicates_dropped"] = vlog.duplicates
+    if args.gold:  # the evaluator's scoring, as `dialcheck score` runs it on `verdicts --json` lines
+        from workers.evaluate import score_run
+
+        if not vlog.verdicts:
+            print("no verdicts on the topic to score", file=sys.stderr)
+            return 1
+        result = score_run([v.to_dict() for v in vlog.verdicts.values()], load_records(args.gold), args.gold)
+        print(f"[verdicts] {len(vlog.verdicts)} verdicts, {vlog.duplicates} duplicates dropped", file=sys.stderr)
         if args.json:
-            print(json.dumps(metrics, indent=2))
+            print(json.dumps(result, indent=1))
         else:
-            for k, v in metrics.items():
-                print(f"{k}\t{v}")
+            from dialcheck.commands.evaluate import print_table
+
+            print_table(result)
     return 0
+
+
+def _demo_metrics(verdicts: dict, records: list) -> dict:
+    """The evaluator's metrics of the demo's one surface (flat: accuracy, macro_f1, ...)."""
+    from workers.evaluate import score_run
+
+    if not verdicts:
+        return {}
+    result = score_run([v.to_dict() for v in verdicts.values()], records, "")
+    return next(iter(result["surfaces"].values()))
 
 
 def cmd_demo(args) -> int:
@@ -97,7 +105,7 @@ def cmd_demo(args) -> int:
         from workers.retrieval.build import ensure_index  # e2e needs the embedded passage index
         ensure_index(settings)
     summary = run_demo(settings, args.data or settings.data.dialfact_sample, args.records, pipeline=args.pipeline, progress=not args.json,
-                       timeout_s=args.timeout)
+                       timeout_s=args.timeout, score=_demo_metrics, ui_port=(settings.ui.port if args.ui_port is None else args.ui_port) if args.ui else None)
     if args.json:
         print(json.dumps(summary, indent=2))
     else:
@@ -147,4 +155,6 @@ def register(sub) -> None:
     p.add_argument("--json", action="store_true")
     p.add_argument("--timeout", type=float, default=None, help="seconds to wait for all verdicts")
     p.add_argument("--pipeline", default=None, help=argparse.SUPPRESS)
+    p.add_argument("--ui", action="store_true", help="also serve the live verdict page (dialcheck ui); stays up until Ctrl-C")
+    p.add_argument("--ui-port", type=int, default=None, help="port of the page with --ui (default: DIALCHECK_UI_PORT, 8765; 0: any free port)")
     p.set_defaults(func=cmd_demo)

@@ -1,0 +1,88 @@
+"""Claim segmentation: a chat turn → the claims it makes (sentences, then clauses joined by
+"and"/"but" when each side stands alone with its own subject and verb), each with a stable
+claim_id, and the turn-level summary label (worst wins: REFUTES > SUPPORTS > NOT ENOUGH INFO).
+
+A turn that is one claim stays exactly one segment with the turn's own text, so its claim_id and
+verdict are the same as without segmentation."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable
+
+from schemas import claim_id
+
+SEVERITY = {"REFUTES": 2, "SUPPORTS": 1, "NOT ENOUGH INFO": 0}  # the turn shows its worst claim
+_SPLIT_CC = {"and", "but"}
+_MIN_WORDS = 3
+
+
+@dataclass(frozen=True)
+class Segment:
+    index: int
+    text: str
+    start: int  # character offsets in the turn
+    end: int
+
+    def claim_id(self, conversation_id: str, turn_id: str) -> str:
+        return claim_id(conversation_id, turn_id, self.text)
+
+
+def _nlp():
+    from .surfaces.pronouns import nlp
+
+    return nlp()
+
+
+def _stands_alone(text: str) -> bool:
+    """A clause stands alone if, parsed on its own, it has a subject, a verb and a few words."""
+    doc = _nlp()(text)
+    words = [t for t in doc if t.is_alpha]
+    return (any(t.dep_ in ("nsubj", "nsubjpass", "expl") for t in doc) and any(t.pos_ in ("VERB", "AUX") for t in doc)
+            and len(words) >= _MIN_WORDS)
+
+
+def _clauses(sent) -> list[tuple[int, int]]:
+    """Token ranges of the sentence's stand-alone coordinated clauses: cut before the "and"/"but"
+    that precedes a verb coordinated with the root, keep the cut only if every piece stands alone."""
+    root, doc = sent.root, sent.doc
+    cuts = []
+    for c in root.children:
+        if c.dep_ != "conj" or c.pos_ not in ("VERB", "AUX") or c.i < root.i:
+            continue
+        cc = [t for t in doc[root.i + 1:c.i] if t.dep_ == "cc" and t.lower_ in _SPLIT_CC]
+        if cc:
+            cuts.append(cc[-1].i)
+    if not cuts:
+        return [(sent.start, sent.end)]
+    ranges, start = [], sent.start
+    for cc_i in sorted(set(cuts)):
+        ranges.append((start, cc_i))
+        start = cc_i + 1  # drop the conjunction itself
+    ranges.append((start, sent.end))
+    if all(_stands_alone(doc[a:b].text) for a, b in ranges):
+        return ranges
+    return [(sent.start, sent.end)]
+
+
+def segment(turn: str) -> list[Segment]:
+    text = turn.strip()
+    if not text:
+        return []
+    doc = _nlp()(text)
+    spans = []
+    for sent in doc.sents:
+        for a, b in _clauses(sent):
+            toks = doc[a:b]
+            while len(toks) and toks[-1].is_punct and toks[-1].text in {",", ";", "-", "–"}:
+                toks = toks[:-1]
+            if len(toks) and any(t.is_alpha for t in toks):
+                spans.append((toks.start_char, toks.end_char))
+    if len(spans) <= 1:
+        return [Segment(0, text, 0, len(text))]
+    return [Segment(i, text[s:e], s, e) for i, (s, e) in enumerate(spans)]
+
+
+def turn_label(labels: Iterable[str]) -> str:
+    """Worst label wins: any REFUTES → REFUTES; else any SUPPORTS → SUPPORTS; else NOT ENOUGH INFO."""
+    labels = list(labels)
+    return max(labels, key=lambda lab: SEVERITY[lab]) if labels else "NOT ENOUGH INFO"

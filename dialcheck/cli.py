@@ -8,7 +8,7 @@ import os
 import sys
 from importlib.metadata import PackageNotFoundError, version
 
-from schemas.settings import SettingsInvalid
+from dialcheck.errors import one_line, preflight
 
 
 def _version() -> str:
@@ -44,12 +44,14 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     args = build_parser().parse_args(argv)
     try:
+        preflight(args)
         return int(args.func(args) or 0)
-    except SettingsInvalid as e:  # a bad DIALCHECK_* value: one line naming it, never a traceback
-        if args.debug:
+    except Exception as e:  # an everyday mistake (dialcheck/errors.py) is one line; a bug keeps its traceback
+        known = one_line(e, args)
+        if known is None or args.debug:
             raise
-        print(f"dialcheck: {e}", file=sys.stderr)
-        return 2
+        print(f"dialcheck: {known[1]}", file=sys.stderr)
+        return known[0]
 
 
 if __name__ == "__main__":

@@ -9,13 +9,11 @@ if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
 if [ ! -f .venv/.dialcheck-installed ] || [ pyproject.toml -nt .venv/.dialcheck-installed ] \
-   || [ infra/requirements-stream.txt -nt .venv/.dialcheck-installed ]; then
+   || [ infra/overrides.txt -nt .venv/.dialcheck-installed ]; then
   .venv/bin/pip install -q --upgrade pip
-  .venv/bin/pip install -q torch==2.13.0
-  .venv/bin/pip install -q -e ".[test]"
-  # after the rest: faust pins click<8.4, huggingface-hub's CLI wants >=8.4.2 (see pyproject.toml)
-  # (pip then warns that huggingface-hub wants click>=8.4.2: expected, harmless)
-  .venv/bin/pip install -q -r infra/requirements-stream.txt
+  # one resolver step for every extra (uv + infra/overrides.txt: faust pins click<8.4, see pyproject.toml);
+  # the same script builds the Docker images
+  PYTHON=.venv/bin/python infra/docker/install.sh -e ".[test,stream,serve,opensearch]"
   touch .venv/.dialcheck-installed
 fi
 # The real-browser test (tests/test_ui_browser.py) drives Debian's chromium + chromium-driver headless.

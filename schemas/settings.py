@@ -152,6 +152,15 @@ class StreamSettings(_Section):
     batch_within_s: float = _env("BATCH_WITHIN_S", 0.2, "Max wait to fill a batch.", gt=0, le=60)
     status_interval_s: float = _env("STREAM_STATUS_S", 5.0, "Worker status log and idle-eviction sweep period.",
                                     gt=0, le=3600)
+    metrics_host: str = _env("METRICS_HOST", "127.0.0.1",
+                             "Address of the worker's /metrics, /healthz, /readyz (loopback by default; 0.0.0.0 in compose).",
+                             min_length=1)
+    metrics_port: int = _env("METRICS_PORT", 9464, "Port of the worker's /metrics, /healthz, /readyz (0: any free port).",
+                             ge=0, le=65535)
+    log_format: Literal["text", "json"] = _env("LOG_FORMAT", "text", "Worker log lines: 'text' or 'json' (one object a line).")
+    broker_wait_s: float = _env("BROKER_WAIT_S", 10.0,
+                                "How long commands wait for a configured Kafka broker to answer before giving up.",
+                                gt=0, le=600)
     # issue 9: bounds, deadlines and quarantine of the stream worker
     max_event_bytes: int = _env("MAX_EVENT_BYTES", 262144,
                                 "Larger chat.turns records are dead-lettered before parsing.", ge=1024, le=16777216)

@@ -1,0 +1,90 @@
+"""Everyday mistakes → one line and a non-zero exit; everything else stays a traceback.
+
+Why a closed list: a user who mistypes a path or points at a stopped broker needs the fix in one
+line, while a real bug needs its traceback (`--debug` shows it for the mistakes too). `main()`
+asks `one_line(error, args)`; None means "a bug: re-raise". Exit codes: 2 for a usage or input
+mistake (as argparse), 3 for a service that does not answer (broker, Triton, OpenSearch).
+"""
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from schemas.protocols import ModelUnavailable, SearchUnavailable
+from schemas.settings import SettingsInvalid, load_settings, redact
+
+USAGE, UNREACHABLE = 2, 3
+# options that name a file the user gives us to read
+INPUT_FILE_OPTIONS = ("data", "gold", "file", "tsv")
+# options that count records: 0 would silently mean "all" further down, so it is refused here
+COUNT_OPTIONS = ("limit", "records")
+
+
+class UsageError(Exception):
+    """A mistake the user can fix; the message is the one line they see."""
+    exit_code = USAGE
+
+
+class ServiceUnreachable(UsageError):
+    """A configured service (Kafka broker, model server, search server) does not answer."""
+    exit_code = UNREACHABLE
+
+
+def input_files(args: argparse.Namespace) -> dict[str, str]:
+    """{path: '--option'} for the input-file options this command was given."""
+    out = {}
+    for name in INPUT_FILE_OPTIONS:
+        value = getattr(args, name, None)
+        if isinstance(value, str) and value:
+            out[value] = f"--{name}"
+    return out
+
+
+def preflight(args: argparse.Namespace) -> None:
+    """Checks every command shares, before any model loads: counts, a configured broker."""
+    for name in COUNT_OPTIONS:
+        value = getattr(args, name, None)
+        if isinstance(value, int) and not isinstance(value, bool) and value < 1:
+            raise UsageError(f"--{name} must be at least 1 (got {value}); leave it out to use every record")
+    if hasattr(args, "broker"):  # the Kafka commands: a broker that does not answer fails fast, by name
+        from streams.observability import wait_for_broker
+
+        settings = load_settings(kafka={"bootstrap": getattr(args, "broker", None) or None})
+        bootstrap = settings.kafka.bootstrap
+        if bootstrap and not wait_for_broker(bootstrap, settings.stream.broker_wait_s):
+            raise ServiceUnreachable(
+                f"no Kafka broker answers at {redact(bootstrap)} (waited {settings.stream.broker_wait_s:g} s; "
+                "check --broker / DIALCHECK_KAFKA_BOOTSTRAP, or DIALCHECK_BROKER_WAIT_S to wait longer)")
+
+
+def one_line(error: BaseException, args: argparse.Namespace | None) -> tuple[int, str] | None:
+    """(exit code, message) for an everyday mistake; None for anything else (a bug)."""
+    files = input_files(args) if args is not None else {}
+    if isinstance(error, UsageError):
+        return error.exit_code, redact(str(error))
+    if isinstance(error, SettingsInvalid):
+        return USAGE, str(error)
+    if isinstance(error, ModelUnavailable):
+        return UNREACHABLE, f"model server unavailable: {redact(str(error))}"
+    if isinstance(error, SearchUnavailable):
+        return UNREACHABLE, f"search backend unavailable: {redact(str(error))}"
+    if isinstance(error, FileNotFoundError) and error.filename in files:
+        return USAGE, f"no such file: {error.filename} ({files[error.filename]})"
+    if isinstance(error, IsADirectoryError) and error.filename in files:
+        return USAGE, f"not a file: {error.filename} ({files[error.filename]})"
+    if isinstance(error, ValueError) and any(str(error).startswith(f"{p}:") for p in files):
+        return USAGE, str(error).splitlines()[0]  # readers name the file and line: 'data.jsonl:3: ...'
+    if _is(error, "streams.observability", "MetricsBindError"):
+        return USAGE, str(error)
+    if _is(error, "kafka.errors", "NoBrokersAvailable") or _is(error, "kafka.errors", "KafkaConnectionError"):
+        return UNREACHABLE, f"Kafka broker unavailable: {redact(str(error)) or type(error).__name__}"
+    return None
+
+
+def _is(error: BaseException, module: str, name: str) -> bool:
+    """isinstance against an optional dependency's type, without importing it when absent."""
+    import sys
+
+    mod: Any = sys.modules.get(module)
+    cls = getattr(mod, name, None) if mod is not None else None
+    return isinstance(cls, type) and isinstance(error, cls)

@@ -1,0 +1,275 @@
+"""Metrics, health and readiness of the stream worker, plus JSON log lines.
+
+Why a small HTTP server of our own (a thread, standard library + prometheus_client) instead of
+Faust's web server: Faust's web binds 0.0.0.0 and starts late (after the consumer), while
+/healthz must answer as soon as the process is up and /readyz must say "not yet" during table
+recovery. The server runs in its own thread, so a scrape never waits on the event loop.
+
+- /metrics  Prometheus text format (names listed in README.md, section Metrics)
+- /healthz  200 when the process is up and the broker answers a TCP connect, else 503
+- /readyz   200 when table recovery is done and the models are loaded, else 503
+"""
+from __future__ import annotations
+
+import json
+import logging
+import re
+import socket
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Callable, Iterable
+
+from schemas.settings import Settings, redact
+
+log = logging.getLogger("dialcheck.observability")
+
+METRICS_MARKER = "dialcheck metrics at"
+# verdict.timings_ms keys are pipeline stages; one histogram with a `stage` label (seconds)
+LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
+BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
+
+# dead-letter reasons are free text; metrics need a small closed set of classes
+_REASON_CLASSES = (
+    ("invalid_utf8", re.compile(r"utf-?8", re.I)),
+    ("malformed_json", re.compile(r"malformed json|json", re.I)),
+    ("schema", re.compile(r"^schema ", re.I)),
+    ("empty_text", re.compile(r"empty text", re.I)),
+    ("too_large", re.compile(r"too long|too large|bytes", re.I)),
+    ("key", re.compile(r"\bkey\b", re.I)),
+    ("poison", re.compile(r"poison|quarantin|crash|failed", re.I)),
+)
+
+
+def reason_class(reason: str) -> str:
+    """'schema chat_turn: text: ...' → 'schema'; unknown reasons → 'other'."""
+    for name, pattern in _REASON_CLASSES:
+        if pattern.search(reason or ""):
+            return name
+    return "other"
+
+
+def _host_port(address: str, default_port: int = 9092) -> tuple[str, int]:
+    address = address.strip()
+    if "://" in address:
+        address = address.split("://", 1)[1]
+    address = address.rsplit("@", 1)[-1].strip("/")
+    host, _, port = address.rpartition(":")
+    if not host:
+        return address, default_port
+    return host.strip("[]"), int(port) if port.isdigit() else default_port
+
+
+def broker_reachable(bootstrap: str, timeout_s: float = 2.0) -> bool:
+    """True when any bootstrap server accepts a TCP connection within `timeout_s`."""
+    for part in bootstrap.replace(";", ",").split(","):
+        if not part.strip():
+            continue
+        try:
+            with socket.create_connection(_host_port(part), timeout=timeout_s):
+                return True
+        except (OSError, ValueError):
+            continue
+    return False
+
+
+def wait_for_broker(bootstrap: str, wait_s: float) -> bool:
+    """Retry `broker_reachable` until `wait_s` has passed (a broker that is still starting is fine)."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        if broker_reachable(bootstrap, timeout_s=min(2.0, max(0.1, wait_s))):
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.5)
+
+
+class MetricsBindError(RuntimeError):
+    """The metrics address is taken or not ours: a configuration mistake, shown as one line."""
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object a line (time, level, logger, message, exception); secrets in URLs masked."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        out = {"ts": round(record.created, 3), "level": record.levelname, "logger": record.name,
+               "message": redact(record.getMessage())}
+        if record.exc_info:
+            out["exc"] = redact(self.formatException(record.exc_info))
+        return json.dumps(out, ensure_ascii=False)
+
+
+def logging_config(settings: Settings, loglevel: str = "info") -> dict | None:
+    """A dictConfig for Faust's worker when JSON logs are asked for; None keeps Faust's own format."""
+    if settings.stream.log_format != "json":
+        return None
+    return {"version": 1, "disable_existing_loggers": False,
+            "formatters": {"json": {"()": f"{__name__}.JsonFormatter"}},
+            "handlers": {"out": {"class": "logging.StreamHandler", "formatter": "json", "stream": "ext://sys.stdout"}},
+            "root": {"level": loglevel.upper(), "handlers": ["out"]}}
+
+
+class Observability:
+    """The worker's metrics (own registry: several apps in one test process do not collide) and
+    the state /healthz and /readyz report. Hooks are one call each from streams/app.py."""
+
+    def __init__(self, settings: Settings):
+        from prometheus_client import CollectorRegistry, Counter, Histogram
+
+        self.settings = settings
+        self.registry = CollectorRegistry()
+        r = self.registry
+        self.turns_in = Counter("dialcheck_turns_in", "Valid chat turns read from the turns topic.", registry=r)
+        self.turns_checked = Counter("dialcheck_turns_checked", "Turns sent to the checker.", registry=r)
+        self.verdicts = Counter("dialcheck_verdicts", "Verdicts published, by label and status.",
+                                ["label", "status"], registry=r)
+        self.dead_letters = Counter("dialcheck_dead_letters", "Records sent to the dead-letter topic, by reason class.",
+                                    ["reason"], registry=r)
+        self.batch_size = Histogram("dialcheck_batch_size", "Turns per checker call.", buckets=BATCH_BUCKETS, registry=r)
+        self.stage_latency = Histogram("dialcheck_stage_latency_seconds",
+                                       "Per-stage pipeline latency per verdict (verdict.timings_ms).",
+                                       ["stage"], buckets=LATENCY_BUCKETS, registry=r)
+        self.models_loaded = False
+        self.app = None
+        self.table = None
+        self._server: ThreadingHTTPServer | None = None
+        self.port: int | None = None
+        r.register(_StateCollector(self))
+
+    # hooks (called on the event loop by streams/app.py)
+    def attach(self, app, table) -> None:
+        """The Faust app and context table the gauges and /readyz read; the checker is already loaded."""
+        self.app, self.table = app, table
+        self.models_loaded = True
+
+    def turn_in(self) -> None:
+        self.turns_in.inc()
+
+    def dead_letter(self, reason: str) -> None:
+        self.dead_letters.labels(reason_class(reason)).inc()
+
+    def checked(self, items: list, verdicts: Iterable) -> None:
+        self.turns_checked.inc(len(items))
+        self.batch_size.observe(len(items))
+        for v in verdicts:
+            self.verdicts.labels(v.label, v.status.state).inc()
+            for stage, ms in (v.timings_ms or {}).items():
+                if isinstance(ms, (int, float)) and ms >= 0:
+                    self.stage_latency.labels(stage).observe(ms / 1000.0)
+
+    # state read by the HTTP thread
+    def recovered(self) -> bool:
+        try:
+            return bool(self.app is not None and self.app.tables.recovery.completed.is_set())
+        except AttributeError:
+            return False
+
+    def health(self) -> tuple[bool, dict[str, Any]]:
+        broker = self.settings.kafka.bootstrap
+        ok = bool(broker) and broker_reachable(broker, timeout_s=2.0)
+        return ok, {"process": "up", "broker": redact(broker), "broker_reachable": ok}
+
+    def readiness(self) -> tuple[bool, dict[str, Any]]:
+        rec, models = self.recovered(), self.models_loaded
+        return rec and models, {"table_recovered": rec, "models_loaded": models}
+
+    def serve(self, host: str | None = None, port: int | None = None) -> int:
+        """Start the HTTP thread; returns the bound port and prints `dialcheck metrics at URL`."""
+        from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+        obs = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self):  # noqa: N802 (http.server's name)
+                path = self.path.split("?", 1)[0]
+                if path == "/metrics":
+                    self._send(200, generate_latest(obs.registry), CONTENT_TYPE_LATEST)
+                elif path in ("/healthz", "/readyz"):
+                    ok, body = obs.health() if path == "/healthz" else obs.readiness()
+                    self._send(200 if ok else 503, json.dumps(body).encode(), "application/json")
+                else:
+                    self._send(404, b"not found: /metrics, /healthz, /readyz\n", "text/plain")
+
+            def _send(self, code: int, body: bytes, ctype: str) -> None:
+                self.send_response(code)
+                self.send_header("Content-Type", ctype)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args) -> None:  # scrapes every few seconds: keep them out of the log
+                pass
+
+        host = host or self.settings.stream.metrics_host
+        port = self.settings.stream.metrics_port if port is None else port
+        try:
+            self._server = ThreadingHTTPServer((host, port), Handler)
+        except OSError as e:
+            raise MetricsBindError(f"cannot serve /metrics on {host}:{port}: {e.strerror or e} "
+                                   "(set DIALCHECK_METRICS_HOST / DIALCHECK_METRICS_PORT)") from None
+        self._server.daemon_threads = True
+        self.port = self._server.server_address[1]
+        threading.Thread(target=self._server.serve_forever, name="metrics", daemon=True).start()
+        print(f"{METRICS_MARKER} http://{host}:{self.port}/metrics", flush=True)
+        return self.port
+
+    def close(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+
+
+class _StateCollector:
+    """Gauges computed at scrape time: consumer lag per partition and context-table size."""
+
+    def __init__(self, obs: Observability):
+        self.obs = obs
+
+    def describe(self):
+        return []
+
+    def collect(self):
+        from prometheus_client.core import GaugeMetricFamily
+
+        lag = GaugeMetricFamily("dialcheck_consumer_lag", "Highwater minus read offset, per assigned partition.",
+                                labels=["topic", "partition"])
+        conversations = GaugeMetricFamily("dialcheck_context_conversations", "Conversations in the context table.")
+        turns = GaugeMetricFamily("dialcheck_context_turns", "Turns held in the context table.")
+        ready = GaugeMetricFamily("dialcheck_ready", "1 when table recovery is done and models are loaded.")
+        app, table = self.obs.app, self.obs.table
+        for tp, value in _safe(lambda: _lags(app), []):
+            lag.add_metric([tp.topic, str(tp.partition)], value)
+        if table is not None:
+            values = _safe(lambda: list(table.values()), [])
+            conversations.add_metric([], len(values))
+            turns.add_metric([], sum(len(v.get("turns", [])) for v in values if isinstance(v, dict)))
+        ready.add_metric([], 1.0 if self.obs.readiness()[0] else 0.0)
+        yield from (lag, conversations, turns, ready)
+
+
+def _lags(app) -> list[tuple[Any, int]]:
+    consumer = getattr(app, "_consumer", None)  # not `app.consumer`: that would create one from this thread
+    if consumer is None:
+        return []
+    out = []
+    for tp in sorted(consumer.assignment()):
+        high = consumer.highwater(tp)
+        if high is None:
+            continue
+        read = consumer._read_offset.get(tp)  # last offset handed to the stream (Faust keeps no public accessor)
+        if read is None:
+            read = consumer._committed_offset.get(tp) or 0
+        else:
+            read += 1
+        out.append((tp, max(0, int(high) - int(read))))
+    return out
+
+
+def _safe(fn: Callable[[], Any], default: Any) -> Any:
+    """The event loop mutates these while a scrape reads them; a scrape must never fail."""
+    try:
+        return fn()
+    except Exception:  # noqa: BLE001 (metrics are best effort; the log says why)
+        log.debug("metrics collection failed", exc_info=True)
+        return default

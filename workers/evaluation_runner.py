@@ -44,11 +44,11 @@ def ir_rows(pipeline: Pipeline, records: Sequence[DialFactRecord], batch: int = 
     versions = pipeline.model_versions()
     rows = []
     for r, it, res in zip(recs, items, results):
-        dense = res.get("dense", [])
+        bm25, dense = (res.retrieval.bm25, res.retrieval.dense) if res.retrieval else ([], [])
         rows.append({"protocol": "ir", "surface_mode": pipeline.surface, "record_id": r.id,
                      "conversation_id": it.conversation_id, "turn_id": it.turn_id,
                      "claim_id": claim_id(it.conversation_id, it.turn_id, it.claim), "claim": it.claim,
-                     "surface": asdict(res["surface"]), "bm25_docs": unique_docs(res.get("bm25", [])),
+                     "surface": asdict(res.ir_surface), "bm25_docs": unique_docs(bm25),
                      "dense_docs": unique_docs(dense), "evidence_ids": [p.id for p in dense],
-                     "problems": [list(p) for p in res.get("problems", [])], "model_versions": versions})
+                     "problems": [list(p) for p in res.problems], "model_versions": versions})
     return rows, secs

@@ -1,5 +1,5 @@
-"""In-process NLI: the shipped ONNX artifact under ONNX Runtime (or any HF sequence-classification
-NLI model directory, e.g. the paper's DeBERTa, via torch)."""
+"""In-process NLI backends: the shipped ONNX artifact under ONNX Runtime, or any HF
+sequence-classification NLI model directory under torch. Both are `NLIClassifier`s."""
 from __future__ import annotations
 
 import json
@@ -10,7 +10,7 @@ import numpy as np
 
 from schemas.protocols import ModelUnavailable
 
-from .nli_base import softmax
+from .nli_base import NLIClassifier, label_columns
 
 MAX_LENGTH = 256
 
@@ -20,9 +20,8 @@ def read_calibration(model_dir: Path) -> dict:
     return json.loads(p.read_text()) if p.exists() else {"temperature": 1.0, "label_order": None}
 
 
-class OnnxNLI:
-    """Tokenise → ONNX Runtime forward → temperature softmax. Batches in chunks of `batch_size`,
-    length-sorted so short pairs are not padded to long ones."""
+class OnnxNLI(NLIClassifier):
+    """The shipped artifact under ONNX Runtime; label order and temperature from calibration.json."""
 
     def __init__(self, model_dir: str | Path, batch_size: int = 32, threads: int = 0):
         import onnxruntime as ort
@@ -41,61 +40,42 @@ class OnnxNLI:
         cal = read_calibration(self.dir)
         self.temperature = float(cal.get("temperature", 1.0))
         self.version = cal.get("version", "dialcheck-nli")
+        self.columns = label_columns(cal.get("label_order"))
         self.batch_size = batch_size
 
-    def logits(self, premises: Sequence[str], hypotheses: Sequence[str]) -> np.ndarray:
-        n = len(premises)
-        out = np.zeros((n, 3), dtype=np.float32)
-        order = sorted(range(n), key=lambda i: len(premises[i]) + len(hypotheses[i]))
-        for s in range(0, n, self.batch_size):
-            idx = order[s:s + self.batch_size]
-            enc = self.tokenizer([premises[i] for i in idx], [hypotheses[i] for i in idx], padding=True,
-                                 truncation="longest_first", max_length=MAX_LENGTH, return_tensors="np")
-            feed = {k: v.astype(np.int64) for k, v in enc.items() if k in self.input_names}
-            out[idx] = self.session.run(["logits"], feed)[0]
-        return out
-
-    def predict(self, premises: Sequence[str], hypotheses: Sequence[str]) -> np.ndarray:
-        if len(premises) == 0:
-            return np.zeros((0, 3), dtype=np.float32)
-        return softmax(self.logits(premises, hypotheses), self.temperature)
+    def forward(self, premises: list[str], hypotheses: list[str]) -> np.ndarray:
+        enc = self.tokenizer(premises, hypotheses, padding=True, truncation="longest_first",
+                             max_length=MAX_LENGTH, return_tensors="np")
+        feed = {k: v.astype(np.int64) for k, v in enc.items() if k in self.input_names}
+        return self.session.run(["logits"], feed)[0]
 
 
-class HFNLI:
-    """Any Hugging Face NLI classifier directory (drop-in for users who have one). Its label names
-    are mapped onto (entailment, neutral, contradiction); two-class models get neutral = 0."""
+class HFNLI(NLIClassifier):
+    """Any Hugging Face NLI classifier directory under torch (e.g. the paper's DeBERTa). Its label
+    names are mapped onto (entailment, neutral, contradiction); two-class models get neutral = 0."""
 
-    def __init__(self, model_dir: str | Path, batch_size: int = 16):
+    def __init__(self, model_dir: str | Path, batch_size: int = 16, device: str = "cpu"):
         import torch
         from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
         self.torch = torch
+        self.device = device
         self.tokenizer = AutoTokenizer.from_pretrained(str(model_dir))
-        self.model = AutoModelForSequenceClassification.from_pretrained(str(model_dir)).eval()
-        names = {i: n.lower() for i, n in self.model.config.id2label.items()}
-        self.columns = []
-        for want in ("entail", "neutral", "contradict"):
-            match = [i for i, n in names.items() if n.startswith(want)]
-            self.columns.append(match[0] if match else None)
-        if self.columns[0] is None:
-            raise ModelUnavailable(f"{model_dir}: no entailment label in {names}")
+        self.model = AutoModelForSequenceClassification.from_pretrained(str(model_dir)).eval().to(device)
+        id2label = self.model.config.id2label
+        try:
+            self.columns = label_columns([id2label[i] for i in range(len(id2label))])
+        except ValueError as e:
+            raise ModelUnavailable(f"{model_dir}: {e}") from None
         self.temperature = float(read_calibration(Path(model_dir)).get("temperature", 1.0))
         self.version = f"hf:{Path(model_dir).name}"
         self.batch_size = batch_size
 
-    def predict(self, premises: Sequence[str], hypotheses: Sequence[str]) -> np.ndarray:
-        rows = []
-        for s in range(0, len(premises), self.batch_size):
-            enc = self.tokenizer(list(premises[s:s + self.batch_size]), list(hypotheses[s:s + self.batch_size]),
-                                 padding=True, truncation=True, max_length=MAX_LENGTH, return_tensors="pt")
-            with self.torch.no_grad():
-                rows.append(self.model(**enc).logits.numpy())
-        logits = np.concatenate(rows) if rows else np.zeros((0, len(self.columns)))
-        full = np.full((len(logits), 3), -1e4, dtype=np.float32)
-        for j, col in enumerate(self.columns):
-            if col is not None:
-                full[:, j] = logits[:, col]
-        return softmax(full, self.temperature)
+    def forward(self, premises: list[str], hypotheses: list[str]) -> np.ndarray:
+        enc = self.tokenizer(premises, hypotheses, padding=True, truncation=True, max_length=MAX_LENGTH,
+                             return_tensors="pt").to(self.device)
+        with self.torch.no_grad():
+            return self.model(**enc).logits.float().cpu().numpy()
 
 
 def load_local_nli(model_dir: str | Path) -> "OnnxNLI | HFNLI":

@@ -10,17 +10,17 @@ Optional query: `?timeout_s=10&retries=3&batch_size=32&max_in_flight=4`.
 from __future__ import annotations
 
 import threading
-import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, fields, replace
 from typing import Any, Callable, Sequence
 from urllib.parse import parse_qsl, urlsplit
 
 import numpy as np
+import tenacity
 
 from schemas.protocols import ModelUnavailable
 
-from .nli_base import softmax
+from .nli_base import NLIClassifier
 
 NLI_MODEL = "nli"
 EMBED_MODEL = "embed"
@@ -151,19 +151,17 @@ class TritonTransport:
 
     def infer(self, inputs: dict[str, np.ndarray], outputs: Sequence[str]) -> dict[str, np.ndarray]:
         """One request with retries and exponential backoff; ModelUnavailable when exhausted."""
-        delay = self.opts.backoff_s
-        last: Exception | None = None
-        for attempt in range(self.opts.retries + 1):
-            try:
-                return self._infer_once(inputs, outputs)
-            except Exception as e:  # transport errors, deadline, server-side model errors
-                last = e
-                self._drop_client()
-                if attempt < self.opts.retries:
-                    time.sleep(delay)
-                    delay *= 2
-        raise ModelUnavailable(f"triton {self.endpoint.address}/{self.model} failed after "
-                               f"{self.opts.retries + 1} attempts: {last}") from last
+        retrying = tenacity.Retrying(
+            stop=tenacity.stop_after_attempt(self.opts.retries + 1),
+            wait=tenacity.wait_exponential(multiplier=self.opts.backoff_s, exp_base=2),
+            before_sleep=lambda _: self._drop_client(), reraise=False)
+        try:
+            return retrying(self._infer_once, inputs, outputs)
+        except tenacity.RetryError as e:  # transport errors, deadline, server-side model errors
+            self._drop_client()
+            last = e.last_attempt.exception()
+            raise ModelUnavailable(f"triton {self.endpoint.address}/{self.model} failed after "
+                                   f"{self.opts.retries + 1} attempts: {last}") from last
 
     def map_batches(self, n: int, make_inputs: Callable[[int, int], dict[str, np.ndarray]],
                     outputs: Sequence[str]) -> list[dict[str, np.ndarray]]:
@@ -187,14 +185,16 @@ def _decode(v: Any) -> str:
     return v.decode("utf-8") if isinstance(v, bytes) else str(v)
 
 
-class TritonNLI:
-    """NLIModel served by Triton model `nli`: logits from the server, temperature softmax here
-    (with the temperature the server returns alongside, i.e. that artifact's calibration)."""
+class TritonNLI(NLIClassifier):
+    """NLIModel served by Triton model `nli` (server-side tokenisation): raw logits from the server,
+    label order and temperature here (the temperature the server returns alongside, i.e. that
+    artifact's calibration). Sorting and columns are the base class's, so numbers match OnnxNLI."""
 
     def __init__(self, transport: TritonTransport):
         self.transport = transport
         self.version = "unknown"
         self.temperature = 1.0
+        self.batch_size = transport.opts.batch_size
 
     @classmethod
     def from_url(cls, url: str, *, model: str = NLI_MODEL, probe: bool = True) -> "TritonNLI":
@@ -207,32 +207,15 @@ class TritonNLI:
     def ready(self) -> bool:
         return self.transport.ready()
 
-    def logits(self, premises: Sequence[str], hypotheses: Sequence[str]) -> tuple[np.ndarray, float]:
-        if len(premises) != len(hypotheses):
-            raise ValueError("premises and hypotheses differ in length")
-        n = len(premises)
-        if n == 0:
-            return np.zeros((0, 3), np.float32), self.temperature
-        # Same length-sorted chunks as OnnxNLI.logits: with a dynamically quantised (int8)
-        # artifact the activation scales are per forward pass, so numbers depend on which rows
-        # share a batch; the server runs each request as one pass (merge_requests "false").
-        order = sorted(range(n), key=lambda i: len(premises[i]) + len(hypotheses[i]))
-        prem = [premises[i] for i in order]
-        hyp = [hypotheses[i] for i in order]
+    def forward_sorted(self, premises: list[str], hypotheses: list[str]) -> np.ndarray:
+        """Chunks of `batch_size` (the same chunks OnnxNLI forms), up to max_in_flight at once."""
         results = self.transport.map_batches(
-            n, lambda s, e: {"PREMISE": _bytes_column(prem[s:e]), "HYPOTHESIS": _bytes_column(hyp[s:e])},
+            len(premises),
+            lambda s, e: {"PREMISE": _bytes_column(premises[s:e]), "HYPOTHESIS": _bytes_column(hypotheses[s:e])},
             ["LOGITS", "TEMPERATURE", "VERSION"])
-        logits = np.zeros((n, 3), np.float32)
-        logits[order] = np.concatenate([r["LOGITS"] for r in results]).astype(np.float32)
         self.temperature = float(results[0]["TEMPERATURE"].reshape(-1)[0])
         self.version = _decode(results[0]["VERSION"].reshape(-1)[0])
-        return logits, self.temperature
-
-    def predict(self, premises: Sequence[str], hypotheses: Sequence[str]) -> np.ndarray:
-        logits, temperature = self.logits(premises, hypotheses)
-        if len(logits) == 0:
-            return logits
-        return softmax(logits, temperature)
+        return np.concatenate([r["LOGITS"] for r in results]).astype(np.float32)
 
     def close(self) -> None:
         self.transport.close()

@@ -8,7 +8,7 @@ from typing import Iterable
 
 import numpy as np
 
-from schemas.settings import Settings, load_settings
+from schemas.settings import Settings
 
 from .bm25 import EmbeddedIndex
 from .collection import DEFAULT_SOURCES, build_collection
@@ -43,10 +43,27 @@ def build_index(settings: Settings, out_dir: str | Path | None = None, sources: 
     return index
 
 
+class IndexEncoderMismatch(ValueError):
+    """The index's stored vectors come from another encoder than the configured one: dense scores
+    would be silently wrong (E5 and MiniLM are both 384-d), so the index is refused."""
+
+
+def check_encoder(meta: dict, index_dir: str | Path, encoder) -> None:
+    built_with = meta.get("encoder")
+    if encoder is None or not built_with or built_with == getattr(encoder, "version", None):
+        return
+    raise IndexEncoderMismatch(
+        f"index {index_dir} was built with encoder {built_with!r}, but the configured encoder is "
+        f"{encoder.version!r}: rebuild it (`dialcheck index build`) or set DIALCHECK_ENCODER to match")
+
+
 def ensure_index(settings: Settings, encoder=None) -> EmbeddedIndex:
-    """Load the configured index, building it with defaults first if it does not exist."""
+    """Load the configured index (refused if built with another encoder), building it with
+    defaults first if it does not exist."""
     d = Path(settings.retrieval.index_dir)
     if not (d / "meta.json").exists():
         print(f"[dialcheck] building the default index in {d} (first run only)", file=sys.stderr)
         return build_index(settings, d, encoder=encoder)
-    return EmbeddedIndex.load(d)
+    index = EmbeddedIndex.load(d)
+    check_encoder(index.meta, d, encoder)
+    return index

@@ -29,10 +29,12 @@ def dense_rescore(encoder: Encoder, searcher: Searcher, query: str, candidates: 
 def context_union(searcher: Searcher, claim_query: str, context: Sequence[str], k: int,
                   per_turn: int = 1) -> list[Passage]:
     """Top-k passages for the claim, then the top `per_turn` for each context turn that are not
-    already in; claim hits keep their rank order in front."""
-    many = getattr(searcher, "search_many", None)
-    queries = [claim_query, *context]
-    results = many(queries, k) if callable(many) else [searcher.search(q, k) for q in queries]
+    already in; claim hits keep their rank order in front (one `search_many` round trip)."""
+    return merge_context_hits(searcher.search_many([claim_query, *context], k), per_turn)
+
+
+def merge_context_hits(results: Sequence[Sequence[Passage]], per_turn: int = 1) -> list[Passage]:
+    """results[0]: the claim's hits; results[1:]: each context turn's. See `context_union`."""
     out = list(results[0])
     seen = {p.id for p in out}
     for hits in results[1:]:

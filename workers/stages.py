@@ -1,0 +1,192 @@
+"""The checking stages: small components with one batch interface, `run(list[ClaimState])`.
+
+Each stage reads and fills typed fields of `ClaimState`; a protocol is a list of stages
+(workers/pipeline.py). A stage may declare how it degrades when a backend is out
+(`on_outage`); only `ModelUnavailable` and `SearchUnavailable` reach it — any other exception is
+a bug and propagates (in the stream, to the error-verdict path)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import numpy as np
+
+from schemas import GateDecision, Surface
+from schemas.items import CheckItem
+from schemas.protocols import Encoder, ModelUnavailable, NLIModel, Passage, Searcher
+from schemas.settings import GateSettings, RetrievalSettings, VerifySettings
+
+from .gate import BiConGate, GateInput
+from .retrieval.dense import dense_rescore, merge_context_hits
+from .surfaces import ClaimSurfaces, build_surfaces
+from .text import last_turns, with_context
+from .verify import WindowDecision, decide_window
+from .windows import Window, top_windows
+
+# R4 alternatives (salience order) the gate chooses among. Measured on DialFact with the antecedent
+# proxy (workers/surfaces/measure_r4.py): salience top-1 53.0%, gate's pick of the top 3 49.6%,
+# recency 49.6%, so the gate only accepts or rejects the most salient candidate.
+GATE_CANDIDATES = 1
+
+
+@dataclass
+class Retrieval:
+    """Ranked passages per retrieval step, for the IR protocol's metrics."""
+    bm25: list[Passage] = field(default_factory=list)
+    dense: list[Passage] = field(default_factory=list)
+
+
+@dataclass
+class ClaimState:
+    """One claim on its way through the stages."""
+    item: CheckItem
+    surfaces: ClaimSurfaces | None = None
+    fv_surface: Surface | None = None  # what the verifier reads (τ_FV decision)
+    ir_surface: Surface | None = None  # what retrieval reads (τ_IR decision)
+    retrieval: Retrieval | None = None
+    passages: list[Passage] = field(default_factory=list)
+    windows: list[Window] = field(default_factory=list)
+    decisions: list[WindowDecision] = field(default_factory=list)
+    problems: list[tuple[str, str]] = field(default_factory=list)  # (degraded | error, reason)
+    timings: dict[str, float] = field(default_factory=dict)
+
+    def use_original(self) -> None:
+        self.fv_surface = self.ir_surface = Surface("r0", self.item.claim)
+
+
+class Stage(Protocol):
+    name: str
+
+    def run(self, states: list[ClaimState]) -> None: ...
+
+    def on_outage(self, states: list[ClaimState], error: Exception) -> None: ...
+
+
+class SurfaceStage:
+    """R0–R4 for every claim; the fixed surfaces (r0…r4) are chosen here, r4g by `GateStage`."""
+    name = "surfaces"
+
+    def __init__(self, surface: str):
+        self.surface = surface
+
+    def run(self, states: list[ClaimState]) -> None:
+        for s in states:
+            s.surfaces = build_surfaces(s.item.context, s.item.claim)
+            if self.surface == "r4g":
+                s.use_original()  # until the gate accepts a rewrite
+            else:
+                text = s.surfaces.get(self.surface)
+                s.fv_surface = s.ir_surface = Surface(self.surface if text != s.item.claim else "r0", text)
+
+    def on_outage(self, states, error):  # pragma: no cover - no backend here
+        raise error
+
+
+class GateStage:
+    """BiCon-Gate over the R4 candidate: one batched NLI + encoder call for the whole batch."""
+    name = "gate"
+
+    def __init__(self, gate: BiConGate, settings: GateSettings):
+        self.gate, self.settings = gate, settings
+
+    def run(self, states: list[ClaimState]) -> None:
+        inputs, owners = [], []
+        for i, s in enumerate(states):
+            alts = [a for a in dict.fromkeys(s.surfaces.r4_alternatives[:GATE_CANDIDATES] or [s.surfaces.r4])
+                    if a != s.item.claim]
+            for a in alts:
+                inputs.append(GateInput(last_turns(s.item.context, self.settings.context_turns), s.item.claim, a))
+                owners.append(i)
+        best: dict[int, tuple[tuple[float, float, float, float], str]] = {}
+        for scored, i, inp in zip(self.gate.score(inputs), owners, inputs):
+            if i not in best or scored[0] > best[i][0][0]:
+                best[i] = (scored, inp.rewrite)
+        for i, s in enumerate(states):
+            if i in best:
+                (score, e, c, sim), text = best[i]
+                s.fv_surface = self._decision(s, text, score, e, c, sim, self.settings.tau_fv)
+                s.ir_surface = self._decision(s, text, score, e, c, sim, self.settings.tau_ir)
+
+    @staticmethod
+    def _decision(s: ClaimState, text: str, score, e, c, sim, tau: float) -> Surface:
+        g = GateDecision(round(score, 6), round(e, 6), round(c, 6), round(sim, 6), tau, score >= tau)
+        return Surface("r4g" if g.accepted else "r0", text if g.accepted else s.item.claim,
+                       candidate="r4", candidate_text=text, gate=g)
+
+    def on_outage(self, states: list[ClaimState], error: Exception) -> None:
+        for s in states:
+            s.problems.append(("degraded", f"gate unavailable, original claim used: {error}"))
+            s.use_original()
+
+
+class RetrieveStage:
+    """BM25 for the query (last turns + surface) ∪ top-1 per context turn (one `search_many` for
+    the batch), then dense re-scoring; the verifier reads the top `verify_top_passages`."""
+    name = "retrieve"
+
+    def __init__(self, searcher: Searcher | None, encoder: Encoder, settings: RetrievalSettings):
+        self.searcher, self.encoder, self.settings = searcher, encoder, settings
+
+    def run(self, states: list[ClaimState]) -> None:
+        cfg = self.settings
+        if self.searcher is None:
+            for s in states:
+                s.problems.append(("degraded", "no search backend configured"))
+            return
+        queries = [with_context(s.item.context, s.ir_surface.text, cfg.query_context_turns) for s in states]
+        flat = [q for s, q in zip(states, queries) for q in (q, *s.item.context)]
+        hits = iter(self.searcher.search_many(flat, cfg.bm25_top_k))
+        for s, query in zip(states, queries):
+            bm25 = merge_context_hits([next(hits) for _ in range(1 + len(s.item.context))])
+            try:
+                dense, mode = dense_rescore(self.encoder, self.searcher, query, bm25, cfg.dense_top_k)
+            except ModelUnavailable as e:
+                s.problems.append(("degraded", f"dense re-scoring unavailable, BM25 order used: {e}"))
+                dense, mode = bm25[: cfg.dense_top_k], "bm25"
+            if mode == "client-side-encoding":
+                s.timings["dense_client_side"] = 1.0
+            s.retrieval = Retrieval(bm25, dense)
+            s.passages = dense[: cfg.verify_top_passages]
+
+    def on_outage(self, states: list[ClaimState], error: Exception) -> None:
+        for s in states:
+            s.problems.append(("degraded", f"search unavailable: {error}"))
+
+
+class GoldEvidenceStage:
+    """FV protocol: the record's gold evidence is the verifier's passages."""
+    name = "evidence"
+
+    def run(self, states: list[ClaimState]) -> None:
+        for s in states:
+            s.passages = [Passage(f"gold:{i}", t, x, doc_id=t) for i, (t, x) in enumerate(s.item.gold_evidence or [])]
+
+    def on_outage(self, states, error):  # pragma: no cover - no backend here
+        raise error
+
+
+class VerifyStage:
+    """Windows → lexical pre-score top-k → one batched NLI call → a label per window."""
+    name = "verify"
+
+    def __init__(self, nli: NLIModel, settings: VerifySettings):
+        self.nli, self.settings = nli, settings
+
+    def run(self, states: list[ClaimState]) -> None:
+        cfg = self.settings
+        premises, hyps = [], []
+        for s in states:
+            hyp = with_context(s.item.context, s.fv_surface.text, cfg.hypothesis_context_turns)
+            s.windows = top_windows([p.text for p in s.passages], s.fv_surface.text, cfg.max_windows)
+            premises += [w.text for w in s.windows]
+            hyps += [hyp] * len(s.windows)
+        probs = iter(self.nli.predict(premises, hyps) if premises else np.zeros((0, 3)))
+        for s in states:
+            s.decisions = [WindowDecision(w, p, decide_window(p, cfg.entail_threshold, cfg.win_gap, cfg.decision_rule))
+                           for w, p in zip(s.windows, probs)]
+
+    def on_outage(self, states: list[ClaimState], error: Exception) -> None:
+        for s in states:
+            s.decisions = []
+            if s.windows:
+                s.problems.append(("error", f"NLI model unavailable: {error}"))

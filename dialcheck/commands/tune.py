@@ -14,7 +14,8 @@ def register(sub) -> None:
     g = tsub.add_parser("gate", help="τ_FV by nested CV for one decision method")
     f = tsub.add_parser("fit", help="fit a decision layer on the whole file and write its JSON + card")
     c = tsub.add_parser("checkworthy", help="check-worthiness precision/recall vs type_label and effect on labels")
-    for q in (d, g, f, c):
+    sg = tsub.add_parser("segment", help="FV labels with claim segmentation vs whole turns (out of fold)")
+    for q in (d, g, f, c, sg):
         q.add_argument("--model-dir", default=None, help="NLI model directory (default: settings)")
         q.add_argument("--data", default=None, help="DialFact JSONL (default: testsmall)")
         q.add_argument("--folds", type=int, default=5)
@@ -34,6 +35,8 @@ def register(sub) -> None:
     c.add_argument("--method", default="logreg")
     c.add_argument("--surface", default="r0")
     c.set_defaults(func=run_checkworthy)
+    sg.add_argument("--method", default="logreg")
+    sg.set_defaults(func=run_segment)
 
 
 def _tuner(args):
@@ -93,5 +96,13 @@ def run_checkworthy(args) -> int:
     from workers.decision.tune import checkworthy_report
 
     res = checkworthy_report(_tuner(args), args.method, args.folds, args.protocol, args.surface)
+    print(json.dumps(res, indent=1) if args.json else res)
+    return 0
+
+
+def run_segment(args) -> int:
+    from workers.decision.tune import segmentation_report
+
+    res = segmentation_report(_tuner(args), args.method, args.folds)
     print(json.dumps(res, indent=1) if args.json else res)
     return 0

@@ -181,3 +181,42 @@ def checkworthy_report(tuner: Tuner, method: str = "logreg", k: int = 5, protoco
     return {"positives_personal": int(gold.sum()), "rule": pr(rule), "classifier_cv": pr(clf_pred),
             "effect_macro_f1": {"protocol": protocol, "surface": surface, "method": method,
                                 "pooled_out_of_fold": eff}}
+
+
+def segmentation_report(tuner: Tuner, method: str = "logreg", k: int = 5) -> dict:
+    """FV labels with claim segmentation (each segment verified against the gold evidence, turn
+    label = worst segment) against the whole-turn labels, layers fitted out of fold."""
+    from ..segment import segment, turn_label
+
+    recs, y, g = tuner.ts.records, tuner.ts.labels, tuner.ts.groups
+    segs = {r.id: segment(r.response) for r in recs}
+    multi = [i for i, r in enumerate(recs) if len(segs[r.id]) > 1]
+    whole = tuner.evidence("r0", "fv")
+    plan = [(i, s.text, top_windows([t for _, t in recs[i].evidence], s.text, tuner.settings.verify.max_windows))
+            for i in multi for s in segs[recs[i].id]]
+    probs = tuner.nli.predict([w.text for *_, ws in plan for w in ws], [t for _, t, ws in plan for _ in ws])
+    seg_ev, k0 = [], 0
+    for i, text, ws in plan:
+        seg_ev.append((i, ClaimEvidence(text, probs[k0:k0 + len(ws)], np.array([w.prescore for w in ws]),
+                                        np.array([w.passage_index for w in ws], dtype=int), [None] * 3)))
+        k0 += len(ws)
+    base, segmented = [None] * len(y), [None] * len(y)
+    for test in folds(g, k):
+        train = np.setdiff1d(np.arange(len(y)), test)
+        layer = DecisionLayer(method).fit([whole[i] for i in train], [y[i] for i in train])
+        for i, p in zip(test, layer.predict([whole[i] for i in test])):
+            base[i] = segmented[i] = p
+        tset = set(test.tolist())
+        mine = [(i, e) for i, e in seg_ev if i in tset]
+        labs = layer.predict([e for _, e in mine])
+        per: dict[int, list[str]] = {}
+        for (i, _), lab in zip(mine, labs):
+            per.setdefault(i, []).append(lab)
+        for i, labs_i in per.items():
+            segmented[i] = turn_label(labs_i)
+    single = [i for i in range(len(y)) if i not in set(multi)]
+    return {"records": len(y), "multi_segment": len(multi), "segments": len(seg_ev),
+            "macro_f1_whole_turn": round(macro_f1(y, base), 2), "macro_f1_segmented": round(macro_f1(y, segmented), 2),
+            "single_segment_unchanged": all(base[i] == segmented[i] for i in single),
+            "multi_only": {"whole_turn": round(macro_f1([y[i] for i in multi], [base[i] for i in multi]), 2),
+                           "segmented": round(macro_f1([y[i] for i in multi], [segmented[i] for i in multi]), 2)}}

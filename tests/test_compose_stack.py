@@ -73,3 +73,159 @@ def test_worker_env_uses_declared_settings(compose):
     readme = (REPO / "infra" / "README.md").read_text()
     for var in used:
         assert var in readme, f"{var} not documented in infra/README.md"
+
+
+# --- issue 11: commands that exist, images that install what they run, a scrape config that matches
+
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import tomllib
+
+DOCKERFILE = REPO / "infra" / "docker" / "worker.Dockerfile"
+
+
+def _dialcheck_services(compose: dict) -> dict[str, dict]:
+    return {name: svc for name, svc in compose["services"].items() if str(svc.get("image", "")).startswith("dialcheck/worker")}
+
+
+def test_every_compose_command_is_a_real_cli_command(compose):
+    """The worker once ran `dialcheck stream worker`, which the CLI rejects (and restarted forever)."""
+    from dialcheck.cli import build_parser
+
+    services = _dialcheck_services(compose)
+    assert set(services) >= {"worker", "indexer"}
+    for name, svc in services.items():
+        cmd = svc["command"]
+        assert cmd[0] == "dialcheck", name
+        args = build_parser().parse_args(cmd[1:])  # SystemExit (argparse's error) fails the test
+        assert callable(args.func), name
+
+
+def test_parser_check_has_teeth():
+    from dialcheck.cli import build_parser
+
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["stream", "worker"])
+
+
+def test_documented_commands_parse():
+    """Every `dialcheck ...` line in infra/README.md's code blocks is accepted by the CLI."""
+    from dialcheck.cli import build_parser
+
+    text = (REPO / "infra" / "README.md").read_text()
+    blocks = re.findall(r"```bash\n(.*?)```", text, re.S)
+    lines = [ln.split("#", 1)[0].strip() for b in blocks for ln in b.splitlines()]
+    cmds = [shlex.split(ln)[1:] for ln in lines if ln.startswith("dialcheck ")]
+    assert cmds
+    for cmd in cmds:
+        build_parser().parse_args([c for c in cmd if c != "..."])
+
+
+def test_prometheus_scrapes_the_worker_metrics_port(compose):
+    env = compose["services"]["worker"]["environment"]
+    port = int(env["DIALCHECK_METRICS_PORT"])
+    prom = yaml.safe_load((REPO / "infra" / "prometheus.yml").read_text())
+    job = next(j for j in prom["scrape_configs"] if j["job_name"] == "dialcheck-worker")
+    assert job["metrics_path"] == "/metrics"
+    sd = job["dns_sd_configs"][0]
+    assert sd["names"] == ["worker"] and sd["port"] == port
+    assert env["DIALCHECK_METRICS_HOST"] == "0.0.0.0"  # reachable from the prometheus container
+    assert f"127.0.0.1:{port}/healthz" in " ".join(compose["services"]["worker"]["healthcheck"]["test"])
+    assert "./infra/prometheus.yml:/etc/prometheus/prometheus.yml:ro" in compose["services"]["prometheus"]["volumes"]
+
+
+def _dockerfile() -> tuple[list[tuple[str, str]], str]:
+    """(COPY source, destination) pairs and the RUN line of the worker image."""
+    copies, run = [], ""
+    for line in DOCKERFILE.read_text().splitlines():
+        if line.startswith("COPY "):
+            *srcs, dst = line.split()[1:]
+            copies += [(src, dst) for src in srcs]
+        elif line.startswith("RUN "):
+            run = line[4:]
+    return copies, run
+
+
+def test_worker_image_installs_declared_extras():
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    copies, run = _dockerfile()
+    sources = {src for src, _ in copies}
+    assert {"pyproject.toml", "README.md"} <= sources, "pyproject names README.md: the build needs it"
+    extras = re.search(r'"\.\[([a-z,]+)\]"', run).group(1).split(",")
+    assert "infra/docker/install.sh" in run and extras == ["stream", "opensearch"]
+    assert set(extras) <= set(project["optional-dependencies"])
+    stream = " ".join(project["optional-dependencies"]["stream"])
+    assert "faust-streaming" in stream and "prometheus-client" in stream
+    assert not any(d.startswith("faust") for d in project["dependencies"])
+
+
+def test_image_install_steps_in_a_fresh_virtualenv(tmp_path):
+    """The worker image's COPY and RUN steps, replayed without Docker: copy exactly what the
+    Dockerfile copies, run its install script into a fresh virtualenv (no system site-packages;
+    uv's wheel cache is reused, torch comes from pip's configured sources instead of the CPU
+    index), then start the installed `dialcheck worker` on the embedded broker and ask /readyz.
+    The worker runs the model-free stand-in Checker (tests/stream_standin.py, hidden --pipeline
+    flag): the point is that the installed package and its extras run, not the models.
+    Not run here: `docker build` itself, the python:3.11-slim base, USER 1000, the CPU torch index."""
+    import urllib.request
+
+    from schemas.settings import load_settings
+    from streams.broker import EmbeddedBroker, free_port
+
+    ctx = tmp_path / "ctx"
+    copies, run = _dockerfile()
+    for src, dst in copies:  # destinations are relative to WORKDIR (= ctx)
+        if (REPO / src).is_dir():
+            shutil.copytree(REPO / src, ctx / dst, dirs_exist_ok=True,
+                            ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            target = ctx / dst / src if dst.endswith("/") else ctx / dst
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(REPO / src, target)
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    py = venv / "bin" / "python"
+    cmd = run.split("sh infra/docker/install.sh", 1)[1].strip()
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    subprocess.run(["sh", "infra/docker/install.sh", *shlex.split(cmd)], cwd=ctx, check=True,
+                   env={**env, "PYTHON": str(py)})
+    out = subprocess.run([str(venv / "bin" / "dialcheck"), "--version"], capture_output=True, text=True, check=True)
+    assert out.stdout.startswith("dialcheck ")
+    # the stand-in Checker, importable as tests.stream_standin from a directory of its own
+    standin = tmp_path / "standin"
+    (standin / "tests").mkdir(parents=True)
+    (standin / "tests" / "stream_standin.py").write_bytes((REPO / "tests" / "stream_standin.py").read_bytes())
+    port = free_port()
+    with EmbeddedBroker(log_path=str(tmp_path / "tansu.log")) as broker:
+        log_path = tmp_path / "worker.log"
+        settings = load_settings(kafka={"bootstrap": broker.bootstrap})
+        child_env = {**env, **settings.env(), "PYTHONPATH": str(standin), "DIALCHECK_METRICS_PORT": str(port)}
+        with open(log_path, "wb") as log:
+            proc = subprocess.Popen([str(venv / "bin" / "dialcheck"), "worker", "--pipeline", "tests.stream_standin:create"],
+                                    cwd=tmp_path, env=child_env, stdout=log, stderr=subprocess.STDOUT,
+                                    stdin=subprocess.DEVNULL)
+        try:
+            import time
+
+            from streams.app import READY_MARKER
+
+            deadline = time.monotonic() + 180
+            while READY_MARKER not in log_path.read_text(errors="replace"):
+                assert proc.poll() is None, log_path.read_text(errors="replace")[-3000:]
+                assert time.monotonic() < deadline, log_path.read_text(errors="replace")[-3000:]
+                time.sleep(0.3)
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=10) as r:
+                assert r.status == 200
+            installed = subprocess.run([str(py), "-c", "import streams, sys; print(streams.__file__)"],
+                                       capture_output=True, text=True, check=True, env=env, cwd=tmp_path).stdout
+            assert str(venv) in installed  # the installed package ran, not the checkout
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()

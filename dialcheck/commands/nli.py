@@ -12,7 +12,9 @@ def register(sub) -> None:
     nsub = p.add_subparsers(dest="nli_command", required=True)
     t = nsub.add_parser("train", help="fine-tune the cross-encoder (resumes from checkpoints)")
     for k, v in asdict(TrainConfig()).items():
-        t.add_argument(f"--{k.replace('_', '-')}", type=type(v), default=v)
+        extra = {"choices": ("auto", "cpu", "cuda"), "help": "cuda: bf16 autocast, fp32 master weights"} \
+            if k == "device" else {}
+        t.add_argument(f"--{k.replace('_', '-')}", type=type(v), default=v, **extra)
     t.set_defaults(func=run_train)
     r = nsub.add_parser("release", help="export ONNX (fp32/int8), fit temperature, write the artifact")
     r.add_argument("--checkpoint", default="artifacts/nli-train/model")

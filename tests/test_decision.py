@@ -1,0 +1,88 @@
+"""Decision layer: fit/predict on window probabilities, versioned JSON round trip (no pickle),
+the rule methods equal the verifier's rule, grouped folds keep conversations apart, and the
+shipped artifact loads with the current feature set."""
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from workers.decision import FEATURES, LABELS, ClaimEvidence, DecisionLayer
+from workers.decision.cv import cross_validate, folds
+from workers.verify import WindowDecision, aggregate, decide_window
+from workers.windows import Window
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _claims(n=90, seed=0):
+    """Claims whose windows lean to their label, with noise (so fitting has something to learn)."""
+    rng = np.random.default_rng(seed)
+    evs, ys = [], []
+    for i in range(n):
+        y = LABELS[i % 3]
+        k = int(rng.integers(1, 6))
+        base = {"SUPPORTS": [0.6, 0.3, 0.1], "REFUTES": [0.1, 0.3, 0.6], "NOT ENOUGH INFO": [0.2, 0.6, 0.2]}[y]
+        p = rng.dirichlet(np.array(base) * 8, size=k)
+        evs.append(ClaimEvidence(f"claim {i}", p, np.sort(rng.random(k))[::-1], np.zeros(k, int), [None]))
+        ys.append(y)
+    return evs, ys
+
+
+def test_logreg_roundtrip_is_versioned_json(tmp_path):
+    evs, ys = _claims()
+    layer = DecisionLayer("logreg").fit(evs, ys)
+    path = tmp_path / "decision.json"
+    layer.save(path)
+    raw = json.loads(path.read_text())
+    assert raw["format"] == "dialcheck-decision" and raw["version"] == 1 and raw["params"]["features"] == list(FEATURES)
+    again = DecisionLayer.load(path)
+    assert again.predict(evs) == layer.predict(evs)
+    assert np.allclose(again.scores(evs).sum(1), 1.0)
+    acc = np.mean([p == y for p, y in zip(layer.predict(evs), ys)])
+    assert acc > 0.6  # learns the lean (chance is 1/3)
+
+
+def test_load_rejects_other_formats(tmp_path):
+    bad = tmp_path / "x.json"
+    bad.write_text(json.dumps({"format": "pickle", "version": 1, "method": "logreg"}))
+    with pytest.raises(ValueError):
+        DecisionLayer.load(bad)
+    with pytest.raises(ValueError):
+        DecisionLayer("forest")
+
+
+def test_rule_methods_equal_the_verifier_rule():
+    evs, _ = _claims(30, seed=1)
+    for rule in ("threshold", "argmax"):
+        want = [aggregate([WindowDecision(Window(0, ""), p, decide_window(p, rule=rule)) for p in e.probs])[0]
+                for e in evs]
+        assert DecisionLayer(rule).fit(evs, [want[0]] * len(evs)).predict(evs) == want
+
+
+def test_perclass_fits_thresholds_inside_the_grid():
+    evs, ys = _claims(60, seed=2)
+    layer = DecisionLayer("perclass").fit(evs, ys)
+    assert 0.05 <= layer.params["t_supports"] <= 0.95 and 0.05 <= layer.params["t_refutes"] <= 0.95
+    assert set(layer.predict(evs)) <= set(LABELS)
+
+
+def test_folds_keep_each_conversation_in_one_fold():
+    groups = [f"c{i // 3}" for i in range(60)]
+    seen = {}
+    for k, test in enumerate(folds(groups, 5)):
+        for i in test:
+            assert seen.setdefault(groups[i], k) == k
+    assert sorted(int(i) for t in folds(groups, 5) for i in t) == list(range(60))
+    evs, ys = _claims(60, seed=3)
+    res = cross_validate(evs, ys, groups, lambda: DecisionLayer("logreg"), 5)
+    assert len(res["folds"]) == 5 and res["std"] >= 0
+
+
+def test_shipped_layer_loads_with_current_features():
+    path = REPO / "triton_models" / "decision" / "decision.json"
+    layer = DecisionLayer.load(path)
+    if layer.method == "logreg":
+        assert layer.params["features"] == list(FEATURES)
+    assert layer.meta["fitted_on"]["data"] == "testsmall.jsonl" and layer.meta["cv"]["grouped_by"] == "context_id"
+    assert (path.parent / "DECISION_CARD.md").exists()

@@ -63,7 +63,7 @@ def one_line(error: BaseException, args: argparse.Namespace | None) -> tuple[int
     if isinstance(error, UsageError):
         return error.exit_code, redact(str(error))
     if isinstance(error, SettingsInvalid):
-        return USAGE, str(error)
+        return USAGE, _readable_setting(str(error))
     if isinstance(error, ModelUnavailable):
         return UNREACHABLE, f"model server unavailable: {redact(str(error))}"
     if isinstance(error, SearchUnavailable):
@@ -79,6 +79,22 @@ def one_line(error: BaseException, args: argparse.Namespace | None) -> tuple[int
     if _is(error, "kafka.errors", "NoBrokersAvailable") or _is(error, "kafka.errors", "KafkaConnectionError"):
         return UNREACHABLE, f"Kafka broker unavailable: {redact(str(error)) or type(error).__name__}"
     return None
+
+
+def _readable_setting(message: str) -> str:
+    """pydantic's "String should match pattern '<regex>'" → "expected <the setting's doc>"."""
+    import re
+
+    from schemas.settings import SECTIONS
+
+    m = re.match(r"invalid setting (\w+): String should match pattern '.*?'( \(got .*\))?$", message)
+    if not m:
+        return message
+    for section in SECTIONS.values():
+        for info in section.model_fields.values():
+            if info.validation_alias.choices[0] == m.group(1) and info.description:
+                return f"invalid setting {m.group(1)}{m.group(2) or ''}: expected {info.description[0].lower()}{info.description[1:]}"
+    return message
 
 
 def _is(error: BaseException, module: str, name: str) -> bool:

@@ -132,6 +132,8 @@ class Verdict:
     timings_ms: dict[str, float]
     status: Status
     created_at: float = field(default_factory=time.time)
+    rationale: dict | None = None  # why this label: rule or layer, its numbers, the window it read (schema)
+    schema_version: str = "2"  # verdict.schema.json's version; 1 had no rationale
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -1,8 +1,10 @@
-"""`dialcheck check`: one dialogue (JSON file or arguments) → verdict JSON."""
+"""`dialcheck check`: one dialogue (JSON file or arguments) → a verdict, as readable text or as JSON."""
 from __future__ import annotations
 
 import json
 import sys
+
+from dialcheck.errors import UsageError
 
 
 def register(sub) -> None:
@@ -14,24 +16,87 @@ def register(sub) -> None:
     p.add_argument("--evidence", action="append", default=[], help="gold evidence text (protocol fv)")
     p.add_argument("--surface", default="r4g")
     p.add_argument("--models", default=None)
+    p.add_argument("--format", choices=["text", "json"], default=None,
+                   help="text: a readable explanation; json: the verdict as published (schemas/verdict.schema.json). "
+                        "Default: text on a terminal, json when piped (scripts keep getting JSON)")
     p.set_defaults(func=run)
 
 
+def _read_file(path: str) -> tuple[list[str], str | None, list[tuple[str, str]]]:
+    try:
+        with open(path, encoding="utf-8") as f:
+            obj = json.load(f)
+    except json.JSONDecodeError as e:
+        raise UsageError(f"{path}:{e.lineno}: not valid JSON ({e.msg})") from None
+    if not isinstance(obj, dict):
+        raise UsageError(f"{path}: expected a JSON object with 'context' and 'claim' (or a DialFact record)")
+    context = obj.get("context", [])
+    claim = obj.get("claim") or obj.get("response")
+    evidence = [(e[0], e[2]) for e in obj.get("evidence_list", [])] or [("evidence", e) for e in obj.get("evidence", [])]
+    return context, claim, evidence
+
+
 def run(args) -> int:
-    from schemas.settings import Settings, load_settings
-    from workers.pipeline import CheckItem, Pipeline
+    from schemas.items import CheckItem
+    from schemas.settings import load_settings
+    from workers.pipeline import Pipeline
 
     if args.file:
-        obj = json.load(open(args.file, encoding="utf-8"))
-        context = obj.get("context", [])
-        claim = obj.get("claim") or obj.get("response")
-        evidence = [(e[0], e[2]) for e in obj.get("evidence_list", [])] or [("evidence", e) for e in obj.get("evidence", [])]
+        context, claim, evidence = _read_file(args.file)
     else:
         context, claim, evidence = args.context, args.claim, [("evidence", e) for e in args.evidence]
     if not claim:
-        print("error: no claim given (--claim or --file)", file=sys.stderr)
-        return 2
+        raise UsageError("no claim given (--claim TEXT or --file F)")
     pipe = Pipeline.from_settings(load_settings(models={"backend": args.models}), protocol=args.protocol, surface=args.surface)
     item = CheckItem("cli", "1", list(context), claim, evidence if args.protocol == "fv" else None)
-    print(pipe.check_many([item])[0].to_json().decode())
+    verdict = pipe.check_many([item])[0]
+    fmt = args.format or ("text" if sys.stdout.isatty() else "json")
+    print(verdict.to_json().decode() if fmt == "json" else format_text(verdict))
     return 0
+
+
+def _short(text: str, n: int = 160) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def _numbers(numbers: dict) -> str:
+    return ", ".join(f"{k} {v:.3g}" if isinstance(v, float) else f"{k} {v}" for k, v in numbers.items())
+
+
+def format_text(v) -> str:
+    """A verdict for people: label and probabilities, what was checked, why, the evidence, status."""
+    p = v.probabilities or {}
+    probs = " · ".join(f"{short} {p.get(label, 0.0):.2f}" for label, short in
+                       (("SUPPORTS", "S"), ("REFUTES", "R"), ("NOT ENOUGH INFO", "NEI")))
+    lines = [f"{v.label}   ({probs})   status {v.status.state}" + (f": {v.status.reason}" if v.status.reason else ""),
+             f"claim:     {_short(v.claim)}"]
+    s = v.surface
+    if s.text != v.claim or s.gate is not None:
+        checked = f"checked:   [{s.name}] {_short(s.text)}"
+        if s.gate is not None:
+            g = s.gate
+            checked += (f"   (gate {g.score:.2f} {'≥' if g.accepted else '<'} τ {g.threshold:.2f}: "
+                        f"{'rewrite used' if g.accepted else 'rewrite rejected'})")
+        lines.append(checked)
+    r = v.rationale or None
+    if r:
+        why = r.get("summary") or r.get("rule", "")
+        if r.get("numbers"):
+            why += f"   [{r.get('rule', '')}: {_numbers(r['numbers'])}]"
+        lines.append(f"why:       {why}")
+        w = r.get("window") or None
+        if w:
+            lines.append(f"read:      {w.get('title', '')}: {_short(w.get('text', ''))}")
+    else:
+        lines.append("why:       (this verdict carries no rationale)")
+    if v.evidence:
+        lines.append("evidence:")
+        for i, e in enumerate(v.evidence, 1):
+            lines.append(f"  {i}. {e.title} — {_short(e.window or e.text, 140)}"
+                         f"   (entail {e.entail:.2f}, contradict {e.contradict:.2f})")
+    else:
+        lines.append("evidence:  none")
+    if v.timings_ms:
+        lines.append("timings:   " + ", ".join(f"{k} {ms:.0f} ms" for k, ms in v.timings_ms.items()))
+    return "\n".join(lines)

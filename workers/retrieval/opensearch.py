@@ -64,7 +64,8 @@ def _actions(passages: Iterable[Passage], vectors: np.ndarray | None, index: str
 
 def build_opensearch_index(passages: Iterable[Passage], vectors: np.ndarray | None, url: str, index: str, *,
                            k1: float = 1.5, b: float = 0.4, recreate: bool = True, chunk_size: int = 500,
-                           retries: int = 3, progress: bool = True, total: int | None = None) -> int:
+                           retries: int = 3, progress: bool = True, total: int | None = None,
+                           template_name: str | None = None) -> int:
     """Put the template, (re)create the index, bulk-index passages (row i of `vectors` belongs to
     the i-th passage), refresh. Bulk chunks rejected with 429 are retried with backoff.
     Returns the number of passages indexed; raises SearchUnavailable on failure."""
@@ -77,7 +78,8 @@ def build_opensearch_index(passages: Iterable[Passage], vectors: np.ndarray | No
     if total is None and hasattr(passages, "__len__"):
         total = len(passages)  # type: ignore[arg-type]
     try:
-        client.indices.put_index_template(name=f"{index}-template", body=index_template(index, dim, k1, b))
+        base = template_name or index  # a versioned build shares the alias's template (pattern `alias-*`)
+        client.indices.put_index_template(name=f"{base}-template", body=index_template(base, dim, k1, b))
         if recreate:
             try:
                 client.indices.delete(index=index)
@@ -102,6 +104,69 @@ def build_opensearch_index(passages: Iterable[Passage], vectors: np.ndarray | No
     if failed:
         raise SearchUnavailable(f"opensearch {url}/{index}: {len(failed)} passages failed, first: {failed[0]}")
     return done
+
+
+def versioned_name(alias: str, now: float | None = None) -> str:
+    """'dialcheck-passages' → 'dialcheck-passages-v20261130T041200' (UTC; sorts by build time)."""
+    return f"{alias}-v{time.strftime('%Y%m%dT%H%M%S', time.gmtime(now))}"
+
+
+def alias_targets(client: Any, alias: str) -> list[str]:
+    """Indices the alias points at now ([] when there is no such alias)."""
+    from opensearchpy.exceptions import NotFoundError
+
+    try:
+        return sorted(client.indices.get_alias(name=alias))
+    except NotFoundError:
+        return []
+
+
+def build_versioned_index(passages: Iterable[Passage], vectors: np.ndarray | None, url: str, alias: str, *,
+                          keep: int = 1, k1: float = 1.5, b: float = 0.4, chunk_size: int = 500, retries: int = 3,
+                          progress: bool = True, total: int | None = None, now: float | None = None) -> dict:
+    """Re-index without downtime: build `<alias>-v<UTC time>`, check its document count, then move
+    the alias to it in ONE update_aliases call (readers see the old index or the new one, never
+    none). Until that call the old index keeps serving; after it, the `keep` newest previous
+    versions stay for rollback and older ones are deleted. A legacy concrete index named like the
+    alias is removed in the same atomic call. A failed build deletes the new index only.
+    Returns {"alias", "index", "previous", "deleted", "passages"}."""
+    from opensearchpy.exceptions import NotFoundError, OpenSearchException
+
+    client = connect(url, retries=retries)
+    new = versioned_name(alias, now)
+    try:
+        while client.indices.exists(index=new):  # two builds in one second
+            new += "x"
+        old = alias_targets(client, alias)
+        legacy = not old and client.indices.exists(index=alias)
+    except OpenSearchException as e:
+        raise SearchUnavailable(f"opensearch {url}/{alias}: {e}") from e
+    try:
+        done = build_opensearch_index(passages, vectors, url, new, k1=k1, b=b, recreate=False, chunk_size=chunk_size,
+                                      retries=retries, progress=progress, total=total, template_name=alias)
+        count = int(client.count(index=new)["count"])
+        if count != done:
+            raise SearchUnavailable(f"opensearch {url}/{new}: {count} documents after indexing {done}")
+    except BaseException:
+        try:
+            client.indices.delete(index=new)
+        except (NotFoundError, OpenSearchException):
+            pass
+        raise
+    actions: list[dict] = [{"remove": {"index": i, "alias": alias}} for i in old]
+    if legacy:
+        actions.append({"remove_index": {"index": alias}})
+    actions.append({"add": {"index": new, "alias": alias}})
+    try:
+        client.indices.update_aliases(body={"actions": actions})
+        versions = sorted(i for i in client.indices.get(index=f"{alias}-v*") if i != new)
+        deleted = versions[:max(0, len(versions) - keep)]
+        for i in deleted:
+            client.indices.delete(index=i)
+    except OpenSearchException as e:
+        raise SearchUnavailable(f"opensearch {url}/{alias}: {e}") from e
+    return {"alias": alias, "index": new, "previous": old or ([alias] if legacy else []), "deleted": deleted,
+            "passages": done}
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,130 @@
+"""Everyday mistakes give one line on stderr and a non-zero exit; bugs keep their traceback.
+
+Each case really runs (`main()` in this process): a file that is not there, malformed input, a
+broker and a Triton that do not answer (port 9 on loopback: nothing listens there), a bad
+setting, a misspelt source, a zero count. README.md's "Everyday mistakes" table is generated
+from these cases (`python tests/test_cli_errors.py`), and a test checks that it still matches.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from dialcheck.cli import main  # noqa: E402
+
+FILES = {
+    "bad.jsonl": '{"id": "1", "context": ["a"], "response": "b", "response_label": "SUPPORTS"}\n{"id": 2, "context": [\n',
+    "bad.json": '{"claim": "x",}',
+}
+# (what the user did, argv, environment, exit code)
+CASES = [
+    ("`--data` file missing", ["eval", "--data", "missing.jsonl"], {}, 2),
+    ("malformed JSONL", ["eval", "--data", "bad.jsonl"], {}, 2),
+    ("malformed `--file`", ["check", "--file", "bad.json"], {}, 2),
+    ("broker does not answer", ["replay", "--broker", "127.0.0.1:9"], {"DIALCHECK_BROKER_WAIT_S": "1"}, 3),
+    ("Triton does not answer", ["check", "--models", "triton://127.0.0.1:9", "--claim", "Paris is in France."], {}, 3),
+    ("unknown model backend", ["check", "--models", "bogus", "--claim", "x"], {}, 2),
+    ("misspelt source", ["index", "build", "--sources", "dialfct"], {}, 2),
+    ("`--limit 0`", ["eval", "--limit", "0"], {}, 2),
+    ("`--records 0`", ["replay", "--records", "0", "--broker", "127.0.0.1:9"], {}, 2),
+    ("no claim", ["check"], {}, 2),
+]
+
+
+def run_case(argv, env, monkeypatch, capsys) -> tuple[int, str]:
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    code = main(list(argv))
+    return code, capsys.readouterr().err
+
+
+@pytest.fixture
+def workdir(tmp_path, monkeypatch):
+    for name, text in FILES.items():
+        (tmp_path / name).write_text(text)
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+@pytest.mark.parametrize("what,argv,env,code", CASES, ids=[c[0] for c in CASES])
+def test_everyday_mistake_is_one_line(what, argv, env, code, workdir, monkeypatch, capsys):
+    got, err = run_case(argv, env, monkeypatch, capsys)
+    assert got == code, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("dialcheck: "), err
+    assert "Traceback" not in err
+
+
+def test_broker_message_names_the_address(workdir, monkeypatch, capsys):
+    _, err = run_case(["replay", "--broker", "127.0.0.1:9"], {"DIALCHECK_BROKER_WAIT_S": "1"}, monkeypatch, capsys)
+    assert "127.0.0.1:9" in err and "waited 1 s" in err
+
+
+def test_broker_credentials_are_masked(workdir, monkeypatch, capsys):
+    _, err = run_case(["replay", "--broker", "kafka://user:s3cret@127.0.0.1:9"], {"DIALCHECK_BROKER_WAIT_S": "1"},
+                      monkeypatch, capsys)
+    assert "s3cret" not in err and "127.0.0.1:9" in err
+
+
+def test_debug_shows_the_traceback(workdir):
+    with pytest.raises(FileNotFoundError):
+        main(["--debug", "eval", "--data", "missing.jsonl"])
+
+
+def test_a_bug_keeps_its_traceback(workdir, monkeypatch):
+    """A FileNotFoundError for a file the user did not name is not their mistake."""
+    import dialcheck.commands.index as index_cmd
+
+    def broken(args):
+        open("some-internal-file-that-is-not-there.bin")
+
+    monkeypatch.setattr(index_cmd, "run_build", broken)
+    with pytest.raises(FileNotFoundError):
+        main(["index", "build"])
+
+
+def readme_rows(cases=CASES) -> list[str]:
+    """Markdown rows: what → command → the line the user sees (run for real)."""
+    import contextlib
+    import io
+    import os
+    import tempfile
+
+    rows = []
+    with tempfile.TemporaryDirectory() as d:
+        for name, text in FILES.items():
+            Path(d, name).write_text(text)
+        cwd = os.getcwd()
+        os.chdir(d)
+        try:
+            for what, argv, env, _ in cases:
+                old = {k: os.environ.get(k) for k in env}
+                os.environ.update(env)
+                err = io.StringIO()
+                with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+                    code = main(list(argv))
+                for k, v in old.items():
+                    os.environ.pop(k) if v is None else os.environ.__setitem__(k, v)
+                prefix = " ".join(f"{k}={v}" for k, v in env.items())
+                cmd = " ".join(["dialcheck", *[a if " " not in a else repr(a) for a in argv]])
+                line = err.getvalue().strip().replace("|", "\\|")
+                rows.append(f"| {what} | `{(prefix + ' ' if prefix else '') + cmd}` | `{line}` | {code} |")
+        finally:
+            os.chdir(cwd)
+    return rows
+
+
+def test_readme_table_matches_what_users_see():
+    readme = (REPO / "README.md").read_text()
+    missing = [r for r in readme_rows([c for c in CASES if c[0] != "Triton does not answer"]) if r not in readme]
+    assert not missing, "README 'Everyday mistakes' is stale; regenerate with python tests/test_cli_errors.py:\n" + "\n".join(missing)
+
+
+if __name__ == "__main__":
+    print("| mistake | command | what the user sees (stderr) | exit |\n|---|---|---|---|")
+    print("\n".join(readme_rows()))

@@ -107,8 +107,9 @@ def build_opensearch_index(passages: Iterable[Passage], vectors: np.ndarray | No
 
 
 def versioned_name(alias: str, now: float | None = None) -> str:
-    """'dialcheck-passages' → 'dialcheck-passages-v20261130T041200' (UTC; sorts by build time)."""
-    return f"{alias}-v{time.strftime('%Y%m%dT%H%M%S', time.gmtime(now))}"
+    """'dialcheck-passages' → 'dialcheck-passages-v20261130t041200' (UTC; sorts by build time;
+    lowercase because OpenSearch refuses upper case in index names)."""
+    return f"{alias}-v{time.strftime('%Y%m%dt%H%M%S', time.gmtime(now))}"
 
 
 def alias_targets(client: Any, alias: str) -> list[str]:

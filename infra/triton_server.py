@@ -7,6 +7,7 @@ first on PATH) is the one verified in shared/docs/local-stack.md.
 """
 from __future__ import annotations
 
+import ctypes
 import os
 import shutil
 import signal
@@ -26,6 +27,23 @@ DEFAULT_REPOSITORY = REPO_ROOT / "triton_models"
 
 class TritonStartError(RuntimeError):
     """tritonserver exited or did not become ready; the message carries the log tail."""
+
+
+def die_with_parent(sig: int = signal.SIGTERM):
+    """`preexec_fn`: the kernel sends `sig` to the server when the process that started it dies,
+    even by SIGKILL (prctl PR_SET_PDEATHSIG), so a killed `serve-models` or test run leaves no
+    tritonserver behind (on SIGTERM the server stops its python-backend stubs itself)."""
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    parent = os.getpid()
+
+    def pre() -> None:
+        prctl(1, int(sig), 0, 0, 0)  # PR_SET_PDEATHSIG
+        if os.getppid() != parent:
+            os.kill(os.getpid(), sig)
+    return pre
 
 
 def free_port() -> int:
@@ -84,7 +102,13 @@ class TritonServer:
         self.host = host
         self.http_port = http_port or free_port()
         self.grpc_port = grpc_port or free_port()
-        self.log_path = Path(log_path) if log_path else Path(tempfile.mkstemp(prefix="tritonserver-", suffix=".log")[1])
+        self._own_log = log_path is None  # a temp log of ours is removed on __exit__
+        if log_path:
+            self.log_path = Path(log_path)
+        else:
+            fd, name = tempfile.mkstemp(prefix="tritonserver-", suffix=".log")
+            os.close(fd)
+            self.log_path = Path(name)
         self.verbose = verbose
         self.process: subprocess.Popen | None = None
 
@@ -114,9 +138,13 @@ class TritonServer:
         log = open(self.log_path, "ab")
         # Own session: stop() can signal the server and its python-backend stubs as one group.
         self.process = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT, env=server_env(),
-                                        start_new_session=True, cwd=str(REPO_ROOT))
+                                        start_new_session=True, cwd=str(REPO_ROOT), preexec_fn=die_with_parent())
         log.close()
-        self.wait_ready(timeout_s)
+        try:
+            self.wait_ready(timeout_s)
+        except BaseException:  # not ready, exited, or Ctrl-C while waiting: nothing left running
+            self.stop()
+            raise
         return self
 
     @property
@@ -183,3 +211,5 @@ class TritonServer:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+        if self._own_log:
+            self.log_path.unlink(missing_ok=True)

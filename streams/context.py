@@ -8,9 +8,10 @@ State: {"turns": [{"turn_id", "speaker", "text"}, ...] (oldest first, at most `m
 """
 from __future__ import annotations
 
-from typing import Any
+from collections import OrderedDict
+from typing import Any, Hashable, Iterator
 
-from schemas import ChatTurn
+from schemas import ChatTurn, normalise_role
 
 State = dict[str, Any]
 
@@ -41,8 +42,39 @@ def should_check(turn: ChatTurn, check_roles: frozenset[str]) -> bool:
     """The event's `check` flag wins; otherwise the speaker's role decides."""
     if turn.check is not None:
         return bool(turn.check)
-    return turn.speaker.strip().lower() in check_roles
+    return normalise_role(turn.speaker) in check_roles
 
 
 def parse_roles(check_roles: str) -> frozenset[str]:
-    return frozenset(r.strip().lower() for r in check_roles.split(",") if r.strip())
+    return frozenset(normalise_role(r) for r in check_roles.split(",") if r.strip())
+
+
+class Recency:
+    """Keys in least-recently-active order, for the per-worker conversation bound (LRU on top of
+    idle expiry). In memory only: after a restart the sweep bounds restored keys by `last_seen`."""
+
+    def __init__(self) -> None:
+        self._keys: OrderedDict[Hashable, None] = OrderedDict()
+
+    def touch(self, key: Hashable) -> None:
+        self._keys[key] = None
+        self._keys.move_to_end(key)
+
+    def discard(self, key: Hashable) -> None:
+        self._keys.pop(key, None)
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    def overflow(self, limit: int) -> Iterator[Hashable]:
+        """Pop and yield the oldest keys until at most `limit` remain."""
+        while len(self._keys) > limit:
+            yield self._keys.popitem(last=False)[0]
+
+
+def oldest_beyond(states: dict, limit: int) -> list:
+    """Keys of `states` (key → state) beyond the `limit` most recently seen."""
+    if len(states) <= limit:
+        return []
+    order = sorted(states, key=lambda k: float((states[k] or {}).get("last_seen", 0.0)))
+    return order[:len(states) - limit]

@@ -82,11 +82,19 @@ def end_offsets(settings: Settings, topic: str) -> dict[int, int]:
 
 @dataclass
 class VerdictLog:
-    """First verdict per claim id, plus how many duplicates were dropped and when each arrived."""
+    """First verdict per claim id, plus how many duplicates were dropped and when each arrived.
+
+    `window` bounds memory for long-running readers (`dialcheck verdicts --follow`): only the last
+    `window` claim ids (and their verdicts) are kept, oldest forgotten first (counted in
+    `forgotten`); a duplicate arriving after its claim id was forgotten is passed on again.
+    Redeliveries follow their original within seconds to minutes, so a window of many thousands of
+    claims catches them. None: unbounded (tests, scoring, the demo)."""
     verdicts: dict[str, Verdict] = field(default_factory=dict)
     received_at: dict[str, float] = field(default_factory=dict)
     duplicates: int = 0
     invalid: int = 0
+    window: int | None = None
+    forgotten: int = 0
 
     schema_errors: list[str] = field(default_factory=list)
 
@@ -94,7 +102,7 @@ class VerdictLog:
         try:
             v = parse_verdict(raw)
         except InvalidEvent as e:  # off-schema but readable: keep it (never drop a claim), say so
-            self.schema_errors.append(e.reason)
+            self._note_schema_error(e.reason)
             try:
                 v = Verdict.from_dict(orjson.loads(raw))
             except Exception:  # noqa: BLE001
@@ -108,7 +116,17 @@ class VerdictLog:
             return None
         self.verdicts[v.claim_id] = v
         self.received_at[v.claim_id] = time.time() if now is None else now
+        if self.window is not None:
+            while len(self.verdicts) > self.window:  # dicts keep insertion order: oldest first
+                oldest = next(iter(self.verdicts))
+                del self.verdicts[oldest]
+                self.received_at.pop(oldest, None)
+                self.forgotten += 1
         return v
+
+    def _note_schema_error(self, reason: str) -> None:
+        if self.window is None or len(self.schema_errors) < self.window:
+            self.schema_errors.append(reason[:1024])
 
 
 def collect_verdicts(settings: Settings, expected: set[str], timeout_s: float, start: dict[int, int] | None = None,

@@ -17,6 +17,8 @@ from schemas.protocols import Checker
 from schemas.settings import REPO_ROOT, Settings
 
 from .app import READY_MARKER, STATUS_MARKER, create_app
+from .broker import die_with_parent, track
+from .observability import logging_config
 from .topics import ensure_topics, partition_count
 
 
@@ -30,7 +32,9 @@ def run_worker(settings: Settings, checker: Checker, loglevel: str = "info") -> 
     if n and n != settings.kafka.topic_partitions:
         settings = settings.updated(kafka={"topic_partitions": n})
     app = create_app(settings, checker)
-    worker = faust.Worker(app, loglevel=loglevel, quiet=True, redirect_stdouts=False)
+    app.dialcheck_obs.serve()  # /metrics, /healthz, /readyz from now on (streams/observability.py)
+    worker = faust.Worker(app, loglevel=loglevel, quiet=True, redirect_stdouts=False,
+                          logging_config=logging_config(settings, loglevel))
     try:
         worker.execute_from_commandline()
     except SystemExit as e:
@@ -57,15 +61,23 @@ class WorkerProcess:
         self._log_start = 0
 
     def start(self) -> "WorkerProcess":
-        env = {**os.environ, **settings_env(self.settings), **self.env}
+        # children bind /metrics on a free port (several workers per host in tests); the log says which
+        env = {**os.environ, **settings_env(self.settings), "DIALCHECK_METRICS_PORT": "0", **self.env}
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), env.get("PYTHONPATH", "")]))
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self._log_start = self.log_path.stat().st_size if self.log_path.exists() else 0
         with open(self.log_path, "ab") as log:
+            # SIGKILL if we die: a SIGTERMed worker hangs in shutdown when the broker died with us, and a
+            # kill costs at most duplicates (nothing undelivered was acked)
             self.proc = subprocess.Popen([sys.executable, "-u", "-m", "dialcheck.cli", "worker", *self.extra_args],
                                          cwd=str(REPO_ROOT), env=env, stdout=log, stderr=subprocess.STDOUT,
-                                         stdin=subprocess.DEVNULL)
+                                         stdin=subprocess.DEVNULL, preexec_fn=die_with_parent(signal.SIGKILL))
+        track(self)
         return self
+
+    @property
+    def pid(self) -> int | None:
+        return self.proc.pid if self.proc else None
 
     def log_text(self) -> str:
         """This run's part of the log."""
@@ -77,26 +89,39 @@ class WorkerProcess:
         return self.proc is not None and self.proc.poll() is None
 
     def wait_for(self, marker: str, timeout_s: float) -> str:
-        """Wait until `marker` appears in this run's log; return the line. Raises if the worker died."""
+        """Wait until `marker` appears in this run's log; return the line. Raises if the worker
+        died; on a timeout (or Ctrl-C) the worker is stopped first, so a failed wait leaks nothing."""
         deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            for line in self.log_text().splitlines():
-                if marker in line:
-                    return line
-            if not self.alive():
-                raise RuntimeError(f"worker exited ({self.proc.returncode}) before {marker!r}; log tail:\n"
-                                   + self.log_text()[-3000:])
-            time.sleep(0.2)
-        raise TimeoutError(f"no {marker!r} in the worker log within {timeout_s}s; tail:\n{self.log_text()[-3000:]}")
+        try:
+            while time.monotonic() < deadline:
+                for line in self.log_text().splitlines():
+                    if marker in line:
+                        return line
+                if not self.alive():
+                    raise RuntimeError(f"worker exited ({self.proc.returncode}) before {marker!r}; log tail:\n"
+                                       + self.log_text()[-3000:])
+                time.sleep(0.2)
+            raise TimeoutError(f"no {marker!r} in the worker log within {timeout_s}s; tail:\n{self.log_text()[-3000:]}")
+        except BaseException:
+            self.stop()
+            raise
 
     def wait_ready(self, timeout_s: float = 180.0) -> str:
         return self.wait_for(READY_MARKER, timeout_s)
 
-    def last_status(self) -> dict[str, int] | None:
+    def last_status(self) -> dict[str, int | str] | None:
+        """The last status line as {counter: int}; `partitions` stays a string ("0,2" or "-")."""
         lines = [ln for ln in self.log_text().splitlines() if STATUS_MARKER in ln]
         if not lines:
             return None
-        return {k: int(v) for k, v in (kv.split("=", 1) for kv in lines[-1].split(":", 1)[1].split())}
+        pairs = (kv.split("=", 1) for kv in lines[-1].split(":", 1)[1].split() if "=" in kv)
+        return {k: int(v) if v.lstrip("-").isdigit() else v for k, v in pairs}
+
+    def owned_partitions(self) -> set[int] | None:
+        st = self.last_status()
+        if st is None:
+            return None
+        return {int(p) for p in str(st.get("partitions", "-")).split(",") if p.isdigit()}
 
     def kill9(self) -> None:
         """A crash: no shutdown, no final commit, no flush."""
@@ -118,6 +143,13 @@ class WorkerProcess:
 
     def __enter__(self) -> "WorkerProcess":
         return self.start()
+
+    def __del__(self) -> None:  # a forgotten worker is not left running
+        try:
+            if self.alive():
+                self.proc.kill()
+        except Exception:  # noqa: BLE001
+            pass
 
     def __exit__(self, *exc) -> None:
         self.stop()

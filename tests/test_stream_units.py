@@ -126,3 +126,61 @@ def test_settings_env_reproduces_settings(monkeypatch):
     for k, v in settings_env(s).items():
         monkeypatch.setenv(k, v)
     assert load_settings() == s
+
+
+def test_bound_cuts_on_a_character_boundary_within_the_byte_limit():
+    from streams.checking import bound
+
+    assert bound("short", 1024) == "short"
+    cut = bound("é" * 2000, 1024)
+    assert len(cut.encode()) <= 1024 and cut.endswith("…") and cut.startswith("éé")
+
+
+def test_scrubber_masks_url_credentials_and_configured_secrets():
+    from streams.checking import Scrubber
+
+    s = load_settings(retrieval={"opensearch_url": "https://admin:s3cr%40t@os:9200"},
+                      kafka={"bootstrap": "h:1", "sasl_password": "kafka-pw-1"})
+    scrub = Scrubber.from_settings(s)
+    text = scrub("failed: https://admin:s3cr%40t@os:9200 (pw s3cr@t, kafka-pw-1) and ftp://u:p@elsewhere")
+    assert "s3cr" not in text and "kafka-pw-1" not in text and "u:p@" not in text
+    assert "https://***@os:9200" in text
+
+
+def test_deadletter_keeps_a_bounded_prefix_and_says_so():
+    dl = DeadLetter("too big", "chat.turns", 1, 7, b"k" * 600_000, b"v" * 1_000_000).bounded(65536)
+    assert len(dl.key) == len(dl.value) == 65536 and dl.truncated == "key=600000,value=1000000"
+    back = DeadLetter.from_record(dl.key, dl.value, dl.headers())
+    assert back.truncated == dl.truncated and (back.partition, back.offset) == (1, 7)
+    small = DeadLetter("r", "t", 0, 0, b"k", b"v")
+    assert small.bounded(65536) is small
+
+
+def test_recency_evicts_least_recently_active_first():
+    from streams.context import Recency, oldest_beyond
+
+    r = Recency()
+    for k in ["a", "b", "c"]:
+        r.touch(k)
+    r.touch("a")
+    assert list(r.overflow(1)) == ["b", "c"] and len(r) == 1
+    states = {"x": {"last_seen": 3.0}, "y": {"last_seen": 1.0}, "z": {"last_seen": 2.0}}
+    assert oldest_beyond(states, 1) == ["y", "z"] and oldest_beyond(states, 3) == []
+
+
+def test_verdict_log_window_bounds_memory_and_still_dedups_recent_claims():
+    from streams.verdicts import VerdictLog
+
+    log = VerdictLog(window=2)
+    raws = [error_verdict(item(n), "x").to_json() for n in range(3)]
+    for raw in raws:
+        assert log.add_raw(raw) is not None
+    assert len(log.verdicts) == 2 and log.forgotten == 1
+    assert log.add_raw(raws[2]) is None and log.duplicates == 1  # a recent redelivery is dropped
+    assert log.add_raw(raws[0]) is not None  # forgotten: passed on again (bounded memory's price)
+
+
+def test_speaker_roles_normalised_before_matching():
+    roles = parse_roles("Assistant,\uff22ot")
+    assert roles == {"assistant", "bot"}
+    assert should_check(turn("a", speaker="ASSISTANT"), roles)

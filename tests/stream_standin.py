@@ -1,0 +1,67 @@
+"""A model-free stand-in Checker for tests that exercise only the Kafka wiring (loading the real
+models costs ~20 s per worker start; tests/test_stream_kafka.py runs the real pipeline).
+
+Selected with the worker's hidden flag: `dialcheck worker --pipeline tests.stream_standin:create`.
+Its verdicts are deterministic and carry a digest of the context they were given
+(`model_versions["context_sha1"]`, `timings_ms["context_turns"]`), so a test can tell whether a
+restored context table gave a claim the same context as its record.
+
+Claims containing a trigger word misbehave on purpose:
+  STANDIN-RAISE     raises an error whose text contains the configured OpenSearch URL and SASL
+                    password (as a failing client would), and logs it
+  STANDIN-DEGRADED  returns a degraded verdict whose reason contains the OpenSearch URL
+  STANDIN-HANG      sleeps 60 s (a hung call; the batch deadline must answer it)
+  STANDIN-KILL      SIGKILLs its own process (a pipeline that crashes the worker on every delivery)
+"""
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import signal
+import time
+
+from schemas import Status, Surface, Verdict, claim_id
+
+LABELS = ("SUPPORTS", "REFUTES", "NOT ENOUGH INFO")
+log = logging.getLogger("dialcheck.standin")
+
+
+def context_digest(context: list[str]) -> str:
+    return hashlib.sha1("\x00".join(context).encode()).hexdigest()[:12]
+
+
+class StandIn:
+    def __init__(self, settings):
+        self.settings = settings
+
+    def _secret_text(self) -> str:
+        return (f"ConnectionError(url={self.settings.retrieval.opensearch_url}, "
+                f"sasl={self.settings.kafka.sasl_password.get_secret_value()})")
+
+    def check_many(self, items):
+        out = []
+        for it in items:
+            if "STANDIN-KILL" in it.claim:
+                os.kill(os.getpid(), signal.SIGKILL)
+            if "STANDIN-HANG" in it.claim:
+                time.sleep(60)
+            if "STANDIN-RAISE" in it.claim:
+                log.error("search backend failed: %s", self._secret_text())
+                raise RuntimeError(f"search backend failed: {self._secret_text()}")
+            status = Status("ok")
+            if "STANDIN-DEGRADED" in it.claim:
+                status = Status("degraded", f"search unavailable: {self._secret_text()}")
+            label = LABELS[int(hashlib.sha1(it.claim.encode()).hexdigest(), 16) % 3]
+            out.append(Verdict(
+                conversation_id=it.conversation_id, turn_id=it.turn_id,
+                claim_id=claim_id(it.conversation_id, it.turn_id, it.claim), claim=it.claim,
+                surface=Surface(name="r0", text=it.claim), label=label,
+                probabilities={k: (1.0 if k == label else 0.0) for k in LABELS}, evidence=[],
+                model_versions={"standin": "1", "context_sha1": context_digest(it.context)},
+                timings_ms={"context_turns": float(len(it.context))}, status=status))
+        return out
+
+
+def create(settings, protocol: str = "e2e", surface: str = "r4g") -> StandIn:
+    return StandIn(settings)

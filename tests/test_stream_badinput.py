@@ -1,0 +1,258 @@
+"""Bad input, hung and crashing pipeline calls, and planted secrets, through a real worker on the
+embedded Tansu broker, with raw records produced by kafka-python.
+
+Why: one bad record once cost a whole batch of good turns their verdicts (the handler raised and
+Faust acknowledged the batch). Every bad kind here must be dead-lettered with a short reason while
+the good turns around it (same conversation key, same partition, same batches) get their verdicts
+with the right context, and the worker keeps running.
+
+These tests exercise only the Kafka wiring, so the worker runs the model-free stand-in Checker of
+tests/stream_standin.py (tests/test_stream_kafka.py runs the real pipeline).
+"""
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from schemas.settings import load_settings
+from streams.broker import EmbeddedBroker
+from streams.checking import validate_event
+from streams.replay import TurnProducer
+from streams.topics import ensure_topics
+from streams.verdicts import TopicReader, VerdictLog, collect_verdicts, end_offsets, read_dead_letters
+from streams.worker import WorkerProcess
+from schemas import ChatTurn, InvalidEvent, claim_id
+from tests.stream_standin import context_digest
+
+STANDIN = "tests.stream_standin:create"
+PLANTED_PW = "Pl4nted-S3cret-pw"          # in DIALCHECK_OPENSEARCH_URL, as docker-compose.yml suggests
+PLANTED_SASL = "Pl4nted-SASL-pw-9"         # DIALCHECK_KAFKA_SASL_PASSWORD (unused: PLAINTEXT broker)
+MAX_TEXT, MAX_EVENT = 4000, 262144
+
+
+def turn_json(conv: str, **over) -> bytes:
+    obj = {"conversation_id": conv, "turn_id": "t-bad", "speaker": "assistant", "text": "A claim."}
+    obj.update(over)
+    return json.dumps(obj, ensure_ascii=False).encode()
+
+
+def raw_turn(conv: str, tail: str) -> bytes:
+    """A turn whose text field is spliced in raw (escapes, literals json.dumps would not write)."""
+    return (f'{{"conversation_id": "{conv}", "turn_id": "t-bad", "speaker": "assistant", ' + tail + "}").encode()
+
+
+def bad_kinds() -> list[tuple[str, bytes | None, bytes | None, str]]:
+    """(name, key, value, reason fragment). Unless the key is the point, the key is the
+    conversation id, so the bad record sits in the same partition and conversation as good turns."""
+    k = lambda i: f"bk-{i:02d}"  # noqa: E731
+    kinds = [
+        ("truncated JSON", raw_turn(k(0), '"text": "x"')[:-1]),
+        ("not JSON", b"hello there"),
+        ("empty value", b""),
+        ("JSON array root", b"[1, 2, 3]"),
+        ("JSON string root", b'"just a string"'),
+        ("JSON number root", b"42"),
+        ("JSON null root", b"null"),
+        ("1,000 nested arrays", b"[" * 1000 + b"]" * 1000),
+        ("1,000 nested objects", b'{"a":' * 1000 + b"1" + b"}" * 1000),
+        ("deep meta", turn_json("{c}", meta=json.loads('{"a":' * 20 + "1" + "}" * 20))),
+        ("missing text", b'{"conversation_id": "{c}", "turn_id": "t", "speaker": "assistant"}'),
+        ("missing speaker", b'{"conversation_id": "{c}", "turn_id": "t", "text": "x"}'),
+        ("missing turn_id", b'{"conversation_id": "{c}", "speaker": "assistant", "text": "x"}'),
+        ("missing conversation_id", b'{"turn_id": "t", "speaker": "assistant", "text": "x"}'),
+        ("speaker not a string", turn_json("{c}", speaker=7)),
+        ("text not a string", turn_json("{c}", text=12)),
+        ("check not a boolean", turn_json("{c}", check="yes")),
+        ("ts not a number", turn_json("{c}", ts="now")),
+        ("meta not an object", turn_json("{c}", meta=[1])),
+        ("extra property", turn_json("{c}", extra=1)),
+        ("conversation_id too long", turn_json("x" * 257)),
+        ("600 KB conversation_id", turn_json("c" * 600_000)),
+        ("honest 1 MB text", turn_json("{c}", text="word " * 200_000)),
+        ("text over max_text_chars", turn_json("{c}", text="y" * (MAX_TEXT + 1))),
+        ("blank text", turn_json("{c}", text="   \n\t ")),
+        ("zero-width-only text", turn_json("{c}", text="\u200b\u200c\u200d\ufeff\u2060")),
+        ("bidi-only text", turn_json("{c}", text="\u202e\u2066\u2067\u2069\u200f")),
+        ("control-only text", turn_json("{c}", text="\u0007\u001b\u0000\u007f")),
+        ("Hangul-filler-only text", turn_json("{c}", text="\u3164\u115f\u2800")),
+        ("Cyrillic a in speaker", turn_json("{c}", speaker="\u0430ssistant")),
+        ("emoji speaker", turn_json("{c}", speaker="\U0001f916")),
+        ("speaker with a space", turn_json("{c}", speaker="the assistant")),
+        ("zero-width-only speaker", turn_json("{c}", speaker="\u200b\u200b")),
+        ("duplicate conversation_id key", b'{"conversation_id": "{c}", "conversation_id": "other", '
+                                          b'"turn_id": "t", "speaker": "assistant", "text": "x"}'),
+        ("duplicate text key", b'{"conversation_id": "{c}", "turn_id": "t", "speaker": "assistant", '
+                               b'"text": "benign", "text": "other"}'),
+        ("invalid UTF-8", b'{"conversation_id": "{c}", "turn_id": "t", "speaker": "assistant", "text": "caf\xe9"}'),
+        ("UTF-16 JSON", turn_json("{c}").decode().encode("utf-16")),
+        ("lone surrogate escape", raw_turn("{c}", '"text": "\\ud800 x"')),
+        ("NaN literal", raw_turn("{c}", '"text": "x", "ts": NaN')),
+        ("infinite number", raw_turn("{c}", '"text": "x", "ts": 1e999')),
+        ("trailing garbage", turn_json("{c}") + b" trailing"),
+        ("UTF-8 BOM", b"\xef\xbb\xbf" + turn_json("{c}")),
+        ("control char in conversation_id", turn_json("{c}\u0001")),
+        ("zero-width in turn_id", turn_json("{c}", turn_id="t\u200b")),
+        ("key does not match", turn_json("someone-else")),
+        ("missing key", turn_json("{c}")),
+        ("600 KB key", turn_json("{c}")),
+        ("null value (tombstone)", None),
+    ]
+    reasons = {
+        "truncated JSON": "malformed JSON", "not JSON": "malformed JSON", "empty value": "malformed JSON",
+        "JSON array root": "schema", "JSON string root": "schema", "JSON number root": "schema",
+        "JSON null root": "schema", "1,000 nested arrays": "nested too deep", "1,000 nested objects": "nested too deep",
+        "deep meta": "nested too deep", "missing text": "text", "missing speaker": "speaker",
+        "missing turn_id": "turn_id", "missing conversation_id": "conversation_id", "speaker not a string": "speaker",
+        "text not a string": "text", "check not a boolean": "check", "ts not a number": "ts",
+        "meta not an object": "meta", "extra property": "Additional properties",
+        "conversation_id too long": "conversation_id", "600 KB conversation_id": "event too large",
+        "honest 1 MB text": "event too large", "text over max_text_chars": "too long", "blank text": "empty text",
+        "zero-width-only text": "empty text", "bidi-only text": "empty text", "control-only text": "empty text",
+        "Hangul-filler-only text": "empty text", "Cyrillic a in speaker": "plain role", "emoji speaker": "plain role",
+        "speaker with a space": "plain role", "zero-width-only speaker": "plain role",
+        "duplicate conversation_id key": "duplicate JSON key", "duplicate text key": "duplicate JSON key",
+        "invalid UTF-8": "invalid UTF-8", "UTF-16 JSON": "invalid UTF-8", "lone surrogate escape": "malformed JSON",
+        "NaN literal": "malformed JSON", "infinite number": "malformed JSON", "trailing garbage": "malformed JSON",
+        "UTF-8 BOM": "malformed JSON", "control char in conversation_id": "control or invisible",
+        "zero-width in turn_id": "control or invisible", "key does not match": "does not match",
+        "missing key": "missing key", "600 KB key": "key too large", "null value (tombstone)": "null value",
+    }
+    out = []
+    for i, (name, value) in enumerate(kinds):
+        conv = k(i)
+        if value is not None:
+            value = value.replace(b"{c}", conv.encode())
+        key: bytes | None = conv.encode()
+        if name == "missing key":
+            key = None
+        elif name == "600 KB key":
+            key = b"K" * 600_000
+        out.append((name, key, value, reasons[name]))
+    return out
+
+
+BAD = bad_kinds()
+
+
+def test_there_are_at_least_40_kinds():
+    assert len({name for name, *_ in BAD}) == len(BAD) >= 40
+
+
+@pytest.mark.parametrize("name,key,value,reason", BAD, ids=[b[0] for b in BAD])
+def test_each_kind_is_rejected_with_its_reason_and_only_invalid_event(name, key, value, reason):
+    """The same rule without a broker: fast to read when the Kafka test below fails."""
+    with pytest.raises(InvalidEvent) as e:
+        validate_event(key, value, MAX_TEXT, MAX_EVENT, 16)
+    assert reason in e.value.reason and len(e.value.reason.encode()) <= 1024
+
+
+def test_hygiene_normalises_what_it_accepts():
+    t = validate_event(b"c", turn_json("c", speaker="\uff21ssistant\u200b", text="\u202eThe  \uff26BI\u200b was founded in 1908."),
+                       MAX_TEXT, MAX_EVENT, 16)
+    assert t.speaker == "assistant" and t.text == "The  FBI was founded in 1908."
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory):
+    with EmbeddedBroker(log_path=str(tmp_path_factory.mktemp("broker") / "tansu.log")) as b:
+        yield b
+
+
+@pytest.fixture(scope="module")
+def settings(broker):
+    s = load_settings(kafka={"bootstrap": broker.bootstrap},
+                      stream={"status_interval_s": 1.0, "batch_deadline_s": 3.0, "app_id": "badinput",
+                              "max_text_chars": MAX_TEXT, "max_event_bytes": MAX_EVENT},
+                      retrieval={"opensearch_url": f"https://admin:{PLANTED_PW}@search.internal:9200"})
+    ensure_topics(s)
+    return s
+
+
+@pytest.fixture(scope="module")
+def worker(settings, tmp_path_factory):
+    w = WorkerProcess(settings, tmp_path_factory.mktemp("worker") / "worker.log", extra_args=["--pipeline", STANDIN],
+                      env={"DIALCHECK_KAFKA_SASL_PASSWORD": PLANTED_SASL})
+    with w:
+        w.wait_ready(timeout_s=180)
+        yield w
+
+
+def good_turns(conv: str) -> tuple[ChatTurn, ChatTurn]:
+    return (ChatTurn(conv, f"{conv}#ctx", "user", f"What about {conv}?", check=False),
+            ChatTurn(conv, f"{conv}#response", "assistant", f"{conv} is a fine claim.", check=True))
+
+
+def test_every_bad_record_dead_lettered_and_every_good_turn_checked(settings, worker):
+    start_v = end_offsets(settings, settings.kafka.topic_verdicts)
+    start_d = end_offsets(settings, settings.kafka.topic_deadletter)
+    expected, sent = {}, []
+    with TurnProducer(settings) as producer:
+        for i, (name, key, value, reason) in enumerate(BAD):  # good context turn, bad record, good claim: same key
+            conv = key.decode() if key is not None and len(key) < 100 else f"good-{i}"
+            ctx, resp = good_turns(conv)
+            producer.send_turn(ctx)
+            sent.append((name, value, reason, producer.send_raw(key, value)))
+            producer.send_turn(resp)
+            expected[claim_id(conv, resp.turn_id, resp.text)] = context_digest([ctx.text])
+        producer.flush()
+        where = {(md.partition, md.offset): (name, value, reason)
+                 for name, value, reason, md in ((n, v, r, f.get(timeout=30)) for n, v, r, f in sent)}
+    vlog = collect_verdicts(settings, set(expected), timeout_s=180, start=start_v, alive=worker.alive)
+    assert set(expected) <= vlog.verdicts.keys(), f"{len(set(expected) - vlog.verdicts.keys())} good claims lost"
+    wrong_ctx = [c for c, d in expected.items() if vlog.verdicts[c].model_versions["context_sha1"] != d]
+    assert not wrong_ctx, "a bad record leaked into a conversation's context"
+    assert all(vlog.verdicts[c].status.state == "ok" for c in expected)
+    dead = read_dead_letters(settings, start_d)
+    deadline = time.monotonic() + 60
+    while len(dead) < len(BAD) and time.monotonic() < deadline:
+        time.sleep(1)
+        dead = read_dead_letters(settings, start_d)
+    assert len(dead) == len(BAD)
+    by_offset = {(d.partition, d.offset): d for d in dead}
+    assert by_offset.keys() == where.keys()  # each bad record once, from its source coordinates
+    for pos, (name, value, reason) in where.items():
+        d = by_offset[pos]
+        assert reason in d.reason, (name, reason, d.reason)
+        assert len(d.reason.encode()) <= 1024 and d.topic == settings.kafka.topic_turns
+        assert len(d.value) <= settings.stream.deadletter_max_bytes
+        assert (value or b"").startswith(d.value), name  # the original bytes, or a prefix of them
+    big = [d for d in dead if d.truncated]
+    assert {d.truncated.split("=")[0] for d in big} >= {"key", "value"}  # prefix kept, lengths recorded
+    assert worker.alive()
+
+
+def test_hung_call_gets_deadline_verdicts_and_secrets_never_leave(settings, worker):
+    """The deadline answers a hung pipeline call; the planted passwords appear nowhere: not in the
+    worker log, not in any verdict, not in any dead letter (the stand-in puts them in an exception,
+    a log line and a degraded reason, as a failing OpenSearch client would)."""
+    start_v = end_offsets(settings, settings.kafka.topic_verdicts)
+    convs = {"sec-raise": "STANDIN-RAISE now", "sec-degraded": "STANDIN-DEGRADED now",
+             "hang": "STANDIN-HANG now", "after-hang": "A normal claim after the hang."}
+    ids = {conv: claim_id(conv, f"{conv}#r", text) for conv, text in convs.items()}
+    vlog = VerdictLog()
+    with TurnProducer(settings) as producer:
+        for phase in (("sec-raise", "sec-degraded"), ("hang", "after-hang")):
+            for conv in phase:  # the hang's batch is dispatched before "after-hang" is sent
+                producer.send_turn(ChatTurn(conv, f"{conv}#r", "assistant", convs[conv]))
+                producer.flush()
+                time.sleep(1.5)
+            collect_verdicts(settings, {ids[c] for c in phase}, timeout_s=120, start=start_v, log=vlog,
+                             alive=worker.alive)
+    v = {conv: vlog.verdicts[i] for conv, i in ids.items()}
+    assert v["hang"].status.state == "error" and "deadline" in v["hang"].status.reason
+    assert v["after-hang"].status.state == "ok"
+    assert v["sec-raise"].status.state == "error" and "***@search.internal" in v["sec-raise"].status.reason
+    assert v["sec-degraded"].status.state == "degraded" and "***@search.internal" in v["sec-degraded"].status.reason
+    time.sleep(2.5 * settings.stream.status_interval_s)
+    assert worker.last_status()["deadline_expired"] >= 1 and worker.alive()
+    outputs = [worker.log_text().encode()]
+    for topic in (settings.kafka.topic_verdicts, settings.kafka.topic_deadletter):
+        with TopicReader(settings, topic) as r:
+            outputs += [b"".join([rec.key or b"", rec.value or b""] + [hv for _, hv in rec.headers or []])
+                        for rec in r.drain()]
+    assert len(outputs) > len(BAD)
+    for secret in (PLANTED_PW, PLANTED_SASL):
+        assert not [o for o in outputs if secret.encode() in o], f"{secret} leaked"
+    assert b"search backend failed" in outputs[0]  # the log line was written, scrubbed

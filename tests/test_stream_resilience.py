@@ -1,0 +1,142 @@
+"""Worker crashes on a real Tansu broker: scale-out takeover after SIGKILL, and poison quarantine.
+
+Why: more worker processes in one consumer group is how dialcheck grows; when one dies, another
+must take its partitions with their context tables restored and lose no claim. A turn whose
+pipeline call kills the process on every delivery must end in the dead-letter topic, not in a
+crash loop.
+
+Only the Kafka wiring is exercised, so the workers run the model-free stand-in Checker of
+tests/stream_standin.py (tests/test_stream_kafka.py runs the real pipeline).
+"""
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from schemas import ChatTurn, claim_id
+from schemas.settings import Settings, load_settings
+from streams.app import partition_of
+from streams.broker import EmbeddedBroker
+from streams.replay import TurnProducer
+from streams.topics import ensure_topics
+from streams.verdicts import VerdictLog, collect_verdicts, end_offsets, read_dead_letters
+from streams.worker import WorkerProcess
+from tests.stream_standin import context_digest
+
+STANDIN = ["--pipeline", "tests.stream_standin:create"]
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory):
+    with EmbeddedBroker(log_path=str(tmp_path_factory.mktemp("broker") / "tansu.log")) as b:
+        yield b
+
+
+def stream_settings(broker, prefix: str, **stream) -> Settings:
+    s = load_settings(kafka={"bootstrap": broker.bootstrap, "topic_partitions": 4, "topic_turns": f"{prefix}.turns",
+                             "topic_verdicts": f"{prefix}.verdicts", "topic_deadletter": f"{prefix}.dead"},
+                      stream={"app_id": prefix, "status_interval_s": 1.0, **stream})
+    ensure_topics(s)
+    return s
+
+
+def conversation(conv: str, n_ctx: int = 3) -> tuple[list[ChatTurn], ChatTurn]:
+    ctx = [ChatTurn(conv, f"{conv}#c{i}", "user" if i % 2 == 0 else "assistant", f"{conv} context turn {i}.",
+                    check=False) for i in range(n_ctx)]
+    return ctx, ChatTurn(conv, f"{conv}#r", "assistant", f"{conv} makes a claim.", check=True)
+
+
+def wait_until(cond, timeout_s: float, what: str, step: float = 0.5) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if cond():
+            return
+        time.sleep(step)
+    raise TimeoutError(what)
+
+
+def test_sigkilled_worker_partitions_taken_over_with_context_and_no_claim_lost(broker, tmp_path):
+    s = stream_settings(broker, "scaleout")
+    convs = [f"so-{i:02d}" for i in range(40)]
+    turns = {c: conversation(c) for c in convs}
+    expected = {claim_id(c, r.turn_id, r.text): (c, context_digest([t.text for t in ctx])) for c, (ctx, r) in turns.items()}
+    start_v = end_offsets(s, s.kafka.topic_verdicts)
+    with WorkerProcess(s, tmp_path / "a.log", extra_args=STANDIN) as a, \
+            WorkerProcess(s, tmp_path / "b.log", extra_args=STANDIN) as b:
+        a.wait_ready(180)
+        b.wait_ready(180)
+
+        def split() -> bool:
+            pa, pb = a.owned_partitions() or set(), b.owned_partitions() or set()
+            return bool(pa) and bool(pb) and not pa & pb and pa | pb == {0, 1, 2, 3}
+        wait_until(split, 90, "the two workers never split the 4 partitions")
+        b_parts = b.owned_partitions()
+        # 1. every conversation's context, processed (the table and its changelog hold it)
+        with TurnProducer(s) as producer:
+            for ctx, _ in turns.values():
+                for t in ctx:
+                    producer.send_turn(t)
+        wait_until(lambda: sum(w.last_status()["events"] for w in (a, b)) >= 3 * len(convs), 90,
+                   "context turns not processed")
+        # 2. the claims, at a steady rate; SIGKILL b once a few verdicts are out
+        vlog = VerdictLog()
+
+        def produce_claims():
+            with TurnProducer(s) as p:
+                for c in convs:
+                    p.send_turn(turns[c][1])
+                    p.flush()
+                    time.sleep(0.1)
+        producer_thread = threading.Thread(target=produce_claims)
+        producer_thread.start()
+        collect_verdicts(s, set(expected), 120, start=start_v, log=vlog, done=lambda lg: len(lg.verdicts) >= 5)
+        b.kill9()
+        killed_at = time.time()
+        producer_thread.join()
+        collect_verdicts(s, set(expected), 180, start=start_v, log=vlog, alive=a.alive)
+        assert set(expected) <= vlog.verdicts.keys(), f"lost: {len(set(expected) - vlog.verdicts.keys())} claims"
+        wrong = [c for c, (_, d) in expected.items() if vlog.verdicts[c].model_versions["context_sha1"] != d]
+        assert not wrong, f"{len(wrong)} claims checked against a wrong (unrestored) context"
+        taken_over = [c for c, (conv, _) in expected.items()
+                      if partition_of(conv.encode(), 4) in b_parts and vlog.received_at[c] > killed_at]
+        assert taken_over, "no claim of the killed worker's partitions was answered after the kill"
+        wait_until(lambda: a.owned_partitions() == {0, 1, 2, 3}, 30, "survivor does not own all partitions")
+        assert a.alive()
+
+
+def test_turn_that_kills_the_worker_every_time_is_dead_lettered_as_poison(broker, tmp_path):
+    s = stream_settings(broker, "poison", poison_attempts=2)
+    start_v = end_offsets(s, s.kafka.topic_verdicts)
+    start_d = end_offsets(s, s.kafka.topic_deadletter)
+    (g1c, g1), (kc, kill), (g2c, g2) = conversation("po-good-1"), conversation("po-kill"), conversation("po-good-2")
+    kill = ChatTurn(kill.conversation_id, kill.turn_id, "assistant", "STANDIN-KILL this worker")
+    good = {claim_id(t.conversation_id, t.turn_id, t.text) for t in (g1, g2)}
+    log = tmp_path / "worker.log"
+    w = WorkerProcess(s, log, extra_args=STANDIN)
+    crashes = 0
+    try:
+        w.start().wait_ready(180)
+        with TurnProducer(s) as producer:
+            for t in [*g1c, *kc, *g2c, g1, kill, g2]:
+                producer.send_turn(t)
+        while True:
+            dead = [d for d in read_dead_letters(s, start_d) if d.reason.startswith("poison")]
+            if dead:
+                break
+            if not w.alive():
+                crashes += 1
+                assert crashes <= 3, "crash loop: the poison turn was never quarantined"
+                w = WorkerProcess(s, log, extra_args=STANDIN)
+                w.start().wait_ready(180)
+            time.sleep(1)
+        assert crashes == 2 and dead[0].reason.startswith("poison: 2 failed attempts")
+        assert dead[0].value == kill.to_json() and len(dead) == 1
+        vlog = collect_verdicts(s, good, 120, start=start_v, alive=w.alive)
+        assert good <= vlog.verdicts.keys()
+        assert claim_id(kill.conversation_id, kill.turn_id, kill.text) not in vlog.verdicts
+        time.sleep(2.5)
+        assert w.alive() and w.last_status()["poison"] == 1
+    finally:
+        w.stop()

@@ -1,0 +1,126 @@
+"""/metrics, /healthz and /readyz scraped from a real worker process on the embedded Tansu broker.
+
+The worker runs the model-free stand-in Checker (tests/stream_standin.py, through the worker's
+hidden `--pipeline` flag): what is under test is the worker's own accounting and endpoints, not
+the NLP. The broker is stopped at the end so /healthz must turn 503 (it really asks the broker).
+JSON logs are switched on for this worker, so its dead-letter warning must be a JSON line.
+"""
+from __future__ import annotations
+
+import json
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from schemas.settings import load_settings
+from streams.broker import EmbeddedBroker
+from streams.observability import METRICS_MARKER, reason_class
+from streams.replay import TurnProducer, load_records, record_turns, replay
+from streams.topics import ensure_topics
+from streams.worker import WorkerProcess
+
+PIPELINE = "tests.stream_standin:create"
+N_RECORDS = 4
+
+
+def _get(url: str) -> tuple[int, bytes]:
+    try:
+        with urllib.request.urlopen(url, timeout=10) as r:
+            return r.status, r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read()
+
+
+def _samples(base: str) -> dict[tuple[str, tuple], float]:
+    code, body = _get(base + "/metrics")
+    assert code == 200
+    out = {}
+    for fam in text_string_to_metric_families(body.decode()):
+        for s in fam.samples:
+            out[(s.name, tuple(sorted(s.labels.items())))] = s.value
+    return out
+
+
+def _total(samples: dict, name: str, **labels) -> float:
+    return sum(v for (n, ls), v in samples.items() if n == name and all((k, v2) in ls for k, v2 in labels.items()))
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("obs")
+    broker = EmbeddedBroker(log_path=str(tmp / "tansu.log")).start()
+    settings = load_settings(kafka={"bootstrap": broker.bootstrap}, stream={"status_interval_s": 1.0})
+    ensure_topics(settings)
+    worker = WorkerProcess(settings, tmp / "worker.log", extra_args=["--pipeline", PIPELINE],
+                           env={"DIALCHECK_LOG_FORMAT": "json"}).start()
+    try:
+        worker.wait_ready(timeout_s=180)
+        line = worker.wait_for(METRICS_MARKER, timeout_s=30)
+        base = line.split(METRICS_MARKER, 1)[1].strip().rsplit("/metrics", 1)[0]
+        yield {"broker": broker, "settings": settings, "worker": worker, "base": base}
+    finally:
+        worker.stop()
+        broker.stop()
+
+
+def test_metrics_count_what_the_worker_did(stack):
+    settings, base = stack["settings"], stack["base"]
+    records = load_records(settings.data.dialfact_sample, N_RECORDS)
+    n_turns = sum(len(record_turns(r)) for r in records)
+    replay(settings, records)
+    with TurnProducer(settings) as p:
+        p.send_raw(b"conv-bad", b"{not json")
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        s = _samples(base)
+        if (_total(s, "dialcheck_verdicts_total") >= N_RECORDS and _total(s, "dialcheck_dead_letters_total") >= 1
+                and _total(s, "dialcheck_turns_in_total") >= n_turns):
+            break
+        time.sleep(0.5)
+    s = _samples(base)
+    assert _total(s, "dialcheck_turns_in_total") == n_turns
+    assert _total(s, "dialcheck_turns_checked_total") == N_RECORDS
+    assert _total(s, "dialcheck_verdicts_total") == N_RECORDS
+    assert _total(s, "dialcheck_verdicts_total", status="ok") == N_RECORDS
+    assert _total(s, "dialcheck_dead_letters_total", reason="malformed_json") == 1
+    assert _total(s, "dialcheck_batch_size_sum") == N_RECORDS
+    assert _total(s, "dialcheck_stage_latency_seconds_count", stage="context_turns") == N_RECORDS
+    lags = {dict(ls)["partition"]: v for (n, ls), v in s.items() if n == "dialcheck_consumer_lag"}
+    assert set(lags) == {str(p) for p in range(settings.kafka.topic_partitions)}
+    assert all(v >= 0 for v in lags.values())
+    assert _total(s, "dialcheck_context_conversations") == N_RECORDS
+    assert _total(s, "dialcheck_context_turns") == n_turns
+    assert _total(s, "dialcheck_ready") == 1
+
+
+def test_readyz_and_healthz_while_up(stack):
+    code, body = _get(stack["base"] + "/readyz")
+    assert code == 200 and json.loads(body) == {"table_recovered": True, "models_loaded": True}
+    code, body = _get(stack["base"] + "/healthz")
+    assert code == 200 and json.loads(body)["broker_reachable"] is True
+    assert _get(stack["base"] + "/nope")[0] == 404
+
+
+def test_json_log_lines(stack):
+    lines = [ln for ln in stack["worker"].log_text().splitlines() if "dead-letter" in ln]
+    assert lines, "the dead-letter warning was not logged"
+    rec = json.loads(lines[0])
+    assert rec["level"] == "WARNING" and rec["logger"] == "dialcheck.stream"
+
+
+def test_healthz_fails_when_the_broker_is_gone(stack):
+    stack["broker"].stop()
+    code, body = _get(stack["base"] + "/healthz")
+    assert code == 503
+    assert json.loads(body)["broker_reachable"] is False
+
+
+@pytest.mark.parametrize("reason,cls", [
+    ("malformed JSON: unexpected character", "malformed_json"), ("invalid UTF-8 at byte 3", "invalid_utf8"),
+    ("schema chat_turn: text: 'text' is a required property", "schema"), ("empty text", "empty_text"),
+    ("text too long: 5000 > 4000 characters", "too_large"), ("something new", "other")])
+def test_reason_classes(reason, cls):
+    assert reason_class(reason) == cls

@@ -15,7 +15,8 @@ def register(sub) -> None:
     f = tsub.add_parser("fit", help="fit a decision layer on the whole file and write its JSON + card")
     c = tsub.add_parser("checkworthy", help="check-worthiness precision/recall vs type_label and effect on labels")
     sg = tsub.add_parser("segment", help="FV labels with claim segmentation vs whole turns (out of fold)")
-    for q in (d, g, f, c, sg):
+    w = tsub.add_parser("windows", help="verifier input variants (sentence splitter, stemmer), one at a time")
+    for q in (d, g, f, c, sg, w):
         q.add_argument("--model-dir", default=None, help="NLI model directory (default: settings)")
         q.add_argument("--data", default=None, help="DialFact JSONL (default: testsmall)")
         q.add_argument("--folds", type=int, default=5)
@@ -37,6 +38,9 @@ def register(sub) -> None:
     c.set_defaults(func=run_checkworthy)
     sg.add_argument("--method", default="logreg")
     sg.set_defaults(func=run_segment)
+    w.add_argument("--method", default="logreg")
+    w.add_argument("--surface", default="r0")
+    w.set_defaults(func=run_windows)
 
 
 def _tuner(args):
@@ -104,5 +108,13 @@ def run_segment(args) -> int:
     from workers.decision.tune import segmentation_report
 
     res = segmentation_report(_tuner(args), args.method, args.folds)
+    print(json.dumps(res, indent=1) if args.json else res)
+    return 0
+
+
+def run_windows(args) -> int:
+    from workers.decision.tune import window_variants_report
+
+    res = window_variants_report(_tuner(args), args.method, args.folds, args.protocol, args.surface)
     print(json.dumps(res, indent=1) if args.json else res)
     return 0

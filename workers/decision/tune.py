@@ -220,3 +220,22 @@ def segmentation_report(tuner: Tuner, method: str = "logreg", k: int = 5) -> dic
             "single_segment_unchanged": all(base[i] == segmented[i] for i in single),
             "multi_only": {"whole_turn": round(macro_f1([y[i] for i in multi], [base[i] for i in multi]), 2),
                            "segmented": round(macro_f1([y[i] for i in multi], [segmented[i] for i in multi]), 2)}}
+
+
+def window_variants_report(tuner: Tuner, method: str = "logreg", k: int = 5, protocol: str = "fv",
+                           surface: str = "r0") -> dict:
+    """FV macro-F1 (grouped CV of `method`, and the threshold rule pooled) for each verifier-input
+    variant, changed one at a time: regex→spaCy sentencizer, then suffix→Snowball stemmer."""
+    from functools import partial
+
+    variants = {"regex+suffix (old)": ("regex", "suffix"), "spacy+suffix": ("spacy", "suffix"),
+                "spacy+snowball": ("spacy", "snowball"), "regex+snowball": ("regex", "snowball")}
+    out = {}
+    for name, (sp, st) in variants.items():
+        fn = partial(top_windows, splitter=sp, stemmer=st)
+        evs = tuner.evidence(surface, protocol, window_fn=lambda p, f, keep, fn=fn: fn(p, f, keep))
+        cv = cross_validate(evs, tuner.ts.labels, tuner.ts.groups, lambda: DecisionLayer(method), k)
+        rule = macro_f1(tuner.ts.labels, DecisionLayer("threshold").predict(evs))
+        out[name] = {f"{method}_cv_mean": cv["mean"], f"{method}_cv_std": cv["std"], "threshold_rule": round(rule, 2)}
+        log(f"{name}: {out[name]}")
+    return out

@@ -2,12 +2,15 @@
 
 Embedded broker (unless one is configured) → `dialcheck worker` child process → replay of N
 DialFact records plus a few deliberately bad events → verdicts collected and deduplicated, dead
-letters counted → metrics against the records' gold labels. Everything it started, it stops.
+letters counted → metrics against the records' gold labels. Everything it started, it stops: the
+broker and the worker on every exit path (and, if this process is killed, they get a signal from
+the kernel: streams.broker.die_with_parent), and its temp dir is removed.
 """
 from __future__ import annotations
 
 import collections
 import contextlib
+import shutil
 import sys
 import tempfile
 import time
@@ -40,29 +43,34 @@ def run_demo(settings: Settings, data: str, n_records: int, pipeline: str | None
     records = load_records(data, n_records)
     expected = set(iter_claim_ids(records))
     bad = DEMO_BAD_EVENTS if bad_events else []
+    own_dir = work_dir is None  # a temp dir of ours is removed whatever happens; a given one is kept
     work = Path(work_dir or tempfile.mkdtemp(prefix="dialcheck-demo-"))
     t0 = time.monotonic()
-    with kafka_for(settings, log_path=str(work / "broker.log")) as s, contextlib.ExitStack() as stack:
-        ensure_topics(s)
-        ui = _start_ui(stack, s, ui_port) if ui_port is not None else None
-        v_start, d_start = end_offsets(s, s.kafka.topic_verdicts), end_offsets(s, s.kafka.topic_deadletter)
-        with WorkerProcess(s, work / "worker.log", extra_args=["--pipeline", pipeline] if pipeline else []) as worker:
-            with TurnProducer(s) as producer:
-                replay(s, records, rate=0, progress=progress, producer=producer)
-                for key, value in bad:
-                    producer.send_raw(key, value)
-            vlog = collect_verdicts(s, expected, timeout_s or 180 + 10 * len(records), start=v_start,
-                                    alive=worker.alive)
-            dead = read_dead_letters(s, d_start)
-            deadline = time.monotonic() + 30
-            while len(dead) < len(bad) and worker.alive() and time.monotonic() < deadline:
-                time.sleep(1)
+    try:
+        with kafka_for(settings, log_path=str(work / "broker.log")) as s, contextlib.ExitStack() as stack:
+            ensure_topics(s)
+            ui = _start_ui(stack, s, ui_port) if ui_port is not None else None
+            v_start, d_start = end_offsets(s, s.kafka.topic_verdicts), end_offsets(s, s.kafka.topic_deadletter)
+            with WorkerProcess(s, work / "worker.log", extra_args=["--pipeline", pipeline] if pipeline else []) as worker:
+                with TurnProducer(s) as producer:
+                    replay(s, records, rate=0, progress=progress, producer=producer)
+                    for key, value in bad:
+                        producer.send_raw(key, value)
+                vlog = collect_verdicts(s, expected, timeout_s or 180 + 10 * len(records), start=v_start,
+                                        alive=worker.alive)
                 dead = read_dead_letters(s, d_start)
-            worker_alive = worker.alive()
-            log_tail = worker.log_text()[-2000:]
-            if ui is not None:
-                _hold(ui, vlog)
-        broker = "embedded" if not settings.kafka.bootstrap else s.kafka.bootstrap
+                deadline = time.monotonic() + 30
+                while len(dead) < len(bad) and worker.alive() and time.monotonic() < deadline:
+                    time.sleep(1)
+                    dead = read_dead_letters(s, d_start)
+                worker_alive = worker.alive()
+                log_tail = worker.log_text()[-2000:]
+                if ui is not None:
+                    _hold(ui, vlog)
+            broker = "embedded" if not settings.kafka.bootstrap else s.kafka.bootstrap
+    finally:
+        if own_dir:
+            shutil.rmtree(work, ignore_errors=True)
     got = {k: v for k, v in vlog.verdicts.items() if k in expected}
     summary = {
         "records": len(records), "claims": len(expected), "verdicts": len(got),
@@ -72,7 +80,7 @@ def run_demo(settings: Settings, data: str, n_records: int, pipeline: str | None
         "deadletter_reasons": [d.reason for d in dead],
         "status": dict(collections.Counter(v.status.state for v in got.values())),
         "metrics": score(got, records) if score else {}, "broker": broker, "elapsed_s": round(time.monotonic() - t0, 1),
-        "work_dir": str(work),
+        **({"work_dir": str(work)} if not own_dir else {}),
     }
     summary["ok"] = summary["missing"] == 0 and summary["deadletter"] == len(bad)
     if not summary["ok"]:

@@ -54,7 +54,7 @@ def cmd_verdicts(args) -> int:
         for d in read_dead_letters(s):
             print(json.dumps(d.to_dict(), ensure_ascii=False))
         return 0
-    vlog = VerdictLog()
+    vlog = VerdictLog(window=s.stream.verdicts_dedup_window if args.follow and not args.gold else None)
     with TopicReader(s, s.kafka.topic_verdicts) as reader:
         records_iter = iter(()) if args.follow else reader.drain()
         try:

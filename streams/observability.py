@@ -29,22 +29,26 @@ METRICS_MARKER = "dialcheck metrics at"
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 
-# dead-letter reasons are free text; metrics need a small closed set of classes
+# dead-letter reasons are free text (and quote user input): classes come from the fixed start of
+# each reason streams/ and schemas/ write, never from the quoted part
 _REASON_CLASSES = (
-    ("invalid_utf8", re.compile(r"utf-?8", re.I)),
-    ("malformed_json", re.compile(r"malformed json|json", re.I)),
-    ("schema", re.compile(r"^schema ", re.I)),
-    ("empty_text", re.compile(r"empty text", re.I)),
-    ("too_large", re.compile(r"too long|too large|bytes", re.I)),
-    ("key", re.compile(r"\bkey\b", re.I)),
-    ("poison", re.compile(r"poison|quarantin|crash|failed", re.I)),
+    ("poison", re.compile(r"^poison\b")),
+    ("tombstone", re.compile(r"^null value")),
+    ("key", re.compile(r"^(missing key|key )")),
+    ("invalid_utf8", re.compile(r"^invalid UTF-8")),
+    ("malformed_json", re.compile(r"^(malformed JSON|duplicate JSON key|JSON nested too deep)")),
+    ("schema", re.compile(r"^schema ")),
+    ("too_large", re.compile(r"^(event too large|text too long)")),
+    ("empty_text", re.compile(r"^empty text")),
+    ("invalid_field", re.compile(r"^((conversation_id|turn_id) contains|speaker |ts is not)")),
+    ("unreadable", re.compile(r"^unreadable event")),
 )
 
 
 def reason_class(reason: str) -> str:
     """'schema chat_turn: text: ...' → 'schema'; unknown reasons → 'other'."""
     for name, pattern in _REASON_CLASSES:
-        if pattern.search(reason or ""):
+        if pattern.match(reason or ""):
             return name
     return "other"
 

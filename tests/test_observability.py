@@ -121,6 +121,8 @@ def test_healthz_fails_when_the_broker_is_gone(stack):
 @pytest.mark.parametrize("reason,cls", [
     ("malformed JSON: unexpected character", "malformed_json"), ("invalid UTF-8 at byte 3", "invalid_utf8"),
     ("schema chat_turn: text: 'text' is a required property", "schema"), ("empty text", "empty_text"),
-    ("text too long: 5000 > 4000 characters", "too_large"), ("something new", "other")])
+    ("text too long: 5000 > 4000 characters", "too_large"), ("something new", "other"),
+    ("speaker 'malformed JSON poison' is not a plain role", "invalid_field"),  # quoted input is not the class
+    ("key b'x' does not match conversation_id 'y'", "key"), ("poison: 3 failed attempts", "poison")])
 def test_reason_classes(reason, cls):
     assert reason_class(reason) == cls

@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import shutil
 import sys
 import tempfile
 import threading
@@ -79,6 +80,7 @@ def main() -> int:
     ap.add_argument("--timeout", type=float, default=900.0)
     ap.add_argument("--seed", type=int, default=9)
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--keep", action="store_true", help="keep the temp dir with the broker and worker logs")
     args = ap.parse_args()
     rng = random.Random(args.seed)
     convs = conversations(args.turns, args.turns_per_conversation)
@@ -137,14 +139,14 @@ def main() -> int:
             collector.start()
             producer = threading.Thread(target=produce)
             producer.start()
-            produce_s = len(order) / args.rate
+            p0, produce_s = time.monotonic(), len(order) / args.rate
             kills = []
             for k in range(args.kills):  # kills spread over the production window; restarts from this thread
-                time.sleep(max(0.0, t0 + 5 + produce_s * (k + 1) / (args.kills + 1) - time.monotonic()))
+                time.sleep(max(0.0, p0 + produce_s * (k + 1) / (args.kills + 1) - time.monotonic()))
                 i = rng.randrange(len(workers))
                 peak[f"{i}.{k}"] = peak_rss_mb(workers[i].pid)
                 workers[i].kill9()
-                kills.append({"worker": i, "at_s": round(time.monotonic() - t0, 1), "verdicts_so_far": len(first_at)})
+                kills.append({"worker": i, "at_s": round(time.monotonic() - p0, 1), "verdicts_so_far": len(first_at)})
                 workers[i] = WorkerProcess(s, work / f"worker{i}.log", extra_args=STANDIN).start()
                 workers[i].wait_ready(300)
             producer.join()
@@ -159,10 +161,12 @@ def main() -> int:
         finally:
             for w in workers:
                 w.stop()
+            if not args.keep:
+                shutil.rmtree(work, ignore_errors=True)
     lat = [first_at[c] - sent_at[c] for c in first_at if c in sent_at]
     unique = len(first_at)
     result = {
-        "turns": len(order), "claims": len(expected), "workers": args.workers, "kills": kills,
+        "turns": len(order), "claims": len(expected), "workers": args.workers, "kills": kills, "kills_at_s_from_first_turn": [k["at_s"] for k in kills],
         "offered_turns_per_s": args.rate, "elapsed_s": round(time.monotonic() - t0, 1),
         "verdicts_per_claim_after_dedup": round(unique / len(expected), 6),
         "missing_claims": len(expected) - unique, "unexpected_verdicts": counts["unexpected"],
@@ -171,7 +175,8 @@ def main() -> int:
         "peak_worker_rss_mb": round(max(peak.values() or [0.0]), 1),
         "latency_s": {"p50": round(percentile(lat, 0.5), 3), "p99": round(percentile(lat, 0.99), 3),
                       "max": round(max(lat or [float("nan")]), 3)},
-        "pipeline": "model-free stand-in (bench/soak_standin.py)", "work_dir": str(work),
+        "pipeline": "model-free stand-in (bench/soak_standin.py)",
+        **({"work_dir": str(work)} if args.keep else {}),
     }
     print(json.dumps(result, indent=None if not args.json else 2))
     return 0 if result["missing_claims"] == 0 and result["wrong_context"] == 0 else 1

@@ -164,7 +164,7 @@ def broker(tmp_path_factory):
 def settings(broker):
     s = load_settings(kafka={"bootstrap": broker.bootstrap},
                       stream={"status_interval_s": 1.0, "batch_deadline_s": 3.0, "app_id": "badinput",
-                              "max_text_chars": MAX_TEXT, "max_event_bytes": MAX_EVENT},
+                              "max_text_chars": MAX_TEXT, "max_event_bytes": MAX_EVENT, "max_conversations": 20},
                       retrieval={"opensearch_url": f"https://admin:{PLANTED_PW}@search.internal:9200"})
     ensure_topics(s)
     return s
@@ -196,6 +196,10 @@ def test_every_bad_record_dead_lettered_and_every_good_turn_checked(settings, wo
             sent.append((name, value, reason, producer.send_raw(key, value)))
             producer.send_turn(resp)
             expected[claim_id(conv, resp.turn_id, resp.text)] = context_digest([ctx.text])
+        # a role spelled with a zero-width space and odd case is still checked (no `check` flag)
+        zw = ChatTurn("zw-role", "zw-role#r", "Assistant\u200b", "The Eiffel Tower is in Paris.")
+        producer.send_turn(zw)
+        expected[claim_id(zw.conversation_id, zw.turn_id, zw.text)] = context_digest([])
         producer.flush()
         where = {(md.partition, md.offset): (name, value, reason)
                  for name, value, reason, md in ((n, v, r, f.get(timeout=30)) for n, v, r, f in sent)}
@@ -246,7 +250,9 @@ def test_hung_call_gets_deadline_verdicts_and_secrets_never_leave(settings, work
     assert v["sec-raise"].status.state == "error" and "***@search.internal" in v["sec-raise"].status.reason
     assert v["sec-degraded"].status.state == "degraded" and "***@search.internal" in v["sec-degraded"].status.reason
     time.sleep(2.5 * settings.stream.status_interval_s)
-    assert worker.last_status()["deadline_expired"] >= 1 and worker.alive()
+    status = worker.last_status()
+    assert status["deadline_expired"] >= 1 and worker.alive()
+    assert status["evicted_lru"] > 0 and status["conversations"] <= settings.stream.max_conversations
     outputs = [worker.log_text().encode()]
     for topic in (settings.kafka.topic_verdicts, settings.kafka.topic_deadletter):
         with TopicReader(settings, topic) as r:

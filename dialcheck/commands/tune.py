@@ -16,6 +16,9 @@ def register(sub) -> None:
     c = tsub.add_parser("checkworthy", help="check-worthiness precision/recall vs type_label and effect on labels")
     sg = tsub.add_parser("segment", help="FV labels with claim segmentation vs whole turns (out of fold)")
     w = tsub.add_parser("windows", help="verifier input variants (sentence splitter, stemmer), one at a time")
+    b = tsub.add_parser("bm25", help="BM25 recall with the project's tokenizer vs bm25s's tokenizer/stemmer")
+    b.add_argument("--data", default=None)
+    b.set_defaults(func=run_bm25)
     for q in (d, g, f, c, sg, w):
         q.add_argument("--model-dir", default=None, help="NLI model directory (default: settings)")
         q.add_argument("--data", default=None, help="DialFact JSONL (default: testsmall)")
@@ -117,4 +120,12 @@ def run_windows(args) -> int:
 
     res = window_variants_report(_tuner(args), args.method, args.folds, args.protocol, args.surface)
     print(json.dumps(res, indent=1) if args.json else res)
+    return 0
+
+
+def run_bm25(args) -> int:
+    from schemas.settings import load_settings
+    from workers.decision.tune import bm25_tokenizer_report
+
+    print(json.dumps(bm25_tokenizer_report(load_settings(), args.data), indent=1))
     return 0

@@ -24,7 +24,8 @@ def fit_and_write(tuner, method: str, surface: str, protocol: str, out: str | Pa
         "date": dt.date.today().isoformat(),
     }
     layer.save(out)
-    write_card(Path(out).with_name("DECISION_CARD.md"), layer)
+    stem = Path(out).stem  # decision → DECISION_CARD.md, decision-fv → DECISION_CARD-fv.md
+    write_card(Path(out).with_name(f"DECISION_CARD{stem[len('decision'):]}.md"), layer)
     return layer
 
 
@@ -35,7 +36,7 @@ def write_card(path: Path, layer: DecisionLayer) -> None:
                      for name, r in m["cv"].items() if isinstance(r, dict))
     path.write_text(f"""# Decision layer card
 
-`{path.parent.name}/decision.json` maps the verifier's window-level NLI probabilities (and claim
+`{path.parent.name}/{'decision' + path.stem[len('DECISION_CARD'):]}.json` maps the verifier's window-level NLI probabilities (and claim
 features) to the claim label. Format `dialcheck-decision` v1: plain JSON numbers, loaded by
 `workers.decision.DecisionLayer.load` (no pickle, no scikit-learn needed at inference).
 

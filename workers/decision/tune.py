@@ -239,3 +239,57 @@ def window_variants_report(tuner: Tuner, method: str = "logreg", k: int = 5, pro
         out[name] = {f"{method}_cv_mean": cv["mean"], f"{method}_cv_std": cv["std"], "threshold_rule": round(rule, 2)}
         log(f"{name}: {out[name]}")
     return out
+
+
+def bm25_tokenizer_report(settings, data: str | None = None) -> dict:
+    """BM25 document recall (query = last 2 turns + claim, ∪ top-1 per context turn, as the
+    retrieve stage) with the project's tokenizer vs bm25s's tokenizer and stop words, with and
+    without a Snowball stemmer; in-memory indexes over the same passages as the configured index."""
+    import bm25s
+    from nltk.stem.snowball import SnowballStemmer
+
+    from schemas.items import load_dialfact
+
+    from ..evaluate import retrieval_metrics
+    from ..retrieval.bm25 import tokenize
+    from ..text import with_context
+
+    passages = [json.loads(x) for x in open(Path(settings.retrieval.index_dir) / "passages.jsonl", encoding="utf-8")]
+    recs = [r for r in load_dialfact(data or settings.data.dialfact_sample) if r.type_label == "factual" and r.evidence]
+    gold = [{t for t, _ in r.evidence} for r in recs]
+    snow = SnowballStemmer("english")
+
+    class _Stem:  # bm25s calls stemWords on the token list
+        def stemWords(self, words):
+            return [snow.stem(w) for w in words]
+
+    variants = {
+        "project tokenizer (regex + stop list)": lambda texts: [tokenize(t) or ["_"] for t in texts],
+        "bm25s tokenizer + 'en' stop words": lambda texts: bm25s.tokenize(texts, stopwords="en", return_ids=False,
+                                                                            show_progress=False),
+        "bm25s tokenizer + 'en' stop words + Snowball": lambda texts: bm25s.tokenize(
+            texts, stopwords="en", stemmer=_Stem(), return_ids=False, show_progress=False),
+    }
+    out = {"queries": len(recs)}
+    for name, tok in variants.items():
+        bm = bm25s.BM25(k1=settings.retrieval.bm25_k1, b=settings.retrieval.bm25_b, method="lucene")
+        bm.index(tok([f"{p['title']} {p['text']}" for p in passages]), show_progress=False)
+        ranked = []
+        for r in recs:
+            qt = [q or ["_"] for q in tok([with_context(r.context, r.response, settings.retrieval.query_context_turns),
+                                           *r.context])]
+            docs, scores = bm.retrieve(qt, k=settings.retrieval.bm25_top_k, show_progress=False, n_threads=1)
+            seen, order = set(), []
+            for d, s in zip(docs[0], scores[0]):
+                if s > 0 and passages[int(d)]["doc_id"] not in seen:
+                    seen.add(passages[int(d)]["doc_id"])
+                    order.append(passages[int(d)]["doc_id"])
+            for row_d, row_s in zip(docs[1:], scores[1:]):
+                if len(row_d) and row_s[0] > 0 and passages[int(row_d[0])]["doc_id"] not in seen:
+                    seen.add(passages[int(row_d[0])]["doc_id"])
+                    order.append(passages[int(row_d[0])]["doc_id"])
+            ranked.append(order)
+        m = retrieval_metrics(gold, ranked, [10, settings.retrieval.bm25_top_k])
+        out[name] = {k: v for k, v in m.items() if k != "n"}
+        log(f"{name}: {out[name]}")
+    return out

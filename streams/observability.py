@@ -234,7 +234,7 @@ class _StateCollector:
         return []
 
     def collect(self):
-        from prometheus_client.core import GaugeMetricFamily
+        from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
         lag = GaugeMetricFamily("dialcheck_consumer_lag", "Highwater minus read offset, per assigned partition.",
                                 labels=["topic", "partition"])
@@ -242,6 +242,12 @@ class _StateCollector:
         turns = GaugeMetricFamily("dialcheck_context_turns", "Turns held in the context table.")
         ready = GaugeMetricFamily("dialcheck_ready", "1 when table recovery is done and models are loaded.")
         app, table = self.obs.app, self.obs.table
+        worker = CounterMetricFamily("dialcheck_worker_events", "The worker's own counters (status line), by name: "
+                                     "evicted, evicted_lru, deadline_expired, poison, send_retries, isolated_batches, ...",
+                                     labels=["counter"])
+        for name, value in _safe(lambda: dict(getattr(app, "dialcheck_counters", None) or {}), {}).items():
+            if isinstance(value, (int, float)):
+                worker.add_metric([name], value)
         for tp, value in _safe(lambda: _lags(app), []):
             lag.add_metric([tp.topic, str(tp.partition)], value)
         if table is not None:
@@ -249,7 +255,7 @@ class _StateCollector:
             conversations.add_metric([], len(values))
             turns.add_metric([], sum(len(v.get("turns", [])) for v in values if isinstance(v, dict)))
         ready.add_metric([], 1.0 if self.obs.readiness()[0] else 0.0)
-        yield from (lag, conversations, turns, ready)
+        yield from (lag, conversations, turns, ready, worker)
 
 
 def _lags(app) -> list[tuple[Any, int]]:

@@ -94,6 +94,7 @@ def test_metrics_count_what_the_worker_did(stack):
     assert _total(s, "dialcheck_context_conversations") == N_RECORDS
     assert _total(s, "dialcheck_context_turns") == n_turns
     assert _total(s, "dialcheck_ready") == 1
+    assert _total(s, "dialcheck_worker_events_total", counter="deadlettered") == 1  # the status line's counters
 
 
 def test_readyz_and_healthz_while_up(stack):

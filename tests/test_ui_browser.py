@@ -1,0 +1,175 @@
+"""`dialcheck ui` in a real headless Chromium against a real broker, worker and replay.
+
+Why: the page is the product for people who look instead of reading JSON; only a browser shows
+that the SSE stream, the snapshot and the rendering agree with what the worker published. The
+badges' labels are compared with the verdict topic's, one evidence panel is opened, and a
+screenshot is kept (artifacts/test-output/ui-browser.png).
+
+Every process (broker, worker, ui, chromedriver + chromium) is started inside one ExitStack, so
+each is stopped whichever step fails.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+from dialcheck.wiring import DEFAULT_CHECKER
+from schemas.items import load_dialfact
+from schemas.settings import REPO_ROOT, load_settings
+from streams.broker import EmbeddedBroker
+from streams.replay import iter_claim_ids, replay
+from streams.topics import ensure_topics
+from streams.verdicts import collect_verdicts
+from streams.worker import WorkerProcess
+
+PIPELINE = os.environ.get("DIALCHECK_TEST_STREAM_PIPELINE", DEFAULT_CHECKER)
+N_RECORDS = 5
+ARTIFACTS = REPO_ROOT / "artifacts" / "test-output"
+# generous bounds for a loaded 2-core machine; they only stop a hung run, nothing is timed
+WAIT_S = 600
+
+
+class UIProcess:
+    """`dialcheck ui --port 0` as a child process; the URL is read from its first line."""
+
+    def __init__(self, bootstrap: str, log_path: Path, *extra: str):
+        self.bootstrap, self.log_path, self.extra = bootstrap, log_path, extra
+        self.proc: subprocess.Popen | None = None
+        self.url: str | None = None
+
+    def __enter__(self) -> "UIProcess":
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH", "")]))}
+        self.proc = subprocess.Popen([sys.executable, "-u", "-m", "dialcheck.cli", "ui", "--broker", self.bootstrap,
+                                      "--port", "0", *self.extra], cwd=str(REPO_ROOT), env=env, stdout=subprocess.PIPE,
+                                     stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, text=True)
+        lines: list[str] = []
+        found = threading.Event()
+
+        def pump() -> None:  # keep reading so the child never blocks on a full pipe
+            with open(self.log_path, "w") as log:
+                for line in self.proc.stdout:
+                    log.write(line)
+                    log.flush()
+                    lines.append(line)
+                    if line.startswith("dialcheck ui at "):
+                        self.url = line.split()[3]
+                        found.set()
+            found.set()
+
+        threading.Thread(target=pump, daemon=True).start()
+        found.wait(120)
+        if self.url is None:
+            self.__exit__()
+            raise RuntimeError("dialcheck ui did not start:\n" + "".join(lines)[-3000:])
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=10)
+
+
+@contextlib.contextmanager
+def headless_chromium():
+    """Debian's chromium through its chromedriver (both from apt; infra/setup.sh installs them)."""
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    chromium, driver_bin = shutil.which("chromium"), shutil.which("chromedriver")
+    assert chromium and driver_bin, "chromium / chromedriver missing: run infra/setup.sh as root (apt-get install chromium chromium-driver)"
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = chromium
+    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
+                "--window-size=1400,1300", "--force-color-profile=srgb"):
+        opts.add_argument(arg)
+    driver = webdriver.Chrome(service=Service(driver_bin), options=opts)
+    try:
+        yield driver
+    finally:
+        driver.quit()  # also ends chromium and chromedriver
+
+
+def test_ui_shows_the_topics_verdicts_in_chromium(tmp_path):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as EC
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    records = load_dialfact(load_settings().data.dialfact_sample, N_RECORDS)
+    expected = set(iter_claim_ids(records))
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    with contextlib.ExitStack() as stack:
+        broker = stack.enter_context(EmbeddedBroker(log_path=str(tmp_path / "broker.log")))
+        settings = load_settings(kafka={"bootstrap": broker.bootstrap})
+        if PIPELINE == DEFAULT_CHECKER and settings.retrieval.backend == "embedded":
+            from workers.retrieval.build import ensure_index
+            ensure_index(settings)
+        ensure_topics(settings)
+        worker = stack.enter_context(WorkerProcess(settings, tmp_path / "worker.log", extra_args=["--pipeline", PIPELINE]))
+        ui = stack.enter_context(UIProcess(broker.bootstrap, tmp_path / "ui.log"))
+        driver = stack.enter_context(headless_chromium())
+        wait = WebDriverWait(driver, WAIT_S)
+
+        driver.get(ui.url)
+        wait.until(EC.text_to_be_present_in_element((By.ID, "status"), "live"))  # snapshot arrived over SSE
+        worker.wait_ready(timeout_s=WAIT_S)
+        replay(settings, records)
+        vlog = collect_verdicts(settings, expected, WAIT_S, alive=worker.alive)
+        assert expected <= vlog.verdicts.keys(), "worker did not answer every claim:\n" + worker.log_text()[-3000:]
+        topic = {cid: ("error" if v.status.state == "error" else v.label)
+                 for cid, v in vlog.verdicts.items() if cid in expected}
+
+        badges_css = "button.badge[data-claim-id]"
+        wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, badges_css)) >= N_RECORDS)
+        badges = driver.find_elements(By.CSS_SELECTOR, badges_css)
+        shown = {b.get_attribute("data-claim-id"): b.get_attribute("data-label") for b in badges}
+        assert shown == topic
+        for b in badges:  # the label is written out, not only coloured
+            assert shown[b.get_attribute("data-claim-id")] in b.text
+        assert not driver.find_elements(By.CSS_SELECTOR, '.badge[data-label="pending"]')
+
+        # open the evidence of a verdict that has some: its window is highlighted inside its passage
+        with_ev = [cid for cid in sorted(topic) if vlog.verdicts[cid].evidence]
+        assert with_ev, "no verdict carried evidence"
+        cid = with_ev[0]
+        ev = vlog.verdicts[cid].evidence[0]
+        badge = driver.find_element(By.CSS_SELECTOR, f'button.badge[data-claim-id="{cid}"]')
+        driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", badge)
+        badge.click()
+        panel = driver.find_element(By.ID, f"ev-{cid}")
+        wait.until(EC.visibility_of(panel))
+        assert badge.get_attribute("aria-expanded") == "true"
+        first = panel.find_element(By.CSS_SELECTOR, ".passage")
+        assert first.get_attribute("data-passage-id") == ev.passage_id
+        mark = first.find_element(By.CSS_SELECTOR, ".passage-text mark")
+        assert mark.text.split() == ev.window.split()  # rendered text: whitespace may be collapsed
+        assert first.find_element(By.CSS_SELECTOR, ".passage-text").text.split() == ev.text.split()
+
+        driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", panel)
+        png = ARTIFACTS / "ui-browser.png"
+        assert driver.save_screenshot(str(png))
+        assert png.stat().st_size > 10_000
+
+        # memory stays bounded: a second ui that keeps 2 conversations reads the same topics
+        small = stack.enter_context(UIProcess(broker.bootstrap, tmp_path / "ui-small.log", "--max-conversations", "2"))
+        state = wait.until(lambda d: _state_if(small.url, lambda st: st["counts"]["verdicts"] == N_RECORDS))
+        assert len(state["conversations"]) == 2 and state["counts"]["evicted"] >= N_RECORDS - 2
+        assert {c["id"] for c in state["conversations"]} <= {r.id for r in records}
+
+
+def _state_if(url: str, ready):
+    """/api/state once `ready(state)` holds, else None (a WebDriverWait condition)."""
+    import json
+    import urllib.request
+
+    with urllib.request.urlopen(url + "api/state", timeout=10) as r:
+        st = json.load(r)
+    return st if ready(st) else None

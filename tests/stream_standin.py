@@ -12,6 +12,8 @@ Claims containing a trigger word misbehave on purpose:
   STANDIN-DEGRADED  returns a degraded verdict whose reason contains the OpenSearch URL
   STANDIN-HANG      sleeps 60 s (a hung call; the batch deadline must answer it)
   STANDIN-KILL      SIGKILLs its own process (a pipeline that crashes the worker on every delivery)
+  STANDIN-HUGE      returns a verdict with 1.5 MB of evidence: larger than the producer's request
+                    size, so every send of it fails
 """
 from __future__ import annotations
 
@@ -21,7 +23,7 @@ import os
 import signal
 import time
 
-from schemas import Status, Surface, Verdict, claim_id
+from schemas import Evidence, Status, Surface, Verdict, claim_id
 
 LABELS = ("SUPPORTS", "REFUTES", "NOT ENOUGH INFO")
 log = logging.getLogger("dialcheck.standin")
@@ -57,7 +59,8 @@ class StandIn:
                 conversation_id=it.conversation_id, turn_id=it.turn_id,
                 claim_id=claim_id(it.conversation_id, it.turn_id, it.claim), claim=it.claim,
                 surface=Surface(name="r0", text=it.claim), label=label,
-                probabilities={k: (1.0 if k == label else 0.0) for k in LABELS}, evidence=[],
+                probabilities={k: (1.0 if k == label else 0.0) for k in LABELS},
+                evidence=[Evidence("huge", "Huge", "x" * 1_500_000)] if "STANDIN-HUGE" in it.claim else [],
                 model_versions={"standin": "1", "context_sha1": context_digest(it.context)},
                 timings_ms={"context_turns": float(len(it.context))}, status=status))
         return out

@@ -140,3 +140,54 @@ def test_turn_that_kills_the_worker_every_time_is_dead_lettered_as_poison(broker
         assert w.alive() and w.last_status()["poison"] == 1
     finally:
         w.stop()
+
+
+def committed(s: Settings) -> dict[int, int]:
+    from kafka import KafkaAdminClient
+
+    from streams.kafka_config import kafka_python_kwargs
+
+    admin = KafkaAdminClient(**kafka_python_kwargs(s))
+    try:
+        offsets = admin.list_group_offsets(s.stream.app_id).get(s.stream.app_id, {})
+        return {tp.partition: om.offset for tp, om in offsets.items() if tp.topic == s.kafka.topic_turns}
+    finally:
+        admin.close()
+
+
+def test_undeliverable_verdict_stops_the_worker_without_commit_then_is_quarantined(broker, tmp_path):
+    """A verdict larger than the producer's request size fails every send: after the retries the
+    worker exits (75) without committing, the batch is redelivered (its good turns get their
+    verdicts), and the attempt count makes the culprit a poison dead letter instead of a loop."""
+    s = stream_settings(broker, "sendfail", poison_attempts=2, send_retries=2, send_backoff_s=0.1)
+    start_v = end_offsets(s, s.kafka.topic_verdicts)
+    start_d = end_offsets(s, s.kafka.topic_deadletter)
+    (g1c, g1), (_, huge), (g2c, g2) = conversation("sf-good-1"), conversation("sf-huge"), conversation("sf-good-2")
+    huge = ChatTurn(huge.conversation_id, huge.turn_id, "assistant", "STANDIN-HUGE verdict")
+    good = {claim_id(t.conversation_id, t.turn_id, t.text) for t in (g1, g2)}
+    log = tmp_path / "worker.log"
+    w = WorkerProcess(s, log, extra_args=STANDIN)
+    exits = []
+    try:
+        w.start().wait_ready(180)
+        with TurnProducer(s) as producer:
+            futures = {t.turn_id: producer.send_turn(t) for t in [*g1c, *g2c, g1, huge, g2]}
+            producer.flush()
+            huge_md = futures[huge.turn_id].get(timeout=30)
+        while True:
+            if [d for d in read_dead_letters(s, start_d) if d.reason.startswith("poison")]:
+                break
+            if not w.alive():
+                exits.append(w.proc.returncode)
+                if len(exits) == 1:
+                    assert "stopping without commit" in w.log_text()
+                    assert committed(s).get(huge_md.partition, -1) <= huge_md.offset
+                assert len(exits) <= 3, "crash loop"
+                w = WorkerProcess(s, log, extra_args=STANDIN)
+                w.start().wait_ready(180)
+            time.sleep(1)
+        assert exits and set(exits) == {75}
+        vlog = collect_verdicts(s, good, 120, start=start_v, alive=w.alive)
+        assert good <= vlog.verdicts.keys() and w.alive()
+    finally:
+        w.stop()

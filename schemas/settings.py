@@ -170,7 +170,8 @@ class StreamSettings(_Section):
                                  ge=64, le=1024)
     deadletter_max_bytes: int = _env("DEADLETTER_MAX_BYTES", 65536,
                                      "Dead letters keep at most this prefix of the key and of the value (the "
-                                     "original stays in chat.turns at the source offset).", ge=256, le=900000)
+                                     "original stays in chat.turns at the source offset; key and value together "
+                                     "stay under the 1 MB default request size).", ge=256, le=400000)
     send_retries: int = _env("SEND_RETRIES", 5, "Attempts to deliver a verdict or dead letter before the worker "
                              "stops without committing.", ge=1, le=100)
     send_backoff_s: float = _env("SEND_BACKOFF_S", 0.5, "First retry wait (doubles, capped at 10 s).", gt=0, le=60)

@@ -46,6 +46,7 @@ READY_MARKER = "dialcheck worker ready"
 STATUS_MARKER = "dialcheck status"
 TABLE_NAME = "context"
 ATTEMPTS_TABLE = "attempts"
+FLUSH_TIMEOUT_S = 60.0
 EXIT_UNDELIVERED = 75  # outputs could not be delivered: stopped without committing (EX_TEMPFAIL)
 
 
@@ -203,7 +204,9 @@ def create_app(settings: Settings, checker: Checker) -> faust.App:
         for key, msg, _ in group:
             set_attempts(key, msg, prior_attempts(key, msg) + 1)
         try:
-            await app.producer.flush()  # the counts are in the changelog before the call can crash us
+            # the counts are in the changelog before the call can crash us (bounded: a dead broker
+            # must not hang this partition forever while heartbeats keep us in the group)
+            await asyncio.wait_for(app.producer.flush(), timeout=FLUSH_TIMEOUT_S)
         except Exception as e:  # noqa: BLE001
             fatal(f"could not write pipeline attempts to the changelog: {bound(scrub(repr(e)), 300)}")
         verdicts = await run_pipeline([item for _, _, item in group])

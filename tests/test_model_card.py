@@ -16,7 +16,8 @@ import pytest
 from huggingface_hub import ModelCard
 
 from schemas.settings import REPO_ROOT
-from workers.nli.model_card import RELEASE_RECORD, card_path, default_hypothesis_turns, onnx_facts, render
+from workers.nli.model_card import (NOTES_MARKER, RELEASE_RECORD, card_path, default_hypothesis_turns, onnx_facts,
+                                    render)
 
 MODEL_DIR = REPO_ROOT / "triton_models" / "nli" / "1"
 
@@ -84,3 +85,11 @@ def test_precision_is_read_from_the_graph(artifact_copy, tmp_path):
     onnx.save(helper.make_model(graph), str(artifact_copy / "model.onnx"))
     assert onnx_facts(artifact_copy / "model.onnx")["precision"] == "int8"
     assert "**int8**" in render(artifact_copy)
+
+
+def test_hand_written_notes_survive_regeneration(artifact_copy):
+    notes = f"{NOTES_MARKER}\n\n## History\nA GPU candidate was evaluated and not shipped.\n"
+    card_path(artifact_copy).write_text(render(artifact_copy, notes="") + "\n" + notes)
+    again = render(artifact_copy)
+    assert again.endswith(notes) and again.count(NOTES_MARKER) == 1
+    assert again.split(NOTES_MARKER)[0] == render(artifact_copy, notes="").rstrip("\n") + "\n\n"

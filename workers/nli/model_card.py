@@ -23,6 +23,8 @@ from typing import Any
 from .data import EXCLUDED_SOURCES, TRAIN_SOURCES
 
 RELEASE_RECORD = "release.json"
+# hand-written notes (history, candidates not shipped) live below this line and are kept as they are
+NOTES_MARKER = "<!-- hand-written notes below: kept by workers/nli/model_card.py, not generated -->"
 BASE_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 LICENSE = "apache-2.0"  # the project's license (pyproject.toml); training-data licenses are listed in the card
 # evaluation keys of `dialcheck nli evaluate --json` → (model-index dataset name, metric type)
@@ -71,8 +73,16 @@ def _mb(path: Path) -> float:
     return round(path.stat().st_size / 2**20, 1)
 
 
-def render(model_dir: str | Path) -> str:
-    """The card text for the artifact in `model_dir` (e.g. triton_models/nli/1)."""
+def existing_notes(model_dir: Path) -> str:
+    """The hand-written part of the current card (from NOTES_MARKER on), or ''."""
+    path = card_path(model_dir)
+    text = path.read_text() if path.exists() else ""
+    return text[text.index(NOTES_MARKER):] if NOTES_MARKER in text else ""
+
+
+def render(model_dir: str | Path, notes: str | None = None) -> str:
+    """The card text for the artifact in `model_dir` (e.g. triton_models/nli/1); `notes` (default:
+    the current card's hand-written part) is appended as it is."""
     from huggingface_hub import EvalResult, ModelCard, ModelCardData
 
     model_dir = Path(model_dir)
@@ -167,7 +177,9 @@ def render(model_dir: str | Path) -> str:
               "- Far smaller than the paper's DeBERTa-v3-large; expect weaker gate and verifier decisions.",
               "- English only; trained on short evidence windows.",
               "- Any Hugging Face NLI classifier directory can replace it: set DIALCHECK_NLI_MODEL_DIR."]
-    return str(ModelCard(f"---\n{data.to_yaml()}\n---\n\n" + "\n".join(lines) + "\n"))
+    notes = existing_notes(model_dir) if notes is None else notes
+    body = "\n".join(lines) + "\n" + (f"\n{notes.rstrip()}\n" if notes else "")
+    return str(ModelCard(f"---\n{data.to_yaml()}\n---\n\n" + body))
 
 
 def write_model_card(path: str | Path, train_config: dict, calibration: dict, evaluation: dict,

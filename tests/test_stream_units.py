@@ -184,3 +184,19 @@ def test_speaker_roles_normalised_before_matching():
     roles = parse_roles("Assistant,\uff22ot")
     assert roles == {"assistant", "bot"}
     assert should_check(turn("a", speaker="ASSISTANT"), roles)
+
+
+def test_log_filter_scrubs_message_arguments_and_tracebacks():
+    import logging
+
+    from streams.checking import Scrubber, ScrubbingFilter
+
+    f = ScrubbingFilter(Scrubber(["hunter22"]), max_bytes=200)
+    try:
+        raise RuntimeError("connect http://u:hunter22@db:1 failed")
+    except RuntimeError:
+        import sys
+        rec = logging.LogRecord("x", logging.ERROR, __file__, 1, "failed: %s (%d)", ("pw hunter22", 3), sys.exc_info())
+    assert f.filter(rec)
+    text = logging.Formatter().format(rec)
+    assert "hunter22" not in text and "RuntimeError" in text and len(rec.getMessage().encode()) <= 200

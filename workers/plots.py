@@ -247,7 +247,7 @@ def plot_bench_stream(results: dict, out: Path, label: str = "") -> list[Path]:
         ["latency_p50", lat["p50_s"], "s"], ["latency_p95", lat["p95_s"], "s"], ["latency_p99", lat["p99_s"], "s"],
         ["offered_rate", lat["offered_claims_per_s"], "claims/s"], ["claims", results["records"], "claims"]])
     plt = _plt()
-    fig, (a1, a2) = plt.subplots(1, 2, figsize=(6.4, 2.9))
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(6.8, 3.1))
     bars = a1.bar(["batch path\n(no Kafka)", "Kafka\nend to end"], [b["claims_per_s"], k["claims_per_s"]],
                   color=[OKABE_ITO[0], OKABE_ITO[1]], hatch=["", "//"])
     a1.bar_label(bars, fmt="%.2f")
@@ -258,6 +258,10 @@ def plot_bench_stream(results: dict, out: Path, label: str = "") -> list[Path]:
     a2.bar_label(bars, fmt="%.2f")
     a2.set_ylabel("seconds")
     a2.set_title(f"produce→verdict latency at {lat['offered_claims_per_s']} claims/s", fontsize=9)
+    for ax in (a1, a2):
+        ax.margins(y=0.15)
     if label:
-        fig.suptitle(label, fontsize=8)
+        import textwrap
+
+        fig.suptitle("\n".join(textwrap.wrap(label, 110)), fontsize=7)
     return [_save(fig, out.with_suffix(".png")), csv_path]

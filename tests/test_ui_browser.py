@@ -11,6 +11,7 @@ each is stopped whichever step fails.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import subprocess
@@ -158,6 +159,22 @@ def test_ui_shows_the_topics_verdicts_in_chromium(tmp_path):
         assert driver.save_screenshot(str(png))
         assert png.stat().st_size > 10_000
 
+        # the topic's verdicts, read back by `dialcheck verdicts`, score like an eval run file
+        gold = tmp_path / "gold.jsonl"
+        with open(load_settings().data.dialfact_sample, encoding="utf-8") as f:
+            gold.write_text("".join([line for line in f if line.strip()][:N_RECORDS]), encoding="utf-8")
+        run = tmp_path / "topic.jsonl"
+        run.write_text(_cli("verdicts", "--broker", broker.bootstrap, "--json"))
+        assert len(run.read_text().splitlines()) == N_RECORDS
+        by_score = json.loads(_cli("score", str(run), "--gold", str(gold), "--json"))
+        by_verdicts = json.loads(_cli("verdicts", "--broker", broker.bootstrap, "--gold", str(gold), "--json"))
+        assert by_score == by_verdicts
+        (surface,) = by_score["surfaces"].values()
+        gold_labels = [r.label for r in records]
+        assert surface["n"] == N_RECORDS and surface["missing"] == 0
+        assert surface["accuracy"] == round(100 * sum(
+            g == vlog.verdicts[c].label for g, c in zip(gold_labels, iter_claim_ids(records))) / N_RECORDS, 2)
+
         # memory stays bounded: a second ui that keeps 2 conversations reads the same topics
         small = stack.enter_context(UIProcess(broker.bootstrap, tmp_path / "ui-small.log", "--max-conversations", "2"))
         state = wait.until(lambda d: _state_if(small.url, lambda st: st["counts"]["verdicts"] == N_RECORDS))
@@ -165,9 +182,16 @@ def test_ui_shows_the_topics_verdicts_in_chromium(tmp_path):
         assert {c["id"] for c in state["conversations"]} <= {r.id for r in records}
 
 
+def _cli(*args: str) -> str:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH", "")]))}
+    proc = subprocess.run([sys.executable, "-m", "dialcheck.cli", *args], cwd=str(REPO_ROOT), env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc.stdout
+
+
 def _state_if(url: str, ready):
     """/api/state once `ready(state)` holds, else None (a WebDriverWait condition)."""
-    import json
     import urllib.request
 
     with urllib.request.urlopen(url + "api/state", timeout=10) as r:

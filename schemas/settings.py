@@ -66,6 +66,14 @@ class ModelSettings(_Section):
     nli_model_dir: str = _env("NLI_MODEL_DIR", str(REPO_ROOT / "triton_models" / "nli" / "1"),
                               "Directory with model.onnx, tokenizer and calibration.json, or any HF NLI model dir.")
     encoder: Literal["e5", "minilm"] = _env("ENCODER", "e5", "Sentence encoder for the gate and dense retrieval.")
+    device: Literal["auto", "cpu", "cuda"] = _env(
+        "DEVICE", "cpu", "In-process models: 'cpu' (ONNX Runtime), 'cuda' (torch bf16 on a GPU, needs an HF checkpoint "
+        "in DIALCHECK_NLI_TORCH_DIR) or 'auto' (cuda when torch sees a GPU).")
+    nli_torch_dir: str = _env("NLI_TORCH_DIR", "", "HF checkpoint of the same NLI model for the CUDA path (bf16).")
+    ort_threads: int = _env("ORT_THREADS", 0, "ONNX Runtime intra-op threads (0: its default, one per core).",
+                            ge=0, le=256)
+    ort_graph_optimization: Literal["disable", "basic", "extended", "all"] = _env(
+        "ORT_GRAPH_OPTIMIZATION", "all", "ONNX Runtime graph optimisation level.")
 
 
 class RetrievalSettings(_Section):
@@ -88,7 +96,9 @@ class RetrievalSettings(_Section):
 
 class GateSettings(_Section):
     tau_ir: float = _env("TAU_IR", 0.50, "Gate threshold when the surface feeds retrieval.", ge=0, le=1)
-    tau_fv: float = _env("TAU_FV", 0.70, "Gate threshold when the surface feeds verification.", ge=0, le=1)
+    tau_fv: float = _env("TAU_FV", 0.80, "Gate threshold when the surface feeds verification (0.80: best "
+                         "grouped-CV FV macro-F1 with the decision layer, `dialcheck tune gate`; was 0.70).",
+                         ge=0, le=1)
     weights: Annotated[tuple[float, float, float], NoDecode] = _env(
         "GATE_WEIGHTS", (0.4, 0.2, 0.4), "alpha, beta, gamma of the gate score (comma list).")
     context_turns: int = _env("GATE_CONTEXT_TURNS", 2,
@@ -116,9 +126,21 @@ class VerifySettings(_Section):
     entail_threshold: float = _env("ENTAIL_THRESHOLD", 0.55, "Minimum entailment (or contradiction) probability.",
                                    ge=0, le=1)
     win_gap: float = _env("WIN_GAP", 0.15, "Required margin over the other two classes.", ge=0, le=1)
-    decision_rule: Literal["threshold", "argmax"] = _env(
-        "DECISION_RULE", "threshold",
-        "'threshold' (entail/contradict >= threshold with the win gap) or 'argmax' of the NLI classes.")
+    decision: Literal["layer", "threshold", "argmax"] = _env(
+        "DECISION", "layer",
+        "Claim label from the window probabilities: 'layer' (the fitted decision layer in decision_params; best by "
+        "grouped cross-validation, README), 'threshold' (entail/contradict >= threshold with the win gap, most "
+        "confident window wins) or 'argmax' of the NLI classes per window.")
+    decision_params: str = _env("DECISION_PARAMS", str(REPO_ROOT / "triton_models" / "decision" / "decision.json"),
+                                "Decision layer JSON (dialcheck-decision v1, `dialcheck tune fit`); a file named "
+                                "decision-<protocol>.json next to it is preferred for that protocol.")
+    checkworthy: bool = _env("CHECKWORTHY", False,
+                             "Answer turns that state no checkable fact NOT ENOUGH INFO ('not check-worthy') without "
+                             "retrieval or NLI. Off by default: it measured 0.2 macro-F1 below off on DialFact FV.")
+    segment: bool = _env("SEGMENT", False,
+                         "Split turns into claims (sentences, stand-alone and/but clauses) for Pipeline.check_segments; "
+                         "check_many then labels a turn by its worst claim. Off by default: DialFact labels whole "
+                         "responses and segmenting measured 3 macro-F1 lower there.")
 
 
 class KafkaSettings(_Section):
@@ -152,6 +174,9 @@ class StreamSettings(_Section):
     batch_within_s: float = _env("BATCH_WITHIN_S", 0.2, "Max wait to fill a batch.", gt=0, le=60)
     status_interval_s: float = _env("STREAM_STATUS_S", 5.0, "Worker status log and idle-eviction sweep period.",
                                     gt=0, le=3600)
+    fetch_wait_ms: int = _env("FETCH_WAIT_MS", 100,
+                              "Longest a worker's fetch waits for records (Faust's own is 1,500 ms; with a broker "
+                              "that holds fetches for the full wait it is the latency floor).", ge=1, le=30000)
     metrics_host: str = _env("METRICS_HOST", "127.0.0.1",
                              "Address of the worker's /metrics, /healthz, /readyz (loopback by default; 0.0.0.0 in compose).",
                              min_length=1)
@@ -197,9 +222,19 @@ class UISettings(_Section):
                                   ge=1, le=100000)
 
 
+class PerfSettings(_Section):
+    """Optimisations that leave verdicts unchanged (bench/bench_pipeline.py turns them off and on)."""
+    batch_query_encoding: bool = _env("BATCH_QUERY_ENCODING", True,
+                                      "Encode the retrieval queries of a batch in one encoder call (identical vectors).")
+    cache_entries: int = _env("CACHE_ENTRIES", 4096,
+                              "Entries of the per-process caches of encoder vectors, claim surfaces and spaCy parses "
+                              "(0: no caches).", ge=0, le=10_000_000)
+
+
 SECTIONS: dict[str, type[_Section]] = {
     "data": DataSettings, "models": ModelSettings, "retrieval": RetrievalSettings, "gate": GateSettings,
     "verify": VerifySettings, "kafka": KafkaSettings, "stream": StreamSettings, "ui": UISettings,
+    "perf": PerfSettings,
 }
 
 
@@ -214,6 +249,7 @@ class Settings(BaseModel):
     kafka: KafkaSettings
     stream: StreamSettings
     ui: UISettings
+    perf: PerfSettings
 
     def updated(self, **sections: dict[str, Any]) -> "Settings":
         """A copy with some fields changed, validated like the environment: updated(gate={"tau_fv": .6})."""

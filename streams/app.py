@@ -37,6 +37,7 @@ from .broker import free_port
 from .checking import DaemonExecutor, Scrubber, ScrubbingFilter, bound, check_safely, error_verdict, safe_verdict, validate_event
 from .context import Recency, add_turn, is_idle, oldest_beyond, parse_roles, should_check
 from .deadletter import DeadLetter
+from . import transport
 from .kafka_config import faust_broker_kwargs
 from .observability import Observability
 
@@ -60,9 +61,12 @@ def partition_of(key: bytes, partitions: int) -> int:
 def create_app(settings: Settings, checker: Checker) -> faust.App:
     """Build the worker app around `checker.check_many(list[CheckItem]) -> list[Verdict]`."""
     st = settings.stream
+    broker = faust_broker_kwargs(settings)
     app = faust.App(
         st.app_id,
-        **faust_broker_kwargs(settings),
+        **broker,
+        # the consumer's fetch wait is a setting (Faust hard-codes 1.5 s): streams/transport.py
+        broker_consumer=broker["broker"].replace("kafka://", f"{transport.SCHEME}://"),
         processing_guarantee="at_least_once",
         broker_session_timeout=6.0,
         broker_heartbeat_interval=1.0,
@@ -78,6 +82,7 @@ def create_app(settings: Settings, checker: Checker) -> faust.App:
         key_serializer="raw",
         value_serializer="raw",
     )
+    app.dialcheck_fetch_wait_ms = st.fetch_wait_ms
     turns_topic = app.topic(settings.kafka.topic_turns, key_type=bytes, value_type=bytes,
                             key_serializer="raw", value_serializer="raw",
                             partitions=settings.kafka.topic_partitions)

@@ -8,17 +8,20 @@ and the stream worker turns it into error verdicts for that batch."""
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 from schemas import LABELS, Evidence, Status, Surface, Verdict, claim_id
 from schemas.items import CheckItem
 from schemas.protocols import Encoder, ModelUnavailable, NLIModel, Searcher, SearchUnavailable
 from schemas.settings import Settings
 
+from .caches import CachedEncoder, memoize
 from .gate import BiConGate
 from .nli.labels import CONTRADICTION, ENTAILMENT, NEUTRAL
-from .stages import (ClaimState, GateStage, GoldEvidenceStage, RetrieveStage, Stage, SurfaceStage,
+from .stages import (ClaimState, surfaces_of, GateStage, GoldEvidenceStage, RetrieveStage, Stage, SurfaceStage,
                      VerifyStage)
-from .verify import aggregate
+from .surfaces.pronouns import set_parse_cache
+from .verify import ClaimDecider, aggregate
 
 PROTOCOLS = ("fv", "e2e", "ir")
 SURFACES = ("r0", "r1", "r2", "r3", "r4", "r4g")
@@ -32,27 +35,33 @@ class Pipeline:
     `dialcheck check` and `dialcheck eval` all make."""
 
     def __init__(self, settings: Settings, nli: NLIModel, encoder: Encoder, searcher: Searcher | None = None,
-                 protocol: str = "e2e", surface: str = "r4g"):
+                 protocol: str = "e2e", surface: str = "r4g", surface_builder=None):
         if protocol not in PROTOCOLS:
             raise ValueError(f"protocol {protocol!r} not in {PROTOCOLS}")
         if surface not in SURFACES:
             raise ValueError(f"surface {surface!r} not in {SURFACES}")
-        self.settings, self.nli, self.encoder, self.searcher = settings, nli, encoder, searcher
+        self.settings, self.nli, self.searcher = settings, nli, searcher
+        self.encoder = encoder if not settings.perf.cache_entries or isinstance(encoder, CachedEncoder) \
+            else CachedEncoder(encoder, settings.perf.cache_entries)
         self.protocol, self.surface = protocol, surface
-        self.gate = BiConGate(nli, encoder, settings.gate.weights)
+        set_parse_cache(settings.perf.cache_entries)
+        self.surface_builder = surface_builder or memoize(surfaces_of, settings.perf.cache_entries)
+        self.gate = BiConGate(nli, self.encoder, settings.gate.weights)
         self.stages: list[Stage] = self._stages()
 
     def _stages(self) -> list[Stage]:
         s = self.settings
-        stages: list[Stage] = [SurfaceStage(self.surface)]
+        stages: list[Stage] = [SurfaceStage(self.surface, self.surface_builder)]
         if self.surface == "r4g":
             stages.append(GateStage(self.gate, s.gate))
         if self.protocol in ("e2e", "ir"):
-            stages.append(RetrieveStage(self.searcher, self.encoder, s.retrieval))
+            stages.append(RetrieveStage(self.searcher, self.encoder, s.retrieval, s.perf.batch_query_encoding))
         if self.protocol == "fv":
             stages.append(GoldEvidenceStage())
         if self.protocol in ("fv", "e2e"):
-            stages.append(VerifyStage(self.nli, s.verify))
+            v = s.verify
+            decider = ClaimDecider(v.decision, v.decision_params, self.protocol, v.entail_threshold, v.win_gap)
+            stages.append(VerifyStage(self.nli, v, decider))
         return stages
 
     @classmethod
@@ -66,25 +75,72 @@ class Pipeline:
     def with_options(self, protocol: str | None = None, surface: str | None = None) -> "Pipeline":
         """Same models and index, another protocol/surface (the evaluator loops over surfaces)."""
         return Pipeline(self.settings, self.nli, self.encoder, self.searcher, protocol or self.protocol,
-                        surface or self.surface)
+                        surface or self.surface, self.surface_builder)
 
     # ---- public API ---------------------------------------------------------------------------
     def run(self, items: list[CheckItem]) -> list[ClaimState]:
         """Every stage of the protocol over the batch; per-item timings are the stage's share."""
         states = [ClaimState(it) for it in items]
+        todo = states
+        if self.settings.verify.checkworthy and self.protocol != "ir":
+            from .checkworthy import check_worthiness
+
+            t = time.perf_counter()
+            for st in states:
+                w = check_worthiness(st.item.claim)
+                if not w.checkworthy:  # answered here: no retrieval, no NLI
+                    st.skip_reason, st.label = w.reason, "NOT ENOUGH INFO"
+                    st.label_probs = {"SUPPORTS": 0.0, "REFUTES": 0.0, "NOT ENOUGH INFO": 1.0}
+            todo = [st for st in states if not st.skip_reason]
+            per_item = (time.perf_counter() - t) * 1000 / max(len(states), 1)
+            for st in states:
+                st.timings["checkworthy"] = round(per_item, 2)
         for stage in self.stages:
             t = time.perf_counter()
             try:
-                stage.run(states)
+                stage.run(todo)
             except OUTAGES as e:
-                stage.on_outage(states, e)
-            per_item = (time.perf_counter() - t) * 1000 / max(len(states), 1)
-            for st in states:
+                stage.on_outage(todo, e)
+            per_item = (time.perf_counter() - t) * 1000 / max(len(todo), 1)
+            for st in todo:
                 st.timings[stage.name] = round(per_item, 2)
         return states
 
     def check_many(self, items: list[CheckItem]) -> list[Verdict]:
-        return [self._verdict(st) for st in self.run(items)]
+        """One verdict per item. With `verify.segment`, each turn is checked claim by claim and its
+        verdict is the turn summary: the worst claim's label (REFUTES > SUPPORTS > NEI) and evidence."""
+        if not self.settings.verify.segment or self.protocol == "ir":
+            return [self._verdict(st) for st in self.run(items)]
+        from dataclasses import replace
+
+        from .segment import turn_label
+
+        out = []
+        for item, claims in zip(items, self.check_segments(items)):
+            label = turn_label(v.label for v in claims)
+            worst = next(v for v in claims if v.label == label) if claims else None
+            if worst is None or len(claims) == 1:
+                out.append(claims[0] if claims else self._verdict(ClaimState(item)))
+                continue
+            out.append(replace(worst, claim=item.claim, claim_id=claim_id(item.conversation_id, item.turn_id, item.claim),
+                               surface=Surface("r0", item.claim), label=label))
+        return out
+
+    def check_segments(self, items: list[CheckItem]) -> list[list[Verdict]]:
+        """Each turn split into claims (workers/segment.py), each checked with its own stable
+        claim_id (conversation, turn, claim text); a one-claim turn keeps its text and id."""
+        from .segment import segment
+
+        flat, owner = [], []
+        for i, it in enumerate(items):
+            for seg in segment(it.claim) or []:
+                flat.append(CheckItem(it.conversation_id, it.turn_id, list(it.context), seg.text, it.gold_evidence))
+                owner.append(i)
+        verdicts = [self._verdict(st) for st in self.run(flat)] if flat else []
+        out: list[list[Verdict]] = [[] for _ in items]
+        for i, v in zip(owner, verdicts):
+            out[i].append(v)
+        return out
 
     def check(self, context: list[str], claim: str, conversation_id: str = "cli", turn_id: str = "1") -> Verdict:
         return self.check_many([CheckItem(conversation_id, turn_id, context, claim)])[0]
@@ -95,13 +151,16 @@ class Pipeline:
 
     # ---- verdict ------------------------------------------------------------------------------
     def _verdict(self, st: ClaimState) -> Verdict:
-        label, best = aggregate(st.decisions)
-        if best is not None:
-            p = best.probs
-            probs = {"SUPPORTS": float(p[ENTAILMENT]), "REFUTES": float(p[CONTRADICTION]),
-                     "NOT ENOUGH INFO": float(p[NEUTRAL])}
+        if st.label is not None:  # the verify stage's decider (or the check-worthiness skip)
+            label, best, probs = st.label, st.best, st.label_probs
         else:
-            probs = {"SUPPORTS": 0.0, "REFUTES": 0.0, "NOT ENOUGH INFO": 1.0}
+            label, best = aggregate(st.decisions)
+            if best is not None:
+                p = best.probs
+                probs = {"SUPPORTS": float(p[ENTAILMENT]), "REFUTES": float(p[CONTRADICTION]),
+                         "NOT ENOUGH INFO": float(p[NEUTRAL])}
+            else:
+                probs = {"SUPPORTS": 0.0, "REFUTES": 0.0, "NOT ENOUGH INFO": 1.0}
         evidence = []
         ranked = sorted(st.decisions, key=lambda d: -max(d.probs[ENTAILMENT], d.probs[CONTRADICTION]))
         shown = ([best] if best else []) + [d for d in ranked if d is not best][:2]
@@ -113,6 +172,8 @@ class Pipeline:
         if st.problems:
             state = "error" if any(s == "error" for s, _ in st.problems) else "degraded"
             status = Status(state, "; ".join(r for _, r in st.problems))
+        elif st.skip_reason:
+            status = Status("ok", st.skip_reason)
         elif self.protocol == "e2e" and not st.passages:
             status = Status("ok", "no passage retrieved")
         else:
@@ -129,6 +190,10 @@ class Pipeline:
              "protocol": self.protocol, "surface_mode": self.surface}
         if self.searcher is not None:
             v["search"] = getattr(self.searcher, "name", "?")
+        deciders = [st.decider for st in self.stages if isinstance(st, VerifyStage)]
+        if deciders:
+            d = deciders[0]
+            v["decision"] = f"{d.layer.method}@{Path(d.path).name}" if d.layer is not None else d.decision
         return v
 
 

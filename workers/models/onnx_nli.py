@@ -23,7 +23,7 @@ def read_calibration(model_dir: Path) -> dict:
 class OnnxNLI(NLIClassifier):
     """The shipped artifact under ONNX Runtime; label order and temperature from calibration.json."""
 
-    def __init__(self, model_dir: str | Path, batch_size: int = 32, threads: int = 0):
+    def __init__(self, model_dir: str | Path, batch_size: int = 32, threads: int = 0, graph_optimization: str = "all"):
         import onnxruntime as ort
         from transformers import AutoTokenizer
 
@@ -35,6 +35,10 @@ class OnnxNLI(NLIClassifier):
         opts = ort.SessionOptions()
         if threads:
             opts.intra_op_num_threads = threads
+        opts.graph_optimization_level = {
+            "disable": ort.GraphOptimizationLevel.ORT_DISABLE_ALL, "basic": ort.GraphOptimizationLevel.ORT_ENABLE_BASIC,
+            "extended": ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED,
+            "all": ort.GraphOptimizationLevel.ORT_ENABLE_ALL}[graph_optimization]
         self.session = ort.InferenceSession(str(onnx_path), opts, providers=["CPUExecutionProvider"])
         self.input_names = {i.name for i in self.session.get_inputs()}
         cal = read_calibration(self.dir)
@@ -74,10 +78,19 @@ class HFNLI(NLIClassifier):
     def forward(self, premises: list[str], hypotheses: list[str]) -> np.ndarray:
         enc = self.tokenizer(premises, hypotheses, padding=True, truncation=True, max_length=MAX_LENGTH,
                              return_tensors="pt").to(self.device)
-        with self.torch.no_grad():
+        with self.torch.inference_mode(), self.torch.autocast(
+                "cuda", dtype=self.torch.bfloat16, enabled=self.device.startswith("cuda")):
             return self.model(**enc).logits.float().cpu().numpy()
 
 
-def load_local_nli(model_dir: str | Path) -> "OnnxNLI | HFNLI":
+def load_local_nli(model_dir: str | Path, threads: int = 0, graph_optimization: str = "all",
+                   device: str = "cpu", torch_dir: str | Path | None = None) -> NLIClassifier:
+    """ONNX Runtime on CPU for the shipped artifact; torch for an HF checkpoint or on CUDA."""
     d = Path(model_dir)
-    return OnnxNLI(d) if (d / "model.onnx").exists() else HFNLI(d)
+    if device.startswith("cuda"):
+        if not torch_dir:
+            raise ModelUnavailable("device cuda needs an HF checkpoint of the NLI model (DIALCHECK_NLI_TORCH_DIR)")
+        nli = HFNLI(torch_dir, batch_size=256, device=device)
+        nli.temperature = float(read_calibration(d).get("temperature", nli.temperature))  # the release's T
+        return nli
+    return OnnxNLI(d, threads=threads, graph_optimization=graph_optimization) if (d / "model.onnx").exists() else HFNLI(d)

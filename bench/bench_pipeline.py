@@ -1,0 +1,84 @@
+"""Benchmark (not a test): the pipeline with the verdict-preserving optimisations off and on, in
+the same process, on the same records, with the same loaded models.
+
+    python bench/bench_pipeline.py [--protocol e2e] [--surface r4g] [--limit 300] [--batch 16] [--json]
+
+"off" is settings section `perf` with batch_query_encoding=false and cache_entries=0 (the path of
+the last release); "on" is the default. Both pipelines share the loaded NLI model, encoder and
+index, so the ratio isolates the optimisations. Labels must be identical; the ratio is
+claims/s on ÷ off. Per-stage milliseconds per claim come from the verdicts' timings.
+"""
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from schemas.items import load_dialfact  # noqa: E402
+from schemas.settings import load_settings  # noqa: E402
+
+
+def run(pipeline, items, batch: int) -> tuple[list, float]:
+    t = time.perf_counter()
+    verdicts = []
+    for s in range(0, len(items), batch):
+        verdicts += pipeline.check_many(items[s:s + batch])
+    return verdicts, time.perf_counter() - t
+
+
+def stage_ms(verdicts) -> dict[str, float]:
+    total: collections.Counter = collections.Counter()
+    for v in verdicts:
+        total.update({k: x for k, x in v.timings_ms.items() if k != "dense_client_side"})
+    return {k: round(x / max(len(verdicts), 1), 1) for k, x in total.items()}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--protocol", default="e2e", choices=["e2e", "fv"])
+    ap.add_argument("--surface", default="r4g")
+    ap.add_argument("--limit", type=int, default=300)
+    ap.add_argument("--batch", type=int, default=16)
+    ap.add_argument("--data", default=None)
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args()
+
+    from workers.models.factory import load_models
+    from workers.pipeline import Pipeline, load_searcher
+
+    base = load_settings()
+    nli, encoder = load_models(base)
+    searcher = load_searcher(base, encoder) if args.protocol == "e2e" else None
+    records = load_dialfact(args.data or base.data.dialfact_sample, limit=args.limit)
+    items = [r.to_check_item(args.protocol) for r in records]
+    modes = {"off": base.updated(perf={"batch_query_encoding": False, "cache_entries": 0}), "on": base}
+    pipes = {name: Pipeline(s, nli, encoder, searcher, args.protocol, args.surface) for name, s in modes.items()}
+    for p in pipes.values():  # warm-up on records outside the timed set's caches: not timed
+        p.check_many([r.to_check_item(args.protocol) for r in load_dialfact(args.data or base.data.dialfact_sample)[-2:]])
+    out = {"protocol": args.protocol, "surface": args.surface, "claims": len(items), "batch": args.batch}
+    labels = {}
+    from workers.surfaces.pronouns import set_parse_cache
+
+    for name, pipe in pipes.items():
+        set_parse_cache(modes[name].perf.cache_entries)  # a fresh (or no) parse cache for each run
+        verdicts, secs = run(pipe, items, args.batch)
+        labels[name] = [v.label for v in verdicts]
+        out[name] = {"claims_per_second": round(len(items) / secs, 3), "seconds": round(secs, 1),
+                     "stage_ms_per_claim": stage_ms(verdicts)}
+    out["speedup"] = round(out["on"]["claims_per_second"] / out["off"]["claims_per_second"], 2)
+    out["identical_labels"] = labels["on"] == labels["off"]
+    out["label_differences"] = sum(a != b for a, b in zip(labels["on"], labels["off"]))
+    print(json.dumps(out, indent=1) if args.json else
+          f"{args.protocol} {args.surface}: off {out['off']['claims_per_second']} claims/s, on "
+          f"{out['on']['claims_per_second']} claims/s, x{out['speedup']}, identical labels: {out['identical_labels']}")
+    return 0 if out["identical_labels"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

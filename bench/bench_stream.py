@@ -72,6 +72,7 @@ def main() -> int:
     ap.add_argument("--data", default=DATA)
     ap.add_argument("--records", type=int, default=40, help="records (claims) in each throughput run")
     ap.add_argument("--latency-records", type=int, default=20)
+    ap.add_argument("--loads", default="0.1,0.7", help="offered rates as fractions of the batch path's claims/s")
     ap.add_argument("--rate", type=float, default=0.0,
                     help="offered rate (claims/s) for the latency run; 0 = half the measured batch throughput")
     ap.add_argument("--pipeline", default=DEFAULT_CHECKER, help=argparse.SUPPRESS)
@@ -82,12 +83,16 @@ def main() -> int:
     if args.pipeline == DEFAULT_CHECKER and settings.retrieval.backend == "embedded":
         from workers.retrieval.build import ensure_index
         ensure_index(settings)
-    records = load_records(args.data, args.records)
-    lat_records = load_records(args.data, args.latency_records)
+    loads = [float(x) for x in args.loads.split(",")]
+    everything = load_records(args.data, args.records + args.latency_records * len(loads))
+    # disjoint slices: the worker's caches (surfaces, parses, vectors) must not see a record twice
+    records = everything[:args.records]
+    lat_slices = [everything[args.records + i * args.latency_records:args.records + (i + 1) * args.latency_records]
+                  for i in range(len(loads))]
 
     print(f"batch path: {len(records)} claims, batch_size={settings.stream.batch_size} ...", file=sys.stderr)
     batch = batch_path(settings, records, args.pipeline)
-    rate = args.rate or round(batch["claims_per_s"] / 2, 2)
+    rates = [args.rate] if args.rate else [round(batch["claims_per_s"] * f, 3) for f in loads]
 
     work = Path(tempfile.mkdtemp(prefix="dialcheck-bench-"))
     with kafka_for(settings, log_path=str(work / "broker.log")) as s:
@@ -100,28 +105,32 @@ def main() -> int:
             vlog, run = stream_run(s, records, 0, "bench-tp-", 120 + 10 * len(records), worker)
             secs = max(vlog.received_at.values()) - run["t0"]
             kafka = {"claims": len(records), "seconds": round(secs, 2), "claims_per_s": round(len(records) / secs, 3)}
-            print(f"kafka path: {len(lat_records)} claims at {rate} claims/s offered ...", file=sys.stderr)
-            vlog, run = stream_run(s, lat_records, rate, "bench-lat-", 120 + 10 * len(lat_records), worker)
-            lat = [vlog.received_at[c] - run["sent_at"][c] for c in run["sent_at"]]
+            latency = []
+            for load, rate, lat_records in zip(loads, rates, lat_slices):
+                print(f"kafka path: {len(lat_records)} claims at {rate} claims/s offered ...", file=sys.stderr)
+                vlog, run = stream_run(s, lat_records, rate, f"bench-lat{load}-", 120 + 10 * len(lat_records), worker)
+                lat = [vlog.received_at[c] - run["sent_at"][c] for c in run["sent_at"]]
+                latency.append({"load": load, "offered_claims_per_s": rate, "claims": len(lat),
+                                "p50_s": round(percentile(lat, 0.50), 3), "p95_s": round(percentile(lat, 0.95), 3),
+                                "p99_s": round(percentile(lat, 0.99), 3)})
     out = {
         "records": len(records), "batch_size": settings.stream.batch_size, "batch_within_s": settings.stream.batch_within_s,
         "broker": "embedded Tansu" if not settings.kafka.bootstrap else settings.kafka.bootstrap,
         "batch_path": batch, "kafka_path": kafka,
         "kafka_over_batch_throughput": round(kafka["claims_per_s"] / batch["claims_per_s"], 3),
-        "latency": {"offered_claims_per_s": rate, "claims": len(lat),
-                    "p50_s": round(percentile(lat, 0.50), 3), "p95_s": round(percentile(lat, 0.95), 3),
-                    "p99_s": round(percentile(lat, 0.99), 3)},
+        "fetch_wait_ms": settings.stream.fetch_wait_ms, "latency": latency,
     }
     if args.json:
         print(json.dumps(out, indent=2))
     else:
-        b, k, lt = out["batch_path"], out["kafka_path"], out["latency"]
+        b, k = out["batch_path"], out["kafka_path"]
         print(f"records/claims            {out['records']} (batch_size {out['batch_size']}, within {out['batch_within_s']} s)")
         print(f"batch path (no Kafka)     {b['claims_per_s']:.2f} claims/s  ({b['seconds']} s)")
         print(f"Kafka end to end          {k['claims_per_s']:.2f} claims/s  ({k['seconds']} s, {out['broker']}, 1 worker)")
         print(f"Kafka / batch             {out['kafka_over_batch_throughput']:.2f}")
-        print(f"produce→verdict latency   p50 {lt['p50_s']:.2f} s  p95 {lt['p95_s']:.2f} s  p99 {lt['p99_s']:.2f} s "
-              f"at {lt['offered_claims_per_s']} claims/s offered ({lt['claims']} claims)")
+        for lt in out["latency"]:
+            print(f"produce→verdict latency   p50 {lt['p50_s']:.2f} s  p95 {lt['p95_s']:.2f} s  p99 {lt['p99_s']:.2f} s "
+                  f"at {lt['offered_claims_per_s']} claims/s offered ({lt['load']:.0%} load, {lt['claims']} claims)")
     return 0
 
 

@@ -52,6 +52,21 @@ def test_score_of_the_run_file_equals_eval(fv_run):
     assert scored["surfaces"]["r0"]["n"] == N and scored["surfaces"]["r0"]["missing"] == 0
 
 
+def test_ir_run_file_scores_like_eval(fv_run, index_dir):
+    """The IR rows (ranked document ids per stage) rescore to eval's recall / nDCG / zero-hit JSON."""
+    run = fv_run["dir"] / "ir.jsonl"
+    proc = dialcheck("eval", "--protocol", "ir", "--surfaces", "r0,r4g", "--data", str(fv_run["gold"]),
+                     "--index", str(index_dir), "--output", str(run), "--json")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    expected = json.loads(proc.stdout)
+    for m in expected["surfaces"].values():
+        del m["queries_per_second"]
+    scored = dialcheck("score", str(run), "--gold", str(fv_run["gold"]), "--json")
+    assert scored.returncode == 0, scored.stderr[-3000:]
+    assert json.loads(scored.stdout) == expected
+    assert expected["surfaces"]["r0"]["n"] > 0 and "@10" in expected["surfaces"]["r0"]["dense"]
+
+
 def test_plots_written_with_their_numbers(fv_run):
     plots = fv_run["dir"] / "plots"
     for stem in ("confusion_fv_r0", "confusion_fv_r4", "confusion_fv_r4g", "reliability_fv_r0", "gate_sweep"):

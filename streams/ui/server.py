@@ -119,7 +119,7 @@ async def events(request: web.Request) -> web.StreamResponse:
                 await resp.write(b": keep-alive\n\n")
                 continue
             await resp.write(f"event: {ev['type']}\n".encode() + b"data: " + orjson.dumps(ev) + b"\n\n")
-    except (ConnectionResetError, asyncio.CancelledError):
+    except ConnectionResetError:  # the browser went away
         pass
     finally:
         request.app[CLIENTS].discard(q)

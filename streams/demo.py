@@ -104,10 +104,21 @@ def _start_ui(stack: contextlib.ExitStack, settings: Settings, port: int):
 
 
 def _hold(ui, vlog: VerdictLog) -> None:
-    """Keep broker, worker and ui up for the person looking at the page, until Ctrl-C."""
+    """Keep broker, worker and ui up for the person looking at the page, until Ctrl-C or SIGTERM
+    (both end here, so the with-blocks still stop the worker and the broker)."""
+    import signal
+
+    def interrupt(*_):
+        raise KeyboardInterrupt
+
+    # a shell that starts us in the background ignores SIGINT for us: take it back
+    old = {sig: signal.signal(sig, interrupt) for sig in (signal.SIGINT, signal.SIGTERM)}
     print(f"demo: {len(vlog.verdicts)} verdicts in; the page stays at {ui.url} until Ctrl-C", file=sys.stderr, flush=True)
     try:
         while True:
             time.sleep(3600)
     except KeyboardInterrupt:
         pass
+    finally:
+        for sig, handler in old.items():
+            signal.signal(sig, handler)

@@ -35,6 +35,11 @@ ARTIFACTS = REPO_ROOT / "artifacts" / "test-output"
 WAIT_S = 600
 
 
+def _child_env() -> dict[str, str]:
+    """This checkout first on the path of child processes (as streams.worker does)."""
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH", "")]))}
+
+
 class UIProcess:
     """`dialcheck ui --port 0` as a child process; the URL is read from its first line."""
 
@@ -44,9 +49,8 @@ class UIProcess:
         self.url: str | None = None
 
     def __enter__(self) -> "UIProcess":
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH", "")]))}
         self.proc = subprocess.Popen([sys.executable, "-u", "-m", "dialcheck.cli", "ui", "--broker", self.bootstrap,
-                                      "--port", "0", *self.extra], cwd=str(REPO_ROOT), env=env, stdout=subprocess.PIPE,
+                                      "--port", "0", *self.extra], cwd=str(REPO_ROOT), env=_child_env(), stdout=subprocess.PIPE,
                                      stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, text=True)
         lines: list[str] = []
         found = threading.Event()
@@ -183,8 +187,7 @@ def test_ui_shows_the_topics_verdicts_in_chromium(tmp_path):
 
 
 def _cli(*args: str) -> str:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH", "")]))}
-    proc = subprocess.run([sys.executable, "-m", "dialcheck.cli", *args], cwd=str(REPO_ROOT), env=env,
+    proc = subprocess.run([sys.executable, "-m", "dialcheck.cli", *args], cwd=str(REPO_ROOT), env=_child_env(),
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return proc.stdout

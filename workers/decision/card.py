@@ -41,9 +41,10 @@ features) to the claim label. Format `dialcheck-decision` v1: plain JSON numbers
 `workers.decision.DecisionLayer.load` (no pickle, no scikit-learn needed at inference).
 
 - **Method:** `{layer.method}` (chosen as the best mean macro-F1 in grouped cross-validation below)
-- **Fitted on:** all {f['records']} records of DialFact `{f['data']}` ({f['protocol'].upper()} protocol =
-  gold evidence windows; surface `{f['surface']}`, hypothesis context turns {f['hypothesis_context_turns']},
-  τ_FV {f['tau_fv']}, top {f['max_windows']} windows)
+- **Fitted on:** all {f['records']} records of DialFact `{f['data']}` ({f['protocol'].upper()} protocol:
+  {'gold evidence' if f['protocol'] == 'fv' else 'the top retrieved passages'}; surface `{f['surface']}`,
+  hypothesis context turns {f['hypothesis_context_turns']}, τ_FV {f['tau_fv']}, top {f['max_windows']} windows)
+- **Used for:** {'`dialcheck eval --protocol fv`' if f['protocol'] == 'fv' else 'E2E: the stream worker, `dialcheck check`, `dialcheck eval --protocol e2e`'}
 - **NLI model:** `{m['nli_model']['version']}` (weights fingerprint `{m['nli_model']['fingerprint']}`); refit
   the layer whenever the NLI model changes (`dialcheck tune fit`).
 - **Fitted:** {m['date']}

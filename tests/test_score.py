@@ -103,3 +103,15 @@ def test_reference_check_fails_below_and_passes_at_reference(fv_run, tmp_path):
     shipped = dialcheck("score", str(fv_run["run"]), "--gold", str(fv_run["gold"]), "--check",
                         str(REPO_ROOT / "bench" / "reference.json"))
     assert shipped.returncode == 1 and "300 records" in shipped.stderr
+
+
+@pytest.mark.parametrize("fp, fn, published", [(1, 53, 15.63), (17, 37, 15.62)])
+def test_label_metrics_round_like_the_published_tables(fp, fn, published):
+    """scikit-learn counts, F1 as 2PR/(P+R): an F1 of exactly 5/32 rounds as the README's numbers did
+    (sklearn's own 2TP/(2TP+FP+FN) would give 15.62 for both)."""
+    from workers.evaluate import label_metrics
+
+    nei, s, r = "NOT ENOUGH INFO", "SUPPORTS", "REFUTES"
+    gold = [nei] * 5 + [s] * fp + [nei] * fn
+    pred = [nei] * 5 + [nei] * fp + [r] * fn
+    assert label_metrics(gold, pred)["f1"][nei] == published

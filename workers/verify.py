@@ -85,6 +85,8 @@ class ClaimDecider:
             return label, probs, best
         from .decision import LABELS, ClaimEvidence
 
+        if not decisions:  # no evidence read (none retrieved, or an outage): nothing to decide on
+            return "NOT ENOUGH INFO", {"SUPPORTS": 0.0, "REFUTES": 0.0, "NOT ENOUGH INFO": 1.0}, None
         ev = ClaimEvidence(claim, np.array([d.probs for d in decisions]).reshape(len(decisions), 3),
                            np.array([d.window.prescore for d in decisions]),
                            np.array([d.window.passage_index for d in decisions], dtype=int), list(passage_scores), gate)

@@ -131,7 +131,7 @@ class VerifySettings(_Section):
         "Claim label from the window probabilities: 'layer' (the fitted decision layer in decision_params; best by "
         "grouped cross-validation, README), 'threshold' (entail/contradict >= threshold with the win gap, most "
         "confident window wins) or 'argmax' of the NLI classes per window.")
-    decision_params: str = _env("DECISION_PARAMS", str(REPO_ROOT / "triton_models" / "decision" / "decision.json"),
+    decision_params: str = _env("DECISION_PARAMS", str(REPO_ROOT / "workers" / "decision" / "params" / "decision.json"),
                                 "Decision layer JSON (dialcheck-decision v1, `dialcheck tune fit`); a file named "
                                 "decision-<protocol>.json next to it is preferred for that protocol.")
     checkworthy: bool = _env("CHECKWORTHY", False,

@@ -80,7 +80,7 @@ def test_folds_keep_each_conversation_in_one_fold():
 
 
 def test_shipped_layer_loads_with_current_features():
-    path = REPO / "triton_models" / "decision" / "decision.json"
+    path = REPO / "workers" / "decision" / "params" / "decision.json"
     layer = DecisionLayer.load(path)
     if layer.method == "logreg":
         assert layer.params["features"] == list(FEATURES)

@@ -34,7 +34,7 @@ def register(sub) -> None:
     g.set_defaults(func=run_gate)
     f.add_argument("--method", default="logreg")
     f.add_argument("--surface", default="r4g")
-    f.add_argument("--out", default="triton_models/decision/decision.json")
+    f.add_argument("--out", default="workers/decision/params/decision.json")
     f.set_defaults(func=run_fit)
     c.add_argument("--method", default="logreg")
     c.add_argument("--surface", default="r0")

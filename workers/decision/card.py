@@ -36,7 +36,7 @@ def write_card(path: Path, layer: DecisionLayer) -> None:
                      for name, r in m["cv"].items() if isinstance(r, dict))
     path.write_text(f"""# Decision layer card
 
-`{path.parent.name}/{'decision' + path.stem[len('DECISION_CARD'):]}.json` maps the verifier's window-level NLI probabilities (and claim
+`workers/decision/params/{'decision' + path.stem[len('DECISION_CARD'):]}.json` maps the verifier's window-level NLI probabilities (and claim
 features) to the claim label. Format `dialcheck-decision` v1: plain JSON numbers, loaded by
 `workers.decision.DecisionLayer.load` (no pickle, no scikit-learn needed at inference).
 

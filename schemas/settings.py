@@ -170,7 +170,12 @@ class StreamSettings(_Section):
     context_idle_s: float = _env("CONTEXT_IDLE_S", 3600.0, "Evict a conversation idle this long (0: never).", ge=0)
     check_roles: str = _env("CHECK_ROLES", "assistant,bot", "Speaker roles whose turns are checked (comma list).")
     max_text_chars: int = _env("MAX_TEXT_CHARS", 4000, "Longer turns are rejected to the dead-letter topic.", ge=1)
-    batch_size: int = _env("BATCH_SIZE", 16, "Turns per model batch in the stream worker.", ge=1, le=10000)
+    batch_size: int = _env("BATCH_SIZE", 16, "Claims per model batch (eval, benchmarks, the stream's batch path).",
+                           ge=1, le=10000)
+    take_events: int = _env("TAKE_EVENTS", 64,
+                            "Records the worker takes per step (context turns included); the checked turns among them "
+                            "are one pipeline call. 16 measured 0.74x the batch path's claims/s on DialFact replay "
+                            "(~5 turns per claim: ~3 claims per call).", ge=1, le=10000)
     batch_within_s: float = _env("BATCH_WITHIN_S", 0.2, "Max wait to fill a batch.", gt=0, le=60)
     status_interval_s: float = _env("STREAM_STATUS_S", 5.0, "Worker status log and idle-eviction sweep period.",
                                     gt=0, le=3600)

@@ -274,7 +274,7 @@ def create_app(settings: Settings, checker: Checker) -> faust.App:
 
     @app.agent(turns_topic, name="check-turns")
     async def check_turns(stream):
-        async for events in stream.take_events(st.batch_size, within=st.batch_within_s):
+        async for events in stream.take_events(st.take_events, within=st.batch_within_s):
             await handle(events)
 
     def install_scrubber() -> None:

@@ -90,7 +90,7 @@ def train(cfg: TrainConfig) -> Path:
     model = AutoModelForSequenceClassification.from_pretrained(
         base, num_labels=3, id2label={0: "entailment", 1: "neutral", 2: "contradiction"},
         label2id={"entailment": 0, "neutral": 1, "contradiction": 2}).float().to(device)
-    train_set, valid_set, counts = training_pairs(cfg.data.dir)
+    train_set, valid_set, counts = training_pairs(cfg.data_dir)
     print(f"[nli-train] {len(train_set)} train / {len(valid_set)} validation pairs on {device}"
           f"{' (' + torch.cuda.get_device_name() + ', bf16 autocast)' if device == 'cuda' else ''}; sources {counts}",
           flush=True)
@@ -98,7 +98,7 @@ def train(cfg: TrainConfig) -> Path:
               truncation="longest_first", max_length=cfg.max_length)
     ids, types = enc["input_ids"], enc["token_type_ids"]
     labels = [p.label for p in train_set]
-    steps_per_epoch = math.ceil(len(train_set) / cfg.stream.batch_size)
+    steps_per_epoch = math.ceil(len(train_set) / cfg.batch_size)
     total = int(steps_per_epoch * cfg.epochs)
     optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
     scheduler = get_linear_schedule_with_warmup(optimizer, int(total * cfg.warmup_ratio), total)
@@ -122,7 +122,7 @@ def train(cfg: TrainConfig) -> Path:
     while step < total:
         epoch = step // steps_per_epoch
         if not epoch_batches or step % steps_per_epoch == 0 or len(epoch_batches) != steps_per_epoch:
-            epoch_batches = _bucketed_batches([len(x) for x in ids], cfg.stream.batch_size, cfg.seed + epoch)
+            epoch_batches = _bucketed_batches([len(x) for x in ids], cfg.batch_size, cfg.seed + epoch)
         batch_idx = epoch_batches[step % steps_per_epoch]
         width = max(len(ids[i]) for i in batch_idx)
         inp = torch.zeros(len(batch_idx), width, dtype=torch.long)
@@ -148,7 +148,7 @@ def train(cfg: TrainConfig) -> Path:
         if step % cfg.log_every == 0:
             el = time.time() - t0
             rate = seen / el
-            eta = (total - step) * cfg.stream.batch_size / max(rate, 1e-9)
+            eta = (total - step) * cfg.batch_size / max(rate, 1e-9)
             print(f"[nli-train] step {step}/{total} loss {loss_acc / cfg.log_every:.4f} "
                   f"{rate:.1f} pairs/s eta {eta / 60:.1f} min", flush=True)
             loss_acc = 0.0

@@ -31,6 +31,7 @@ def register(sub) -> None:
     d.add_argument("--transfer", default="", help="comma list of foolmetwice,wice (in NLI training data: optimistic)")
     d.set_defaults(func=run_decision)
     g.add_argument("--method", default="logreg")
+    g.add_argument("--which", choices=["fv", "ir"], default="fv", help="τ_FV (FV labels) or τ_IR (E2E labels)")
     g.set_defaults(func=run_gate)
     f.add_argument("--method", default="logreg")
     f.add_argument("--surface", default="r4g")
@@ -83,9 +84,12 @@ def run_decision(args) -> int:
 
 
 def run_gate(args) -> int:
-    from workers.decision.tune import tune_tau
+    from workers.decision.tune import tune_tau, tune_tau_ir
 
-    res = tune_tau(_tuner(args), args.method, k=args.folds, protocol=args.protocol)
+    if args.which == "ir":
+        res = tune_tau_ir(_tuner(args), args.method, k=args.folds)
+    else:
+        res = tune_tau(_tuner(args), args.method, k=args.folds, protocol=args.protocol)
     print(json.dumps(res, indent=1) if args.json else res)
     return 0
 

@@ -293,3 +293,35 @@ def bm25_tokenizer_report(settings, data: str | None = None) -> dict:
         out[name] = {k: v for k, v in m.items() if k != "n"}
         log(f"{name}: {out[name]}")
     return out
+
+
+def tune_tau_ir(tuner: Tuner, method: str = "logreg", taus=tuple(np.round(np.arange(0.50, 0.96, 0.05), 2)),
+                k: int = 5) -> dict:
+    """τ_IR by the same grouped CV on E2E labels (R4 + gate, τ_FV from settings). Retrieval results
+    are reused: a claim routed to the rewrite at τ ≥ 0.50 was also routed at 0.50 (acceptance is
+    monotone in τ), so its passages are those of the 0.50 run; otherwise those of R0."""
+    gates = tuner.gates()
+    p_r0, p_alt = tuner.passages("r0"), tuner.passages("r4g", tau_ir=0.50)
+    y, g = tuner.ts.labels, tuner.ts.groups
+    curve, evs = {}, {}
+    for t in taus:
+        mixed = {r.id: (p_alt[r.id] if gates.get(r.id) is not None and gates[r.id][0] >= t else p_r0[r.id])
+                 for r in tuner.ts.records}
+        evs[t] = evidence(tuner.ts, tuner.nli, "r4g", tuner.settings.verify.hypothesis_context_turns, mixed, gates,
+                          tuner.settings.gate.tau_fv, tuner.settings.verify.max_windows)
+        curve[str(t)] = cross_validate(evs[t], y, g, lambda: DecisionLayer(method), k)["mean"]
+        log(f"tau_ir {t}: {curve[str(t)]}")
+    outer, chosen = [], []
+    for test in folds(g, k):
+        train = np.setdiff1d(np.arange(len(y)), test)
+        inner = {t: cross_validate([evs[t][i] for i in train], [y[i] for i in train], [g[i] for i in train],
+                                   lambda: DecisionLayer(method), k)["mean"] for t in taus}
+        best = max(taus, key=lambda t: (inner[t], -abs(t - 0.5)))
+        layer = DecisionLayer(method).fit([evs[best][i] for i in train], [y[i] for i in train])
+        outer.append(macro_f1([y[i] for i in test], layer.predict([evs[best][i] for i in test])))
+        chosen.append(float(best))
+    routed = {str(t): round(100 * float(np.mean([s[0] >= t for s in gates.values()])), 1) for t in taus}
+    return {"method": method, "tau_fv": tuner.settings.gate.tau_fv, "cv_mean_by_tau_ir": curve,
+            "routed_share_of_candidates": routed,
+            "nested": {"folds": [round(f, 2) for f in outer], "mean": round(float(np.mean(outer)), 2),
+                       "std": round(float(np.std(outer)), 2), "tau_chosen_per_fold": chosen}}

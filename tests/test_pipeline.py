@@ -46,6 +46,13 @@ def test_fv_verdicts_on_dialfact(fv_pipeline, dialfact_records):
             assert v.surface.gate.accepted == (v.surface.gate.score >= v.surface.gate.threshold)
             assert v.surface.text == (v.surface.candidate_text if v.surface.gate.accepted else r.response)
         assert v.evidence and v.evidence[0].text in [t for _, t in r.evidence]
+        windows = [e.window for e in v.evidence]
+        assert len(windows) == len(set(windows)), "the same window listed twice"
+        # the rationale names what decided, on the window shown first, with its numbers
+        why = v.rationale
+        assert why["rule"] == fv_pipeline.decision_rule() and v.label in why["summary"]
+        assert why["window"]["text"] == v.evidence[0].window
+        assert why["numbers"]["entail"] == round(v.evidence[0].entail, 4)
 
 
 def test_pronoun_claim_routed_through_gate(fv_pipeline):

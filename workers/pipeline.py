@@ -26,6 +26,9 @@ from .verify import ClaimDecider, aggregate
 PROTOCOLS = ("fv", "e2e", "ir")
 SURFACES = ("r0", "r1", "r2", "r3", "r4", "r4g")
 OUTAGES = (ModelUnavailable, SearchUnavailable)
+# e2e: below this lexical pre-score the deciding window hardly mentions the claim's words; the
+# verdict stays ok (a decision was made) but says so in its status reason
+WEAK_EVIDENCE_PRESCORE = 0.15
 
 __all__ = ["CheckItem", "ClaimState", "Pipeline", "PROTOCOLS", "SURFACES", "load_searcher"]
 
@@ -163,7 +166,7 @@ class Pipeline:
                 probs = {"SUPPORTS": 0.0, "REFUTES": 0.0, "NOT ENOUGH INFO": 1.0}
         evidence = []
         ranked = sorted(st.decisions, key=lambda d: -max(d.probs[ENTAILMENT], d.probs[CONTRADICTION]))
-        shown = ([best] if best else []) + [d for d in ranked if d is not best][:2]
+        shown = list({d.window.text: d for d in reversed(([best] if best else []) + ranked)}.values())[::-1][:3]
         for d in shown:
             p = st.passages[d.window.passage_index]
             evidence.append(Evidence(p.id, p.title, p.text, d.window.text, float(p.score) if p.score else None,
@@ -176,14 +179,54 @@ class Pipeline:
             status = Status("ok", st.skip_reason)
         elif self.protocol == "e2e" and not st.passages:
             status = Status("ok", "no passage retrieved")
+        elif self.protocol == "e2e" and best is not None and best.window.prescore < WEAK_EVIDENCE_PRESCORE:
+            status = Status("ok", f"weak evidence: the best window shares little with the claim "
+                                  f"(pre-score {best.window.prescore:.2f} < {WEAK_EVIDENCE_PRESCORE})")
         else:
             status = Status("ok")
         assert label in LABELS
-        return Verdict(
+        return Verdict(rationale=self._rationale(st, label, best, probs),
             conversation_id=st.item.conversation_id, turn_id=st.item.turn_id,
             claim_id=claim_id(st.item.conversation_id, st.item.turn_id, st.item.claim), claim=st.item.claim,
             surface=st.fv_surface or Surface("r0", st.item.claim), label=label, probabilities=probs,
             evidence=evidence, model_versions=self.model_versions(), timings_ms=st.timings, status=status)
+
+    def _rationale(self, st: ClaimState, label: str, best, probs: dict[str, float]) -> dict:
+        """Which rule or layer decided, on which numbers, reading which window (verdict.schema.json)."""
+        if any(s == "error" for s, _ in st.problems):
+            rule = "error"
+        elif st.skip_reason:
+            rule = "not-check-worthy"
+        elif not st.decisions:
+            rule = "no-evidence"
+        else:
+            rule = self.decision_rule()
+        numbers: dict = {}
+        window = None
+        if best is not None:
+            e, n, c = (round(float(best.probs[i]), 4) for i in (ENTAILMENT, NEUTRAL, CONTRADICTION))
+            numbers.update(entail=e, neutral=n, contradict=c, prescore=round(best.window.prescore, 4))
+            if rule == "threshold":
+                v = self.settings.verify
+                numbers.update(threshold=v.entail_threshold, win_gap=v.win_gap)
+            p = st.passages[best.window.passage_index]
+            window = {"passage_id": p.id, "title": p.title, "text": best.window.text}
+        if rule.startswith("layer"):
+            numbers.update({f"p_{k.lower().replace(' ', '_')}": round(float(x), 4) for k, x in probs.items()})
+        numbers["windows_read"] = len(st.decisions)
+        what = {"error": "a backend failed, so nothing was decided", "no-evidence": "no evidence window was read",
+                "not-check-worthy": "the turn states no checkable fact"}.get(rule)
+        summary = (f"{label}: {what}." if what else
+                   f"{label} by {rule} over {len(st.decisions)} windows; deciding window from '{window['title']}' "
+                   f"(entail {numbers['entail']:.2f}, contradict {numbers['contradict']:.2f}).")
+        return {"rule": rule, "numbers": numbers, "window": window, "summary": summary}
+
+    def decision_rule(self) -> str:
+        deciders = [st.decider for st in self.stages if isinstance(st, VerifyStage)]
+        if not deciders:
+            return "none"
+        d = deciders[0]
+        return f"layer:{d.layer.method}" if d.layer is not None else d.decision
 
     def model_versions(self) -> dict[str, str]:
         v = {"nli": getattr(self.nli, "version", "?"), "encoder": getattr(self.encoder, "version", "?"),

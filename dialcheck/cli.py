@@ -17,7 +17,7 @@ def _version() -> str:
     except PackageNotFoundError:
         return "unknown"
 
-COMMAND_MODULES = ("check", "evaluate", "index", "nli", "stream", "serve", "config", "tune",
+COMMAND_MODULES = ("check", "eval", "index", "nli", "stream", "serve", "config", "tune",
                    "score",
                    "ui")
 

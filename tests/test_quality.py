@@ -55,7 +55,7 @@ def test_known_wrong_items(fv_pipeline, label, claim, evidence):
 
 
 def test_macro_f1_floor_on_fixed_slice(fv_pipeline, dialfact_records):
-    from workers.evaluate import label_metrics
+    from workers.scoring import label_metrics
 
     recs = dialfact_records[:SLICE]
     verdicts = fv_pipeline.check_many([r.to_check_item("fv") for r in recs])

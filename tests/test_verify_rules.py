@@ -1,7 +1,7 @@
 """Windows, lexical pre-score, decision rule and aggregation (pure functions)."""
 import numpy as np
 
-from workers.evaluate import label_metrics, retrieval_metrics
+from workers.scoring import label_metrics, retrieval_metrics
 from workers.text import with_context
 from workers.verify import WindowDecision, aggregate, decide_window
 from workers.windows import Window, prescore, top_windows, windows

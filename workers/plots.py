@@ -13,7 +13,7 @@ from typing import Sequence
 
 from schemas import LABELS
 
-from .evaluate import group_rows, ir_records, label_metrics, response_claim_id, retrieval_metrics
+from .scoring import group_rows, ir_records, label_metrics, response_claim_id, retrieval_metrics
 
 SHORT = {"SUPPORTS": "S", "REFUTES": "R", "NOT ENOUGH INFO": "NEI"}
 TAUS = [round(i / 100, 2) for i in range(101)]

@@ -52,7 +52,7 @@ def run_evaluate(args) -> int:
 
     from schemas.settings import Settings, load_settings
     from workers.models.onnx_nli import OnnxNLI, read_calibration
-    from workers.nli.evaluate import evaluate_model
+    from workers.nli.benchmarks import evaluate_model
 
     s = load_settings(data={"dir": args.data_dir}, models={"nli_model_dir": args.model_dir})
     result = evaluate_model(OnnxNLI(s.models.nli_model_dir), s.data.dir, args.limit)

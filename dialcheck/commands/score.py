@@ -33,7 +33,7 @@ def read_rows(paths) -> list[dict]:
 def run(args) -> int:
     from schemas.items import load_dialfact
     from schemas.settings import load_settings
-    from workers.evaluate import group_rows, score_run
+    from workers.scoring import group_rows, score_run
 
     gold = args.gold or load_settings().data.dialfact_sample
     records = load_dialfact(gold, args.limit)
@@ -48,7 +48,7 @@ def run(args) -> int:
             print(f"[score] figure: {path}", file=sys.stderr)
     status = 0
     if args.check:
-        from workers.evaluate import check_reference
+        from workers.scoring import check_reference
 
         with open(args.check, encoding="utf-8") as f:
             reference = json.load(f)
@@ -60,7 +60,7 @@ def run(args) -> int:
         if args.json:
             print(json.dumps(result, indent=1))
         else:
-            from dialcheck.commands.evaluate import print_table
+            from dialcheck.commands.eval import print_table
 
             print_table(result)
     return status

@@ -71,7 +71,7 @@ def cmd_verdicts(args) -> int:
         except KeyboardInterrupt:
             pass
     if args.gold:  # the evaluator's scoring, as `dialcheck score` runs it on `verdicts --json` lines
-        from workers.evaluate import score_run
+        from workers.scoring import score_run
 
         if not vlog.verdicts:
             print("no verdicts on the topic to score", file=sys.stderr)
@@ -81,7 +81,7 @@ def cmd_verdicts(args) -> int:
         if args.json:
             print(json.dumps(result, indent=1))
         else:
-            from dialcheck.commands.evaluate import print_table
+            from dialcheck.commands.eval import print_table
 
             print_table(result)
     return 0
@@ -89,7 +89,7 @@ def cmd_verdicts(args) -> int:
 
 def _demo_metrics(verdicts: dict, records: list) -> dict:
     """The evaluator's metrics of the demo's one surface (flat: accuracy, macro_f1, ...)."""
-    from workers.evaluate import score_run
+    from workers.scoring import score_run
 
     if not verdicts:
         return {}

@@ -25,8 +25,8 @@ def register(sub) -> None:
 def run(args) -> int:
     from schemas.items import load_dialfact
     from schemas.settings import load_settings
-    from workers.evaluate import score_run
-    from workers.evaluation_runner import ir_rows, label_rows
+    from workers.scoring import score_run
+    from workers.runs import ir_rows, label_rows
     from workers.pipeline import SURFACES, Pipeline
 
     settings = load_settings(retrieval={"index_dir": args.index}, models={"backend": args.models})

@@ -18,7 +18,7 @@ from typing import Callable
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from schemas.settings import Settings, load_settings  # noqa: E402
+from schemas.settings import load_settings  # noqa: E402
 
 
 def _throughput(fn: Callable[[], object], n: int) -> float:

@@ -21,6 +21,8 @@ import threading
 import time
 from pathlib import Path
 
+import numpy as np
+
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from schemas import ChatTurn, claim_id  # noqa: E402
@@ -38,12 +40,8 @@ STANDIN = ["--pipeline", "bench.soak_standin:create"]
 
 
 def percentile(xs: list[float], q: float) -> float:
-    xs = sorted(xs)
-    if not xs:
-        return float("nan")
-    k = (len(xs) - 1) * q
-    lo, hi = int(k), min(int(k) + 1, len(xs) - 1)
-    return xs[lo] + (xs[hi] - xs[lo]) * (k - lo)
+    """Linear-interpolated percentile (numpy's default), NaN for no data."""
+    return float(np.percentile(xs, q * 100)) if len(xs) else float("nan")
 
 
 def peak_rss_mb(pid: int | None) -> float:

@@ -18,6 +18,8 @@ import threading
 import time
 from pathlib import Path
 
+import numpy as np
+
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from schemas.settings import Settings, load_settings  # noqa: E402
@@ -32,12 +34,8 @@ DATA = load_settings().data.dialfact_sample
 
 
 def percentile(xs: list[float], q: float) -> float:
-    xs = sorted(xs)
-    if not xs:
-        return float("nan")
-    k = (len(xs) - 1) * q
-    lo, hi = int(k), min(int(k) + 1, len(xs) - 1)
-    return xs[lo] + (xs[hi] - xs[lo]) * (k - lo)
+    """Linear-interpolated percentile (numpy's default), NaN for no data."""
+    return float(np.percentile(xs, q * 100)) if len(xs) else float("nan")
 
 
 def batch_path(settings: Settings, records, spec: str) -> dict:

@@ -28,7 +28,7 @@ import time
 
 import faust
 
-from schemas.settings import Settings, load_settings
+from schemas.settings import Settings
 from schemas import InvalidEvent
 from schemas.items import CheckItem
 from schemas.protocols import Checker

@@ -16,7 +16,7 @@ import time
 import weakref
 from typing import Callable, Iterator
 
-from schemas.settings import Settings, load_settings
+from schemas.settings import Settings
 
 
 _PR_SET_PDEATHSIG = 1

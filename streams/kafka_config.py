@@ -8,7 +8,7 @@ from __future__ import annotations
 import ssl
 from typing import Any
 
-from schemas.settings import Settings, load_settings
+from schemas.settings import Settings
 
 _PROTOCOLS = {"PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"}
 

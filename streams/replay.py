@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Callable, Iterable, Sequence
 
-from schemas.settings import Settings, load_settings
+from schemas.settings import Settings
 from schemas import ChatTurn, claim_id
 
 from .kafka_config import kafka_python_kwargs

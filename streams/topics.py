@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 
-from schemas.settings import Settings, load_settings
+from schemas.settings import Settings
 
 from .kafka_config import kafka_python_kwargs
 

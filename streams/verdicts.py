@@ -9,7 +9,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Iterator
 
-from schemas.settings import Settings, load_settings
+from schemas.settings import Settings
 import orjson
 
 from schemas import InvalidEvent, Verdict, parse_verdict

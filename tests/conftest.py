@@ -15,7 +15,7 @@ REPO = Path(__file__).resolve().parent.parent
 
 @pytest.fixture(scope="session")
 def settings():
-    from schemas.settings import Settings, load_settings
+    from schemas.settings import load_settings
 
     return load_settings()
 
@@ -56,3 +56,12 @@ def index_dir(settings, encoder, data_dir):
 
     ensure_index(settings, encoder)
     return Path(settings.retrieval.index_dir)
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory):
+    """A real embedded Tansu broker per test module (stopped on every exit path)."""
+    from streams.broker import EmbeddedBroker
+
+    with EmbeddedBroker(log_path=str(tmp_path_factory.mktemp("broker") / "tansu.log")) as b:
+        yield b

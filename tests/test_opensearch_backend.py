@@ -13,7 +13,7 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from schemas.settings import Settings, load_settings  # noqa: E402
+from schemas.settings import load_settings  # noqa: E402
 from schemas.protocols import Passage, SearchUnavailable  # noqa: E402
 from workers.retrieval.bm25 import EmbeddedIndex  # noqa: E402
 from workers.retrieval.dense import context_union, dense_rescore  # noqa: E402

@@ -1,5 +1,4 @@
 """Gate and pipeline with real models and real DialFact records."""
-from dataclasses import replace
 
 import pytest
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from schemas.items import CheckItem, load_dialfact
+from schemas.items import CheckItem
 
 ELVIS = [("Elvis Presley", "Elvis Aaron Presley (January 8, 1935 – August 16, 1977) was an American singer and "
                            "actor. He was born in Tupelo, Mississippi, and moved to Memphis, Tennessee, with his "

@@ -17,7 +17,6 @@ import time
 import pytest
 
 from schemas.settings import load_settings
-from streams.broker import EmbeddedBroker
 from streams.checking import validate_event
 from streams.replay import TurnProducer
 from streams.topics import ensure_topics
@@ -152,12 +151,6 @@ def test_hygiene_normalises_what_it_accepts():
     t = validate_event(b"c", turn_json("c", speaker="\uff21ssistant\u200b", text="\u202eThe  \uff26BI\u200b was founded in 1908."),
                        MAX_TEXT, MAX_EVENT, 16)
     assert t.speaker == "assistant" and t.text == "The  FBI was founded in 1908."
-
-
-@pytest.fixture(scope="module")
-def broker(tmp_path_factory):
-    with EmbeddedBroker(log_path=str(tmp_path_factory.mktemp("broker") / "tansu.log")) as b:
-        yield b
 
 
 @pytest.fixture(scope="module")

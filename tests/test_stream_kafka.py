@@ -17,7 +17,6 @@ import time
 import pytest
 
 from schemas.settings import Settings, load_settings
-from streams.broker import EmbeddedBroker
 from dialcheck.wiring import DEFAULT_CHECKER, load_checker
 from streams.replay import TurnProducer, iter_claim_ids, load_records, record_turns, replay
 from streams.topics import ensure_topics
@@ -38,12 +37,6 @@ def records():
     return {"main": recs[:N_MAIN], "crash_ctx": recs[N_MAIN:N_MAIN + N_CRASH_CTX],
             "crash": recs[N_MAIN + N_CRASH_CTX:N_MAIN + N_CRASH_CTX + N_CRASH],
             "bad_good": recs[N_MAIN + N_CRASH_CTX + N_CRASH:]}
-
-
-@pytest.fixture(scope="module")
-def broker(tmp_path_factory):
-    with EmbeddedBroker(log_path=str(tmp_path_factory.mktemp("broker") / "tansu.log")) as b:
-        yield b
 
 
 @pytest.fixture(scope="module")

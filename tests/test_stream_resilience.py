@@ -13,12 +13,10 @@ from __future__ import annotations
 import threading
 import time
 
-import pytest
 
 from schemas import ChatTurn, claim_id
 from schemas.settings import Settings, load_settings
 from streams.app import partition_of
-from streams.broker import EmbeddedBroker
 from streams.replay import TurnProducer
 from streams.topics import ensure_topics
 from streams.verdicts import VerdictLog, collect_verdicts, end_offsets, read_dead_letters
@@ -26,12 +24,6 @@ from streams.worker import WorkerProcess
 from tests.stream_standin import context_digest
 
 STANDIN = ["--pipeline", "tests.stream_standin:create"]
-
-
-@pytest.fixture(scope="module")
-def broker(tmp_path_factory):
-    with EmbeddedBroker(log_path=str(tmp_path_factory.mktemp("broker") / "tansu.log")) as b:
-        yield b
 
 
 def stream_settings(broker, prefix: str, **stream) -> Settings:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from schemas.settings import Settings, load_settings
+from schemas.settings import load_settings
 from schemas import ChatTurn, InvalidEvent, claim_id, parse_verdict
 from streams.checking import check_safely, error_verdict, validate_event
 from streams.context import add_turn, is_idle, parse_roles, should_check

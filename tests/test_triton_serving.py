@@ -12,7 +12,7 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from schemas.settings import Settings, load_settings  # noqa: E402
+from schemas.settings import load_settings  # noqa: E402
 from infra.triton_server import TritonServer  # noqa: E402
 from schemas.protocols import ModelUnavailable  # noqa: E402
 

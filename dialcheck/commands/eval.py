@@ -60,11 +60,16 @@ def run(args) -> int:
 
         for path in plot_run(rows, records, args.plots):
             print(f"[eval] figure: {path}", file=sys.stderr)
-    if args.json:
+    print_result(result, args.json)
+    return 0
+
+
+def print_result(result: dict, as_json: bool) -> None:
+    """The metrics JSON (`--json`) or a table: eval, score and verdicts --gold print alike."""
+    if as_json:
         print(json.dumps(result, indent=1))
     else:
         print_table(result)
-    return 0
 
 
 def print_table(result: dict) -> None:

@@ -39,7 +39,7 @@ def run_train(args) -> int:
 
 
 def run_release(args) -> int:
-    from schemas.settings import Settings, load_settings
+    from schemas.settings import load_settings
     from workers.nli.release import release
 
     s = load_settings(data={"dir": args.data_dir})
@@ -50,7 +50,7 @@ def run_release(args) -> int:
 def run_evaluate(args) -> int:
     from pathlib import Path
 
-    from schemas.settings import Settings, load_settings
+    from schemas.settings import load_settings
     from workers.models.onnx_nli import OnnxNLI, read_calibration
     from workers.nli.benchmarks import evaluate_model
 

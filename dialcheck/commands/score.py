@@ -57,10 +57,7 @@ def run(args) -> int:
             print(f"score --check: {len(failures)} below reference: " + "; ".join(failures), file=sys.stderr)
             status = 1
     for result in results:
-        if args.json:
-            print(json.dumps(result, indent=1))
-        else:
-            from dialcheck.commands.eval import print_table
+        from dialcheck.commands.eval import print_result
 
-            print_table(result)
+        print_result(result, args.json)
     return status

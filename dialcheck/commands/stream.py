@@ -78,12 +78,9 @@ def cmd_verdicts(args) -> int:
             return 1
         result = score_run([v.to_dict() for v in vlog.verdicts.values()], load_records(args.gold), args.gold)
         print(f"[verdicts] {len(vlog.verdicts)} verdicts, {vlog.duplicates} duplicates dropped", file=sys.stderr)
-        if args.json:
-            print(json.dumps(result, indent=1))
-        else:
-            from dialcheck.commands.eval import print_table
+        from dialcheck.commands.eval import print_result
 
-            print_table(result)
+        print_result(result, args.json)
     return 0
 
 

@@ -103,28 +103,27 @@ def run_fit(args) -> int:
     return 0
 
 
+def _print(args, res) -> int:
+    print(json.dumps(res, indent=1) if args.json else res)
+    return 0
+
+
 def run_checkworthy(args) -> int:
     from workers.decision.tune import checkworthy_report
 
-    res = checkworthy_report(_tuner(args), args.method, args.folds, args.protocol, args.surface)
-    print(json.dumps(res, indent=1) if args.json else res)
-    return 0
+    return _print(args, checkworthy_report(_tuner(args), args.method, args.folds, args.protocol, args.surface))
 
 
 def run_segment(args) -> int:
     from workers.decision.tune import segmentation_report
 
-    res = segmentation_report(_tuner(args), args.method, args.folds)
-    print(json.dumps(res, indent=1) if args.json else res)
-    return 0
+    return _print(args, segmentation_report(_tuner(args), args.method, args.folds))
 
 
 def run_windows(args) -> int:
     from workers.decision.tune import window_variants_report
 
-    res = window_variants_report(_tuner(args), args.method, args.folds, args.protocol, args.surface)
-    print(json.dumps(res, indent=1) if args.json else res)
-    return 0
+    return _print(args, window_variants_report(_tuner(args), args.method, args.folds, args.protocol, args.surface))
 
 
 def run_bm25(args) -> int:

@@ -2,7 +2,7 @@
 settings.models.backend is a triton:// URL."""
 from __future__ import annotations
 
-from schemas.settings import Settings, load_settings
+from schemas.settings import Settings
 
 from schemas.protocols import Encoder, NLIModel
 

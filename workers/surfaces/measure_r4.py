@@ -62,7 +62,7 @@ def measure(records, gate=None, gate_context_turns: int = 2) -> dict:
 
 
 def main() -> None:
-    from schemas.settings import Settings, load_settings
+    from schemas.settings import load_settings
     from schemas.items import load_dialfact
 
     ap = argparse.ArgumentParser()

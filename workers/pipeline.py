@@ -217,7 +217,7 @@ class Pipeline:
         what = {"error": "a backend failed, so nothing was decided", "no-evidence": "no evidence window was read",
                 "not-check-worthy": "the turn states no checkable fact"}.get(rule)
         summary = (f"{label}: {what}." if what else
-                   f"{label} by {rule} over {len(st.decisions)} windows; deciding window from '{window['title']}' "
+                   f"{label} by {rule} over {len(st.decisions)} window(s); deciding window from '{window['title']}' "
                    f"(entail {numbers['entail']:.2f}, contradict {numbers['contradict']:.2f}).")
         return {"rule": rule, "numbers": numbers, "window": window, "summary": summary}
 

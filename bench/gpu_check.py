@@ -35,9 +35,11 @@ def _timed(fn, n: int) -> float:
     return round(n / (time.perf_counter() - t), 1)
 
 
-def section(out: dict, name: str):
+def section(out: dict, name: str, skip: bool = False):
     """Decorator: run a section, keep its error in the JSON instead of raising."""
     def wrap(fn):
+        if skip:
+            return fn
         t = time.perf_counter()
         try:
             out[name] = fn()
@@ -54,6 +56,7 @@ def main() -> int:
     ap.add_argument("--out", default=os.environ.get("OUT", ".") + "/gpu_check.json")
     ap.add_argument("--device", default="auto")
     ap.add_argument("--quick", action="store_true", help="tiny sizes, for trying the script on CPU")
+    ap.add_argument("--write-labels", default=None, help="write the e2e labels of the 300 records here and stop")
     args = ap.parse_args()
     bundle = Path(args.bundle)
     import torch
@@ -67,7 +70,7 @@ def main() -> int:
     index_dir = Path("/tmp/dialcheck-gpu-index")
     pairs = [(e[2], r["response"]) for r in records for e in r.get("evidence_list", []) if len(e) >= 3]
 
-    @section(out, "nli")
+    @section(out, "nli", skip=bool(args.write_labels))
     def _nli():
         from workers.models.onnx_nli import HFNLI
 
@@ -80,7 +83,7 @@ def main() -> int:
             res[f"pairs_per_s_b{b}"] = _timed(lambda: nli.predict([p for p, _ in sample], [h for _, h in sample]), n)
         return res
 
-    @section(out, "e5")
+    @section(out, "e5", skip=bool(args.write_labels))
     def _e5():
         from workers.models.encoders import load_local_encoder
 
@@ -116,6 +119,9 @@ def main() -> int:
         recs = load_dialfact(bundle / "testsmall.jsonl", limit=8 if args.quick else None)
         pipe = Pipeline.from_settings(settings, "e2e", "r4g")
         labels = [v.label for v in pipe.check_many([r.to_check_item("e2e") for r in recs])]
+        if args.write_labels:  # `gpu_check.sh prepare`: the CPU reference the device run is compared with
+            Path(args.write_labels).write_text(json.dumps(labels))
+            return {"claims": len(labels), "labels_written": args.write_labels}
         reps = max(1, -(-3000 // len(recs))) if not args.quick else 2
         items = [r.to_check_item("e2e") for _ in range(reps) for r in recs]
         t = time.perf_counter()

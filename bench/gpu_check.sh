@@ -22,6 +22,9 @@ case "${1:-run}" in
     .venv/bin/pip download -q --no-deps --only-binary=:all: --python-version 3.12 --dest "$BUNDLE/wheels" \
       pydantic-settings==2.16.3 python-dotenv cachetools==5.5.2 tenacity==9.2.1 orjson==3.13.0 \
       jsonschema==4.26.0 bm25s==0.3.16 2>&1 | grep -v WARNING || true
+    # the CPU reference: the same checkpoint, index and records through the pipeline on this machine
+    HF_HUB_OFFLINE=1 .venv/bin/python bench/gpu_check.py --bundle "$BUNDLE" --device cpu \
+      --write-labels "$BUNDLE/labels_cpu.json" --out "$BUNDLE/prepare_check.json" >/dev/null
     du -sh "$BUNDLE"
     ;;
   run)

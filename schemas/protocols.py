@@ -80,3 +80,11 @@ class Checker(Protocol):
     the worker all call the same `check_many`."""
 
     def check_many(self, items: list[CheckItem]) -> list: ...
+
+
+@runtime_checkable
+class ClaimChecker(Checker, Protocol):
+    """A Checker that may split a turn into several claims: per item, every verdict to publish
+    (each claim's, then the turn's summary; one verdict when the turn is one claim)."""
+
+    def check_turns(self, items: list[CheckItem]) -> list[list]: ...

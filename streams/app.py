@@ -31,7 +31,7 @@ import faust
 from schemas.settings import Settings
 from schemas import InvalidEvent
 from schemas.items import CheckItem
-from schemas.protocols import Checker
+from schemas.protocols import Checker, ClaimChecker
 
 from .broker import free_port
 from .checking import DaemonExecutor, Scrubber, ScrubbingFilter, bound, check_safely, error_verdict, safe_verdict, validate_event
@@ -175,9 +175,12 @@ def create_app(settings: Settings, checker: Checker) -> faust.App:
         (its thread cannot be killed; a fresh thread takes the next batch) and its items get error
         verdicts, so one hung call cannot stall every partition this worker owns."""
         loop = asyncio.get_running_loop()
-        fut = loop.run_in_executor(pool["executor"], check_safely, checker.check_many, items)
+        # a ClaimChecker gives each item a list (claim verdicts, then the turn summary): all are published
+        call = checker.check_turns if isinstance(checker, ClaimChecker) else checker.check_many
+        fut = loop.run_in_executor(pool["executor"], check_safely, call, items)
         try:
-            return await asyncio.wait_for(fut, timeout=st.batch_deadline_s)
+            results = await asyncio.wait_for(fut, timeout=st.batch_deadline_s)
+            return [v for r in results for v in (r if isinstance(r, list) else [r])]
         except asyncio.TimeoutError:
             counters["deadline_expired"] += 1
             log.error("pipeline batch of %d exceeded its %.1f s deadline: error verdicts, call abandoned "

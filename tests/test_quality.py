@@ -82,6 +82,17 @@ def test_multi_sentence_turn_checked_claim_by_claim(settings, nli, encoder):
     assert len({v.claim_id for v in claims}) == 2
     (summary,) = pipe.check_many([item])
     assert summary.label == "REFUTES" and summary.claim == turn
+    # what the stream publishes for this turn: each claim's verdict, then the turn summary
+    from schemas import claim_id
+    from schemas.protocols import ClaimChecker
+
+    assert isinstance(pipe, ClaimChecker)
+    (published,) = pipe.check_turns([item])
+    assert [v.claim_id for v in published[:2]] == [v.claim_id for v in claims]
+    assert published[2].claim_id == claim_id("q", "7", turn) and published[2].label == "REFUTES"
+    assert published[2].rationale["rule"] == "turn-summary"
+    single = CheckItem("q", "8", ["Who was Elvis?"], "Elvis Presley was born in Tupelo, Mississippi.", ELVIS)
+    assert len(pipe.check_turns([single])[0]) == 1  # a one-claim turn: one verdict, as before
 
 
 def test_not_checkworthy_turn_skips_checking(settings, nli, encoder):

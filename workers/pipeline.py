@@ -112,21 +112,30 @@ class Pipeline:
     def check_many(self, items: list[CheckItem]) -> list[Verdict]:
         """One verdict per item. With `verify.segment`, each turn is checked claim by claim and its
         verdict is the turn summary: the worst claim's label (REFUTES > SUPPORTS > NEI) and evidence."""
+        return [turn[-1] for turn in self.check_turns(items)]
+
+    def check_turns(self, items: list[CheckItem]) -> list[list[Verdict]]:
+        """Per item, every verdict to publish: with `verify.segment` a turn of several claims gets
+        one verdict per claim (own claim_id) and then the turn summary (the turn's claim_id, the
+        worst label, its rationale saying so); otherwise the one verdict of the turn."""
         if not self.settings.verify.segment or self.protocol == "ir":
-            return [self._verdict(st) for st in self.run(items)]
+            return [[self._verdict(st)] for st in self.run(items)]
         from dataclasses import replace
 
         from .segment import turn_label
 
         out = []
         for item, claims in zip(items, self.check_segments(items)):
-            label = turn_label(v.label for v in claims)
-            worst = next(v for v in claims if v.label == label) if claims else None
-            if worst is None or len(claims) == 1:
-                out.append(claims[0] if claims else self._verdict(ClaimState(item)))
+            if len(claims) <= 1:
+                out.append(claims or [self._verdict(ClaimState(item))])
                 continue
-            out.append(replace(worst, claim=item.claim, claim_id=claim_id(item.conversation_id, item.turn_id, item.claim),
-                               surface=Surface("r0", item.claim), label=label))
+            label = turn_label(v.label for v in claims)
+            worst = next(v for v in claims if v.label == label)
+            why = {"rule": "turn-summary", "numbers": {"claims": len(claims)}, "window": (worst.rationale or {}).get("window"),
+                   "summary": f"{label}: the worst of {len(claims)} claims (REFUTES > SUPPORTS > NOT ENOUGH INFO); "
+                              f"claim ids {', '.join(v.claim_id for v in claims)}."}
+            out.append(claims + [replace(worst, claim=item.claim, surface=Surface("r0", item.claim), label=label,
+                                         claim_id=claim_id(item.conversation_id, item.turn_id, item.claim), rationale=why)])
         return out
 
     def check_segments(self, items: list[CheckItem]) -> list[list[Verdict]]:

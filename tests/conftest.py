@@ -65,3 +65,12 @@ def broker(tmp_path_factory):
 
     with EmbeddedBroker(log_path=str(tmp_path_factory.mktemp("broker") / "tansu.log")) as b:
         yield b
+
+
+@pytest.fixture
+def fresh_broker(tmp_path):
+    """A broker of the test's own, so a rerun starts from empty topics and groups."""
+    from streams.broker import EmbeddedBroker
+
+    with EmbeddedBroker(log_path=str(tmp_path / "tansu.log")) as b:
+        yield b

@@ -13,6 +13,8 @@ from __future__ import annotations
 import threading
 import time
 
+import pytest
+
 
 from schemas import ChatTurn, claim_id
 from schemas.settings import Settings, load_settings
@@ -49,7 +51,12 @@ def wait_until(cond, timeout_s: float, what: str, step: float = 0.5) -> None:
     raise TimeoutError(what)
 
 
-def test_sigkilled_worker_partitions_taken_over_with_context_and_no_claim_lost(broker, tmp_path):
+# kafka-python 3.0.x's test-side poll() was seen to block forever about 1 run in 10 here (the worker
+# uses aiokafka): the timeout turns such a hang into a failure and the one rerun gets a fresh broker
+@pytest.mark.timeout(420)
+@pytest.mark.flaky(reruns=1)
+def test_sigkilled_worker_partitions_taken_over_with_context_and_no_claim_lost(fresh_broker, tmp_path):
+    broker = fresh_broker
     s = stream_settings(broker, "scaleout")
     convs = [f"so-{i:02d}" for i in range(40)]
     turns = {c: conversation(c) for c in convs}

@@ -9,12 +9,10 @@ Not covered (osmem): real OpenSearch's alias semantics under concurrent searches
 """
 from __future__ import annotations
 
+import osmem_server as osmem  # the [test] extra installs it: a missing install fails here, not skips
 import pytest
 
 from schemas.protocols import Passage
-
-osmem = pytest.importorskip("osmem_server")
-
 from workers.retrieval.opensearch import (OpenSearchSearcher, alias_targets, build_versioned_index,  # noqa: E402
                                           connect)
 

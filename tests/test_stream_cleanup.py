@@ -98,7 +98,6 @@ def test_sigkilled_demo_takes_its_broker_and_worker_with_it():
 
 
 def test_sigkilled_serve_models_takes_tritonserver_with_it(tmp_path):
-    pytest.importorskip("pytriton")
     repo = tmp_path / "empty_repository"
     repo.mkdir()
     proc = subprocess.Popen([sys.executable, "-m", "dialcheck.cli", "serve-models", "--model-repository", str(repo),

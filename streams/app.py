@@ -170,14 +170,15 @@ def create_app(settings: Settings, checker: Checker) -> faust.App:
                 raw = raw.replace(secret.encode(), b"***")
         return (verdicts_topic, v.conversation_id.encode("utf-8"), raw, None)
 
+    # a ClaimChecker gives each item a list (claim verdicts, then the turn summary): all are published
+    check_call = checker.check_turns if isinstance(checker, ClaimChecker) else checker.check_many
+
     async def run_pipeline(items: list) -> list:
         """check_many in the pipeline thread, with a deadline: a call still running then is abandoned
         (its thread cannot be killed; a fresh thread takes the next batch) and its items get error
         verdicts, so one hung call cannot stall every partition this worker owns."""
         loop = asyncio.get_running_loop()
-        # a ClaimChecker gives each item a list (claim verdicts, then the turn summary): all are published
-        call = checker.check_turns if isinstance(checker, ClaimChecker) else checker.check_many
-        fut = loop.run_in_executor(pool["executor"], check_safely, call, items)
+        fut = loop.run_in_executor(pool["executor"], check_safely, check_call, items)
         try:
             results = await asyncio.wait_for(fut, timeout=st.batch_deadline_s)
             return [v for r in results for v in (r if isinstance(r, list) else [r])]

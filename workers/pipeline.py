@@ -18,10 +18,10 @@ from schemas.settings import Settings
 from .caches import CachedEncoder, memoize
 from .gate import BiConGate
 from .nli.labels import CONTRADICTION, ENTAILMENT, NEUTRAL
-from .stages import (ClaimState, surfaces_of, GateStage, GoldEvidenceStage, RetrieveStage, Stage, SurfaceStage,
-                     VerifyStage)
+from .stages import (CheckWorthyStage, ClaimState, GateStage, GoldEvidenceStage, RetrieveStage, Stage, SurfaceStage,
+                     VerifyStage, surfaces_of)
 from .surfaces.pronouns import set_parse_cache
-from .verify import ClaimDecider, aggregate
+from .verify import NO_EVIDENCE, ClaimDecider
 
 PROTOCOLS = ("fv", "e2e", "ir")
 SURFACES = ("r0", "r1", "r2", "r3", "r4", "r4g")
@@ -54,7 +54,10 @@ class Pipeline:
 
     def _stages(self) -> list[Stage]:
         s = self.settings
-        stages: list[Stage] = [SurfaceStage(self.surface, self.surface_builder)]
+        stages: list[Stage] = []
+        if s.verify.checkworthy and self.protocol != "ir":
+            stages.append(CheckWorthyStage())
+        stages.append(SurfaceStage(self.surface, self.surface_builder))
         if self.surface == "r4g":
             stages.append(GateStage(self.gate, s.gate))
         if self.protocol in ("e2e", "ir"):
@@ -82,23 +85,11 @@ class Pipeline:
 
     # ---- public API ---------------------------------------------------------------------------
     def run(self, items: list[CheckItem]) -> list[ClaimState]:
-        """Every stage of the protocol over the batch; per-item timings are the stage's share."""
+        """Every stage of the protocol over the batch; per-item timings are the stage's share. A
+        claim a stage answered (not check-worthy) goes to no later stage."""
         states = [ClaimState(it) for it in items]
-        todo = states
-        if self.settings.verify.checkworthy and self.protocol != "ir":
-            from .checkworthy import check_worthiness
-
-            t = time.perf_counter()
-            for st in states:
-                w = check_worthiness(st.item.claim)
-                if not w.checkworthy:  # answered here: no retrieval, no NLI
-                    st.skip_reason, st.label = w.reason, "NOT ENOUGH INFO"
-                    st.label_probs = {"SUPPORTS": 0.0, "REFUTES": 0.0, "NOT ENOUGH INFO": 1.0}
-            todo = [st for st in states if not st.skip_reason]
-            per_item = (time.perf_counter() - t) * 1000 / max(len(states), 1)
-            for st in states:
-                st.timings["checkworthy"] = round(per_item, 2)
         for stage in self.stages:
+            todo = [st for st in states if not st.skip_reason]
             t = time.perf_counter()
             try:
                 stage.run(todo)
@@ -163,16 +154,10 @@ class Pipeline:
 
     # ---- verdict ------------------------------------------------------------------------------
     def _verdict(self, st: ClaimState) -> Verdict:
-        if st.label is not None:  # the verify stage's decider (or the check-worthiness skip)
+        if st.label is not None:  # the verify stage's decider (or the check-worthiness stage)
             label, best, probs = st.label, st.best, st.label_probs
-        else:
-            label, best = aggregate(st.decisions)
-            if best is not None:
-                p = best.probs
-                probs = {"SUPPORTS": float(p[ENTAILMENT]), "REFUTES": float(p[CONTRADICTION]),
-                         "NOT ENOUGH INFO": float(p[NEUTRAL])}
-            else:
-                probs = {"SUPPORTS": 0.0, "REFUTES": 0.0, "NOT ENOUGH INFO": 1.0}
+        else:  # no decider ran (an outage before or in verification): nothing was read or decided
+            label, best, probs = "NOT ENOUGH INFO", None, dict(NO_EVIDENCE)
         evidence = []
         ranked = sorted(st.decisions, key=lambda d: -max(d.probs[ENTAILMENT], d.probs[CONTRADICTION]))
         shown = list({d.window.text: d for d in reversed(([best] if best else []) + ranked)}.values())[::-1][:3]

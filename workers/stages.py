@@ -20,7 +20,7 @@ from .gate import BiConGate, GateInput
 from .retrieval.dense import dense_rescore, merge_context_hits
 from .surfaces import ClaimSurfaces, build_surfaces
 from .text import last_turns, with_context
-from .verify import ClaimDecider, WindowDecision, decide_window
+from .verify import NO_EVIDENCE, ClaimDecider, WindowDecision, decide_window
 from .windows import Window, top_windows
 
 # R4 alternatives (salience order) the gate chooses among. Measured on DialFact with the antecedent
@@ -64,6 +64,23 @@ class Stage(Protocol):
     def run(self, states: list[ClaimState]) -> None: ...
 
     def on_outage(self, states: list[ClaimState], error: Exception) -> None: ...
+
+
+class CheckWorthyStage:
+    """Claim detection (`verify.checkworthy`): a turn that states no checkable fact is answered
+    NOT ENOUGH INFO here ("not check-worthy"); the runner passes it to no later stage."""
+    name = "checkworthy"
+
+    def run(self, states: list[ClaimState]) -> None:
+        from .checkworthy import check_worthiness
+
+        for s in states:
+            w = check_worthiness(s.item.claim)
+            if not w.checkworthy:
+                s.skip_reason, s.label, s.label_probs = w.reason, "NOT ENOUGH INFO", dict(NO_EVIDENCE)
+
+    def on_outage(self, states, error):  # pragma: no cover - no backend here
+        raise error
 
 
 class SurfaceStage:
@@ -145,7 +162,7 @@ class RetrieveStage:
                 s.problems.append(("degraded", "no search backend configured"))
             return
         queries = [with_context(s.item.context, s.ir_surface.text, cfg.query_context_turns) for s in states]
-        flat = [q for s, q in zip(states, queries) for q in (q, *s.item.context)]
+        flat = [text for s, q in zip(states, queries) for text in (q, *s.item.context)]
         hits = iter(self.searcher.search_many(flat, cfg.bm25_top_k))
         vectors = self._query_vectors(queries)
         for s, query, qv in zip(states, queries, vectors):

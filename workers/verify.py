@@ -33,6 +33,14 @@ def decide_window(p: np.ndarray, threshold: float = 0.55, gap: float = 0.15, rul
     return "NOT ENOUGH INFO"
 
 
+NO_EVIDENCE = {"SUPPORTS": 0.0, "REFUTES": 0.0, "NOT ENOUGH INFO": 1.0}  # nothing read, nothing decided
+
+
+def label_probs(p: np.ndarray) -> dict[str, float]:
+    """A window's NLI probabilities under the claim labels."""
+    return {"SUPPORTS": float(p[ENTAILMENT]), "REFUTES": float(p[CONTRADICTION]), "NOT ENOUGH INFO": float(p[NEUTRAL])}
+
+
 def aggregate(decisions: list[WindowDecision]) -> tuple[str, WindowDecision | None]:
     """The decisive window with the highest winning probability; else the window closest to
     deciding (for the evidence shown), labelled NOT ENOUGH INFO."""
@@ -44,7 +52,6 @@ def aggregate(decisions: list[WindowDecision]) -> tuple[str, WindowDecision | No
         return best.label, best
     best = max(decisions, key=lambda d: max(d.probs[ENTAILMENT], d.probs[CONTRADICTION]))
     return "NOT ENOUGH INFO", best
-
 
 
 class ClaimDecider:
@@ -78,23 +85,17 @@ class ClaimDecider:
         """(label, probabilities per label, the window shown first as evidence)."""
         if self.layer is None:
             label, best = aggregate(decisions)
-            p = best.probs if best is not None else None
-            probs = ({"SUPPORTS": float(p[ENTAILMENT]), "REFUTES": float(p[CONTRADICTION]),
-                      "NOT ENOUGH INFO": float(p[NEUTRAL])} if p is not None
-                     else {"SUPPORTS": 0.0, "REFUTES": 0.0, "NOT ENOUGH INFO": 1.0})
-            return label, probs, best
+            return label, (label_probs(best.probs) if best is not None else dict(NO_EVIDENCE)), best
         from .decision import LABELS, ClaimEvidence
 
         if not decisions:  # no evidence read (none retrieved, or an outage): nothing to decide on
-            return "NOT ENOUGH INFO", {"SUPPORTS": 0.0, "REFUTES": 0.0, "NOT ENOUGH INFO": 1.0}, None
+            return "NOT ENOUGH INFO", dict(NO_EVIDENCE), None
         ev = ClaimEvidence(claim, np.array([d.probs for d in decisions]).reshape(len(decisions), 3),
                            np.array([d.window.prescore for d in decisions]),
                            np.array([d.window.passage_index for d in decisions], dtype=int), list(passage_scores), gate)
         scores = self.layer.scores([ev])[0]
         label = LABELS[int(np.argmax(scores))]
-        best = None
-        if decisions:
-            col = {"SUPPORTS": ENTAILMENT, "REFUTES": CONTRADICTION}.get(label)
-            key = (lambda d: d.probs[col]) if col is not None else (lambda d: max(d.probs[ENTAILMENT], d.probs[CONTRADICTION]))
-            best = max(decisions, key=key)
+        col = {"SUPPORTS": ENTAILMENT, "REFUTES": CONTRADICTION}.get(label)
+        key = (lambda d: d.probs[col]) if col is not None else (lambda d: max(d.probs[ENTAILMENT], d.probs[CONTRADICTION]))
+        best = max(decisions, key=key)
         return label, {lab: float(s) for lab, s in zip(LABELS, scores)}, best

@@ -48,11 +48,16 @@ def parse(text: str):
     return _cached_parse(text)
 
 
+_parse_cache_entries = 0
+
+
 def set_parse_cache(entries: int) -> None:
-    global _cached_parse
+    """Size the cache; unchanged size keeps it (eval builds a Pipeline per surface mode)."""
+    global _cached_parse, _parse_cache_entries
     from ..caches import memoize
 
-    _cached_parse = memoize(_parse, entries)
+    if entries != _parse_cache_entries:
+        _cached_parse, _parse_cache_entries = memoize(_parse, entries), entries
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from typing import Callable, Iterator
 
 from schemas.settings import Settings
 
+from .processes import terminate
 
 _PR_SET_PDEATHSIG = 1
 _LIVE: "weakref.WeakSet" = weakref.WeakSet()  # children to stop if the interpreter exits with them running
@@ -99,14 +100,8 @@ class EmbeddedBroker:
             raise
 
     def stop(self) -> None:
-        if self.proc is None or self.proc.poll() is not None:
-            return
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait(timeout=5)
+        if self.proc is not None:
+            terminate(self.proc, grace_s=5, kill_wait_s=5)
 
     def __enter__(self) -> "EmbeddedBroker":
         return self.start()

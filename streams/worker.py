@@ -18,6 +18,7 @@ from schemas.settings import REPO_ROOT, Settings
 
 from .app import READY_MARKER, STATUS_MARKER, create_app
 from .broker import die_with_parent, track
+from .processes import terminate
 from .observability import logging_config
 from .topics import ensure_topics, partition_count
 
@@ -132,14 +133,7 @@ class WorkerProcess:
     def stop(self, timeout_s: float = 30.0) -> int | None:
         if self.proc is None:
             return None
-        if self.alive():
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=timeout_s)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=10)
-        return self.proc.returncode
+        return terminate(self.proc, grace_s=timeout_s)
 
     def __enter__(self) -> "WorkerProcess":
         return self.start()

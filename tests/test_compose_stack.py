@@ -84,6 +84,8 @@ import shutil
 import subprocess
 import tomllib
 
+from streams.processes import terminate
+
 DOCKERFILE = REPO / "infra" / "docker" / "worker.Dockerfile"
 
 
@@ -223,9 +225,4 @@ def test_image_install_steps_in_a_fresh_virtualenv(tmp_path):
                                        capture_output=True, text=True, check=True, env=env, cwd=tmp_path).stdout
             assert str(venv) in installed  # the installed package ran, not the checkout
         finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            terminate(proc, grace_s=30, kill_wait_s=None)

@@ -23,6 +23,7 @@ from dialcheck.wiring import DEFAULT_CHECKER
 from schemas.items import load_dialfact
 from schemas.settings import REPO_ROOT, load_settings
 from streams.broker import EmbeddedBroker
+from streams.processes import terminate
 from streams.replay import iter_claim_ids, replay
 from streams.topics import ensure_topics
 from streams.verdicts import collect_verdicts
@@ -74,13 +75,8 @@ class UIProcess:
         return self
 
     def __exit__(self, *exc) -> None:
-        if self.proc and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=10)
+        if self.proc:
+            terminate(self.proc, grace_s=15)
 
 
 @contextlib.contextmanager

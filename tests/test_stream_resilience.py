@@ -105,13 +105,21 @@ def test_sigkilled_worker_partitions_taken_over_with_context_and_no_claim_lost(f
         assert a.alive()
 
 
+def culprit_between_good(prefix: str, name: str, text: str):
+    """Two good conversations and, between them, one whose checked turn says `text` (a stand-in
+    instruction); also the claim ids the good ones must get verdicts for."""
+    (g1c, g1), (cc, c), (g2c, g2) = (conversation(f"{prefix}-good-1"), conversation(f"{prefix}-{name}"),
+                                     conversation(f"{prefix}-good-2"))
+    c = ChatTurn(c.conversation_id, c.turn_id, "assistant", text)
+    good = {claim_id(t.conversation_id, t.turn_id, t.text) for t in (g1, g2)}
+    return (g1c, g1), (cc, c), (g2c, g2), good
+
+
 def test_turn_that_kills_the_worker_every_time_is_dead_lettered_as_poison(broker, tmp_path):
     s = stream_settings(broker, "poison", poison_attempts=2)
     start_v = end_offsets(s, s.kafka.topic_verdicts)
     start_d = end_offsets(s, s.kafka.topic_deadletter)
-    (g1c, g1), (kc, kill), (g2c, g2) = conversation("po-good-1"), conversation("po-kill"), conversation("po-good-2")
-    kill = ChatTurn(kill.conversation_id, kill.turn_id, "assistant", "STANDIN-KILL this worker")
-    good = {claim_id(t.conversation_id, t.turn_id, t.text) for t in (g1, g2)}
+    (g1c, g1), (kc, kill), (g2c, g2), good = culprit_between_good("po", "kill", "STANDIN-KILL this worker")
     log = tmp_path / "worker.log"
     w = WorkerProcess(s, log, extra_args=STANDIN)
     crashes = 0
@@ -161,9 +169,7 @@ def test_undeliverable_verdict_stops_the_worker_without_commit_then_is_quarantin
     s = stream_settings(broker, "sendfail", poison_attempts=2, send_retries=2, send_backoff_s=0.1)
     start_v = end_offsets(s, s.kafka.topic_verdicts)
     start_d = end_offsets(s, s.kafka.topic_deadletter)
-    (g1c, g1), (_, huge), (g2c, g2) = conversation("sf-good-1"), conversation("sf-huge"), conversation("sf-good-2")
-    huge = ChatTurn(huge.conversation_id, huge.turn_id, "assistant", "STANDIN-HUGE verdict")
-    good = {claim_id(t.conversation_id, t.turn_id, t.text) for t in (g1, g2)}
+    (g1c, g1), (_, huge), (g2c, g2), good = culprit_between_good("sf", "huge", "STANDIN-HUGE verdict")
     log = tmp_path / "worker.log"
     w = WorkerProcess(s, log, extra_args=STANDIN)
     exits = []

@@ -55,12 +55,13 @@ def main() -> int:
     base = load_settings()
     nli, encoder = load_models(base)
     searcher = load_searcher(base, encoder) if args.protocol == "e2e" else None
-    records = load_dialfact(args.data or base.data.dialfact_sample, limit=args.limit)
+    every = load_dialfact(args.data or base.data.dialfact_sample)
+    records, warm = every[:args.limit], [r.to_check_item(args.protocol) for r in every[-2:]]
     items = [r.to_check_item(args.protocol) for r in records]
     modes = {"off": base.updated(perf={"batch_query_encoding": False, "cache_entries": 0}), "on": base}
     pipes = {name: Pipeline(s, nli, encoder, searcher, args.protocol, args.surface) for name, s in modes.items()}
     for p in pipes.values():  # warm-up on records outside the timed set's caches: not timed
-        p.check_many([r.to_check_item(args.protocol) for r in load_dialfact(args.data or base.data.dialfact_sample)[-2:]])
+        p.check_many(warm)
     out = {"protocol": args.protocol, "surface": args.surface, "claims": len(items), "batch": args.batch}
     labels = {}
     from workers.surfaces.pronouns import set_parse_cache

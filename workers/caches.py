@@ -48,5 +48,4 @@ def memoize(fn: Callable, entries: int) -> Callable:
             cache[args] = value = fn(*args)
             return value
 
-    cached.cache = cache
     return cached

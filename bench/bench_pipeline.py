@@ -2,11 +2,16 @@
 the same process, on the same records, with the same loaded models.
 
     python bench/bench_pipeline.py [--protocol e2e] [--surface r4g] [--limit 300] [--batch 16] [--json]
+                                   [--variant-nli artifacts/nli-int8-static]
 
 "off" is settings section `perf` with batch_query_encoding=false and cache_entries=0 (the path of
 the last release); "on" is the default. Both pipelines share the loaded NLI model, encoder and
 index, so the ratio isolates the optimisations. Labels must be identical; the ratio is
 claims/s on ÷ off. Per-stage milliseconds per claim come from the verdicts' timings.
+
+`--variant-nli DIR` adds a third run, "variant": "on" with another NLI artifact (e.g. the static
+int8 one from `dialcheck nli quantize`). It changes verdicts, so it is reported beside, never
+inside, the identical-label ratio: its speed-up over "off" and how many labels differ.
 """
 from __future__ import annotations
 
@@ -47,6 +52,7 @@ def main() -> int:
     ap.add_argument("--batch", type=int, default=16)
     ap.add_argument("--data", default=None)
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--variant-nli", default=None, help="another NLI artifact dir, measured as 'variant'")
     args = ap.parse_args()
 
     from workers.models.factory import load_models
@@ -60,6 +66,12 @@ def main() -> int:
     items = [r.to_check_item(args.protocol) for r in records]
     modes = {"off": base.updated(perf={"batch_query_encoding": False, "cache_entries": 0}), "on": base}
     pipes = {name: Pipeline(s, nli, encoder, searcher, args.protocol, args.surface) for name, s in modes.items()}
+    if args.variant_nli:
+        from workers.models.onnx_nli import load_local_nli
+
+        modes["variant"] = base
+        pipes["variant"] = Pipeline(base, load_local_nli(args.variant_nli), encoder, searcher, args.protocol,
+                                    args.surface)
     for p in pipes.values():  # warm-up on records outside the timed set's caches: not timed
         p.check_many(warm)
     out = {"protocol": args.protocol, "surface": args.surface, "claims": len(items), "batch": args.batch}
@@ -76,6 +88,10 @@ def main() -> int:
     out["speedup"] = round(out["on"]["claims_per_second"] / out["off"]["claims_per_second"], 2)
     out["identical_labels"] = labels["on"] == labels["off"]
     out["label_differences"] = sum(a != b for a, b in zip(labels["on"], labels["off"]))
+    if args.variant_nli:
+        out["variant"].update(nli=args.variant_nli, speedup_over_off=round(
+            out["variant"]["claims_per_second"] / out["off"]["claims_per_second"], 2),
+            label_differences_from_on=sum(a != b for a, b in zip(labels["variant"], labels["on"])))
     print(json.dumps(out, indent=1) if args.json else
           f"{args.protocol} {args.surface}: off {out['off']['claims_per_second']} claims/s, on "
           f"{out['on']['claims_per_second']} claims/s, x{out['speedup']}, identical labels: {out['identical_labels']}")

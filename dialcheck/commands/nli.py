@@ -1,4 +1,4 @@
-"""`dialcheck nli train | release | evaluate`: dialcheck's own NLI model."""
+"""`dialcheck nli train | release | quantize | evaluate`: dialcheck's own NLI model."""
 from __future__ import annotations
 
 import json
@@ -21,6 +21,13 @@ def register(sub) -> None:
     r.add_argument("--out", default=None, help="default: triton_models/nli/1")
     r.add_argument("--data-dir", default=None)
     r.set_defaults(func=run_release)
+    q = nsub.add_parser("quantize", help="static int8 variant of the artifact (opt-in: changes verdicts)")
+    q.add_argument("--model-dir", default=None, help="the fp32 artifact (default: settings)")
+    q.add_argument("--out", default="artifacts/nli-int8-static")
+    q.add_argument("--data-dir", default=None)
+    q.add_argument("--calibration-pairs", type=int, default=256)
+    q.add_argument("--report-pairs", type=int, default=1000)
+    q.set_defaults(func=run_quantize)
     e = nsub.add_parser("evaluate", help="held-out benchmarks of the shipped artifact")
     e.add_argument("--data-dir", default=None)
     e.add_argument("--model-dir", default=None)
@@ -44,6 +51,18 @@ def run_release(args) -> int:
 
     s = load_settings(data={"dir": args.data_dir})
     print(json.dumps(release(args.checkpoint, args.out or s.models.nli_model_dir, s.data.dir), indent=1))
+    return 0
+
+
+def run_quantize(args) -> int:
+    from schemas.settings import load_settings
+    from workers.nli.quantize import quantize_static_int8
+
+    s = load_settings(data={"dir": args.data_dir}, models={"nli_model_dir": args.model_dir})
+    report = quantize_static_int8(s.models.nli_model_dir, args.out, s.data.dir,
+                                  args.calibration_pairs, args.report_pairs)
+    print(json.dumps(report, indent=1))
+    print(f"use it with DIALCHECK_NLI_MODEL_DIR={args.out} (verdicts differ from the fp32 artifact)")
     return 0
 
 

@@ -110,6 +110,22 @@ def transfer_sets(tuner: Tuner, names=("foolmetwice", "wice")) -> dict:
     return out
 
 
+def nested_choice(evs: dict, y, g, taus, method: str, k: int, tie_break_toward: float) -> dict:
+    """Nested grouped CV of a threshold: in each outer fold pick τ by inner CV on the training
+    folds (ties toward `tie_break_toward`), fit the layer there, score the held-out fold."""
+    outer, chosen = [], []
+    for test in folds(g, k):
+        train = np.setdiff1d(np.arange(len(y)), test)
+        inner = {t: cross_validate([evs[t][i] for i in train], [y[i] for i in train], [g[i] for i in train],
+                                   lambda: DecisionLayer(method), k)["mean"] for t in taus}
+        best = max(taus, key=lambda t: (inner[t], -abs(t - tie_break_toward)))
+        layer = DecisionLayer(method).fit([evs[best][i] for i in train], [y[i] for i in train])
+        outer.append(macro_f1([y[i] for i in test], layer.predict([evs[best][i] for i in test])))
+        chosen.append(float(best))
+    return {"folds": [round(f, 2) for f in outer], "mean": round(float(np.mean(outer)), 2),
+            "std": round(float(np.std(outer)), 2), "tau_chosen_per_fold": chosen}
+
+
 def tune_tau(tuner: Tuner, method: str, taus=tuple(np.round(np.arange(0.40, 0.96, 0.05), 2)), k: int = 5,
              protocol: str = "fv") -> dict:
     """τ_FV by nested choice: in each outer fold, pick τ by inner CV on the training folds, fit the
@@ -117,20 +133,11 @@ def tune_tau(tuner: Tuner, method: str, taus=tuple(np.round(np.arange(0.40, 0.96
     evs = {t: tuner.evidence("r4g", protocol, tau_fv=float(t)) for t in taus}
     y, g = tuner.ts.labels, tuner.ts.groups
     curve = {str(t): cross_validate(evs[t], y, g, lambda: DecisionLayer(method), k)["mean"] for t in taus}
-    outer, chosen = [], []
-    for test in folds(g, k):
-        train = np.setdiff1d(np.arange(len(y)), test)
-        inner = {t: cross_validate([evs[t][i] for i in train], [y[i] for i in train], [g[i] for i in train],
-                                   lambda: DecisionLayer(method), k)["mean"] for t in taus}
-        best = max(taus, key=lambda t: (inner[t], -abs(t - 0.7)))
-        layer = DecisionLayer(method).fit([evs[best][i] for i in train], [y[i] for i in train])
-        outer.append(macro_f1([y[i] for i in test], layer.predict([evs[best][i] for i in test])))
-        chosen.append(float(best))
+    nested = nested_choice(evs, y, g, taus, method, k, tie_break_toward=0.7)
     gated = [e.gate for e in evs[taus[0]] if e.gate is not None]
     acc = {str(t): round(100 * float(np.mean([e.gate for e in evs[t] if e.gate is not None])), 1) for t in taus}
     return {"method": method, "candidates": len(gated), "cv_mean_by_tau": curve, "acceptance_by_tau": acc,
-            "nested": {"folds": [round(f, 2) for f in outer], "mean": round(float(np.mean(outer)), 2),
-                       "std": round(float(np.std(outer)), 2), "tau_chosen_per_fold": chosen}}
+            "nested": nested}
 
 
 def oof_predictions(evs, labels, groups, method: str, k: int = 5) -> list[str]:
@@ -311,17 +318,8 @@ def tune_tau_ir(tuner: Tuner, method: str = "logreg", taus=tuple(np.round(np.ara
                           tuner.settings.gate.tau_fv, tuner.settings.verify.max_windows)
         curve[str(t)] = cross_validate(evs[t], y, g, lambda: DecisionLayer(method), k)["mean"]
         log(f"tau_ir {t}: {curve[str(t)]}")
-    outer, chosen = [], []
-    for test in folds(g, k):
-        train = np.setdiff1d(np.arange(len(y)), test)
-        inner = {t: cross_validate([evs[t][i] for i in train], [y[i] for i in train], [g[i] for i in train],
-                                   lambda: DecisionLayer(method), k)["mean"] for t in taus}
-        best = max(taus, key=lambda t: (inner[t], -abs(t - 0.5)))
-        layer = DecisionLayer(method).fit([evs[best][i] for i in train], [y[i] for i in train])
-        outer.append(macro_f1([y[i] for i in test], layer.predict([evs[best][i] for i in test])))
-        chosen.append(float(best))
+    nested = nested_choice(evs, y, g, taus, method, k, tie_break_toward=0.5)
     routed = {str(t): round(100 * float(np.mean([s[0] >= t for s in gates.values()])), 1) for t in taus}
     return {"method": method, "tau_fv": tuner.settings.gate.tau_fv, "cv_mean_by_tau_ir": curve,
             "routed_share_of_candidates": routed,
-            "nested": {"folds": [round(f, 2) for f in outer], "mean": round(float(np.mean(outer)), 2),
-                       "std": round(float(np.std(outer)), 2), "tau_chosen_per_fold": chosen}}
+            "nested": nested}

@@ -34,6 +34,6 @@ def test_static_int8_is_batch_independent_and_close_to_fp32(quantized, nli):
     assert (together.argmax(1) == nli.predict(premises, hyps).argmax(1)).all()
     cal = json.loads((out / "calibration.json").read_text())
     assert cal["version"].endswith("-int8-static") and cal["quantization"]["calibration_pairs"] == 64
-    assert report["batch_independence_max_diff"] == 0.0
+    assert report["batch_independence_max_diff"] == 0.0 and report["kept_fp32"] == 6  # the 6 FFN outputs
     assert report["label_agreement_with_fp32"] >= 0.8
     assert report["fp32"]["validation_accuracy"] - report["int8_static"]["validation_accuracy"] <= 0.03

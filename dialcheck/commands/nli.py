@@ -27,6 +27,8 @@ def register(sub) -> None:
     q.add_argument("--data-dir", default=None)
     q.add_argument("--calibration-pairs", type=int, default=256)
     q.add_argument("--report-pairs", type=int, default=1000)
+    q.add_argument("--all-matmuls", action="store_true",
+                   help="quantize the feed-forward output projections too (faster, further from fp32)")
     q.set_defaults(func=run_quantize)
     e = nsub.add_parser("evaluate", help="held-out benchmarks of the shipped artifact")
     e.add_argument("--data-dir", default=None)
@@ -60,7 +62,8 @@ def run_quantize(args) -> int:
 
     s = load_settings(data={"dir": args.data_dir}, models={"nli_model_dir": args.model_dir})
     report = quantize_static_int8(s.models.nli_model_dir, args.out, s.data.dir,
-                                  args.calibration_pairs, args.report_pairs)
+                                  args.calibration_pairs, args.report_pairs,
+                                  keep_ffn_output_fp32=not args.all_matmuls)
     print(json.dumps(report, indent=1))
     print(f"use it with DIALCHECK_NLI_MODEL_DIR={args.out} (verdicts differ from the fp32 artifact)")
     return 0

@@ -47,8 +47,21 @@ class _Batches:
         self._starts = iter(range(0, len(self.pairs), self.batch))
 
 
+def ffn_output_projections(onnx_path: Path) -> list[str]:
+    """The feed-forward output MatMuls (after GELU). Their inputs carry outlier activations that a
+    uint8 MinMax range flattens; keeping these 6 of 50 MatMuls in fp32 raised label agreement with
+    fp32 on held-out NLI validation pairs from 87.9 % to 95.9 % (accuracy 63.3 → 65.7 %, fp32 65.6 %)
+    for ×1.39 instead of ×1.88 NLI pairs/s. Chosen on the validation split, not on DialFact."""
+    import onnx
+
+    graph = onnx.load(str(onnx_path), load_external_data=False).graph
+    return [n.name for n in graph.node if n.op_type == "MatMul" and n.name.endswith("/output/dense/MatMul")
+            and "/attention/" not in n.name]
+
+
 def quantize_static_int8(model_dir: str | Path, out_dir: str | Path, data_dir: str | Path,
-                         calibration_pairs: int = 256, report_pairs: int = 1000, seed: int = 11) -> dict:
+                         calibration_pairs: int = 256, report_pairs: int = 1000, seed: int = 11,
+                         keep_ffn_output_fp32: bool = True) -> dict:
     """Write `out_dir` (model.onnx, tokenizer/, calibration.json) and return the report: validation
     accuracy of both models on the report sample, label agreement, pairs/s, size, temperature and
     the batch-independence check (max |p(alone) − p(in a batch)| over 32 pairs)."""
@@ -60,6 +73,7 @@ def quantize_static_int8(model_dir: str | Path, out_dir: str | Path, data_dir: s
     sample = random.Random(seed).sample(valid, min(len(valid), calibration_pairs + report_pairs))
     calib, report = sample[:calibration_pairs], sample[calibration_pairs:]
     fp32 = OnnxNLI(src)
+    kept_fp32 = ffn_output_projections(src / "model.onnx") if keep_ffn_output_fp32 else []
     out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
         pre = Path(tmp) / "pre.onnx"
@@ -69,6 +83,7 @@ def quantize_static_int8(model_dir: str | Path, out_dir: str | Path, data_dir: s
         quantize_static(str(pre), str(out / "model.onnx"), _Batches(fp32, calib), quant_format=QuantFormat.QDQ,
                         per_channel=True, weight_type=QuantType.QInt8, activation_type=QuantType.QUInt8,
                         calibrate_method=CalibrationMethod.MinMax, op_types_to_quantize=["MatMul", "Gemm"],
+                        nodes_to_exclude=kept_fp32,
                         extra_options={"WeightSymmetric": True, "ActivationSymmetric": False})
     if (out / "tokenizer").exists():
         shutil.rmtree(out / "tokenizer")
@@ -91,7 +106,7 @@ def quantize_static_int8(model_dir: str | Path, out_dir: str | Path, data_dir: s
     alone = np.concatenate([int8.logits([p], [h]) for p, h in zip(prem[:32], hyp[:32])])
     in_batch = int8.logits(prem[:32], hyp[:32])
     result = {
-        "calibration_pairs": len(calib), "report_pairs": len(report),
+        "calibration_pairs": len(calib), "report_pairs": len(report), "kept_fp32": len(kept_fp32),
         "source": "NLI validation split (hash 1-in-20), two disjoint samples; no DialFact",
         "temperature": round(t, 4),
         "ece_after": round(ece(softmax(measured["int8_static"]["logits"], t), y), 4),

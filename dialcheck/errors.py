@@ -8,6 +8,7 @@ mistake (as argparse), 3 for a service that does not answer (broker, Triton, Ope
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import Any
 
 from schemas.protocols import ModelUnavailable, SearchUnavailable
@@ -46,6 +47,9 @@ def preflight(args: argparse.Namespace) -> None:
         value = getattr(args, name, None)
         if isinstance(value, int) and not isinstance(value, bool) and value < 1:
             raise UsageError(f"--{name} must be at least 1 (got {value}); leave it out to use every record")
+    data_dir = getattr(args, "data_dir", None)
+    if isinstance(data_dir, str) and data_dir and not Path(data_dir).is_dir():
+        raise UsageError(f"no such data directory: {data_dir} (--data-dir; the folder that holds dialfact/ and nli/)")
     if hasattr(args, "broker"):  # the Kafka commands: a broker that does not answer fails fast, by name
         from streams.observability import wait_for_broker
 

@@ -30,6 +30,7 @@ CASES = [
     ("Triton does not answer", ["check", "--models", "triton://127.0.0.1:9", "--claim", "Paris is in France."], {}, 3),
     ("unknown model backend", ["check", "--models", "bogus", "--claim", "x"], {}, 2),
     ("misspelt source", ["index", "build", "--sources", "dialfct"], {}, 2),
+    ("`--data-dir` missing", ["nli", "quantize", "--data-dir", "missing-dir"], {}, 2),
     ("`--limit 0`", ["eval", "--limit", "0"], {}, 2),
     ("`--records 0`", ["replay", "--records", "0", "--broker", "127.0.0.1:9"], {}, 2),
     ("no claim", ["check"], {}, 2),

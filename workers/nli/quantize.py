@@ -117,5 +117,6 @@ def quantize_static_int8(model_dir: str | Path, out_dir: str | Path, data_dir: s
     }
     version = base.get("version", "dialcheck-nli").replace("-fp32", "") + "-int8-static"
     (out / "calibration.json").write_text(json.dumps(
-        {**base, "temperature": result["temperature"], "version": version, "quantization": result}, indent=1))
+        {"temperature": result["temperature"], "version": version, "label_order": base.get("label_order"),
+         "derived_from": base.get("version"), "quantization": result}, indent=1))
     return {"out": str(out), "version": version, **result}

@@ -115,3 +115,22 @@ def test_search_outage_degrades(settings, nli, encoder, dialfact_records):
     pipe = Pipeline(settings, nli, encoder, Down(), protocol="e2e", surface="r0")
     v = pipe.check_many([dialfact_records[0].to_check_item("e2e")])[0]
     assert v.status.state == "degraded" and "search unavailable" in v.status.reason
+
+
+def test_deciding_window_is_listed_first_even_when_others_rank_higher():
+    """The deciding window (what the rationale names) comes first; a window text appears once.
+    The decision layer may decide on a window that is not the most entailing or contradicting."""
+    import numpy as np
+
+    from workers.pipeline import shown_windows
+    from workers.verify import WindowDecision
+    from workers.windows import Window
+
+    def wd(text, e, c):
+        return WindowDecision(Window(0, text), np.array([e, 1 - e - c, c]), "x")
+
+    strong, best, dup_of_strong, weak = wd("A", 0.9, 0.0), wd("B", 0.5, 0.1), wd("A", 0.8, 0.0), wd("C", 0.2, 0.1)
+    shown = shown_windows(best, [strong, best, dup_of_strong, weak])
+    assert [d.window.text for d in shown] == ["B", "A", "C"]
+    assert shown[1] is strong  # the higher-ranked of the two "A" windows
+    assert [d.window.text for d in shown_windows(None, [weak, strong])] == ["A", "C"]

@@ -159,9 +159,7 @@ class Pipeline:
         else:  # no decider ran (an outage before or in verification): nothing was read or decided
             label, best, probs = "NOT ENOUGH INFO", None, dict(NO_EVIDENCE)
         evidence = []
-        ranked = sorted(st.decisions, key=lambda d: -max(d.probs[ENTAILMENT], d.probs[CONTRADICTION]))
-        shown = list({d.window.text: d for d in reversed(([best] if best else []) + ranked)}.values())[::-1][:3]
-        for d in shown:
+        for d in shown_windows(best, st.decisions):
             p = st.passages[d.window.passage_index]
             evidence.append(Evidence(p.id, p.title, p.text, d.window.text, float(p.score) if p.score else None,
                                      round(d.window.prescore, 4), float(d.probs[ENTAILMENT]),
@@ -232,6 +230,16 @@ class Pipeline:
             d = deciders[0]
             v["decision"] = f"{d.layer.method}@{Path(d.path).name}" if d.layer is not None else d.decision
         return v
+
+
+def shown_windows(best, decisions: list, n: int = 3) -> list:
+    """The windows a verdict lists as evidence: the deciding window first, then the most decided
+    (highest entail or contradict) others, each window text once."""
+    ranked = sorted(decisions, key=lambda d: -max(d.probs[ENTAILMENT], d.probs[CONTRADICTION]))
+    first_by_text: dict = {}
+    for d in ([best] if best else []) + ranked:
+        first_by_text.setdefault(d.window.text, d)
+    return list(first_by_text.values())[:n]
 
 
 def load_searcher(settings: Settings, encoder: Encoder | None = None) -> Searcher:

@@ -50,6 +50,9 @@ class Pipeline:
         set_parse_cache(settings.perf.cache_entries)
         self.surface_builder = surface_builder or memoize(surfaces_of, settings.perf.cache_entries)
         self.gate = BiConGate(nli, self.encoder, settings.gate.weights)
+        v = settings.verify  # the verifier's label decision (fv and e2e; ir decides no label)
+        self.decider = ClaimDecider(v.decision, v.decision_params, protocol, v.entail_threshold, v.win_gap) \
+            if protocol in ("fv", "e2e") else None
         self.stages: list[Stage] = self._stages()
 
     def _stages(self) -> list[Stage]:
@@ -64,10 +67,8 @@ class Pipeline:
             stages.append(RetrieveStage(self.searcher, self.encoder, s.retrieval, s.perf.batch_query_encoding))
         if self.protocol == "fv":
             stages.append(GoldEvidenceStage())
-        if self.protocol in ("fv", "e2e"):
-            v = s.verify
-            decider = ClaimDecider(v.decision, v.decision_params, self.protocol, v.entail_threshold, v.win_gap)
-            stages.append(VerifyStage(self.nli, v, decider))
+        if self.decider is not None:
+            stages.append(VerifyStage(self.nli, s.verify, self.decider))
         return stages
 
     @classmethod
@@ -214,10 +215,9 @@ class Pipeline:
         return {"rule": rule, "numbers": numbers, "window": window, "summary": summary}
 
     def decision_rule(self) -> str:
-        deciders = [st.decider for st in self.stages if isinstance(st, VerifyStage)]
-        if not deciders:
+        d = self.decider
+        if d is None:
             return "none"
-        d = deciders[0]
         return f"layer:{d.layer.method}" if d.layer is not None else d.decision
 
     def model_versions(self) -> dict[str, str]:
@@ -225,9 +225,8 @@ class Pipeline:
              "protocol": self.protocol, "surface_mode": self.surface}
         if self.searcher is not None:
             v["search"] = getattr(self.searcher, "name", "?")
-        deciders = [st.decider for st in self.stages if isinstance(st, VerifyStage)]
-        if deciders:
-            d = deciders[0]
+        d = self.decider
+        if d is not None:
             v["decision"] = f"{d.layer.method}@{Path(d.path).name}" if d.layer is not None else d.decision
         return v
 

@@ -209,10 +209,8 @@ class VerifyStage:
     label from the decider (decision layer by default)."""
     name = "verify"
 
-    def __init__(self, nli: NLIModel, settings: VerifySettings, decider: ClaimDecider | None = None):
-        self.nli, self.settings = nli, settings
-        self.decider = decider or ClaimDecider(settings.decision, settings.decision_params, "e2e",
-                                               settings.entail_threshold, settings.win_gap)
+    def __init__(self, nli: NLIModel, settings: VerifySettings, decider: ClaimDecider):
+        self.nli, self.settings, self.decider = nli, settings, decider
 
     def run(self, states: list[ClaimState]) -> None:
         cfg = self.settings

@@ -7,11 +7,9 @@ first on PATH) is the one verified in shared/docs/local-stack.md.
 """
 from __future__ import annotations
 
-import ctypes
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import sysconfig
@@ -21,35 +19,14 @@ import urllib.request
 from pathlib import Path
 from typing import Sequence
 
+from streams.processes import die_with_parent, free_port  # noqa: F401 - free_port re-exported for tests
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_REPOSITORY = REPO_ROOT / "triton_models"
 
 
 class TritonStartError(RuntimeError):
     """tritonserver exited or did not become ready; the message carries the log tail."""
-
-
-def die_with_parent(sig: int = signal.SIGTERM):
-    """`preexec_fn`: the kernel sends `sig` to the server when the process that started it dies,
-    even by SIGKILL (prctl PR_SET_PDEATHSIG), so a killed `serve-models` or test run leaves no
-    tritonserver behind (on SIGTERM the server stops its python-backend stubs itself)."""
-    try:
-        prctl = ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):
-        return None
-    parent = os.getpid()
-
-    def pre() -> None:
-        prctl(1, int(sig), 0, 0, 0)  # PR_SET_PDEATHSIG
-        if os.getppid() != parent:
-            os.kill(os.getpid(), sig)
-    return pre
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def pytriton_root() -> Path:
@@ -137,6 +114,7 @@ class TritonServer:
             return self
         log = open(self.log_path, "ab")
         # Own session: stop() can signal the server and its python-backend stubs as one group.
+        # SIGTERM when we die, even by SIGKILL: the server then stops its python-backend stubs itself
         self.process = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT, env=server_env(),
                                         start_new_session=True, cwd=str(REPO_ROOT), preexec_fn=die_with_parent())
         log.close()

@@ -7,39 +7,19 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import ctypes
 import os
 import signal
 import socket
 import subprocess
 import time
 import weakref
-from typing import Callable, Iterator
+from typing import Iterator
 
 from schemas.settings import Settings
 
-from .processes import terminate
+from .processes import die_with_parent, free_port, terminate  # noqa: F401 - re-exported
 
-_PR_SET_PDEATHSIG = 1
 _LIVE: "weakref.WeakSet" = weakref.WeakSet()  # children to stop if the interpreter exits with them running
-
-
-def die_with_parent(sig: int = signal.SIGTERM) -> Callable[[], None] | None:
-    """A `preexec_fn` so the child gets `sig` when the process that started it dies, even by
-    SIGKILL (Linux prctl PR_SET_PDEATHSIG). Why: a killed test run, demo or `serve-models` must not
-    leave a broker or worker behind. The signal follows the *thread* that started the child, so
-    start children from a long-lived thread (the main one)."""
-    try:
-        prctl = ctypes.CDLL(None, use_errno=True).prctl  # resolved here: the child only calls it
-    except (OSError, AttributeError):
-        return None
-    parent = os.getpid()
-
-    def pre() -> None:
-        prctl(_PR_SET_PDEATHSIG, int(sig), 0, 0, 0)
-        if os.getppid() != parent:  # the parent died before prctl took effect
-            os.kill(os.getpid(), sig)
-    return pre
 
 
 def track(child) -> None:
@@ -52,12 +32,6 @@ def _stop_live_children() -> None:
     for child in list(_LIVE):
         with contextlib.suppress(Exception):
             child.stop()
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class EmbeddedBroker:

@@ -6,7 +6,7 @@ Only `ModelUnavailable` and `SearchUnavailable` are turned into degraded verdict
 any other exception is a bug and propagates to the stream's error-verdict path."""
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Protocol, Sequence, runtime_checkable
 
 import numpy as np
@@ -51,7 +51,9 @@ class Passage:
     doc_id: str = ""  # the source document (title for Wikipedia); passages of one doc share it
 
     def with_score(self, score: float) -> "Passage":
-        return replace(self, score=float(score))
+        # the constructor, not dataclasses.replace: BM25 makes ~900 of these per claim (180 per
+        # query) and replace() was 2.5 % of an e2e run's time
+        return Passage(self.id, self.title, self.text, float(score), self.doc_id)
 
 
 @runtime_checkable

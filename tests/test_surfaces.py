@@ -75,3 +75,37 @@ def test_surfaces_are_cumulative():
     assert s.r2 == "yeah, he is from tupelo."
     assert s.r3 == "Yeah, he is from Tupelo."
     assert s.r4 == "Yeah, Elvis is from Tupelo."
+
+
+def _parse_signature(doc):
+    return ([(t.text, t.pos_, t.tag_, t.dep_, t.head.i, t.lemma_, t.ent_type_, t.ent_iob_) for t in doc]
+            + [(c.start, c.end) for c in doc.noun_chunks])
+
+
+def test_batched_parses_equal_single_parses_and_cover_what_surfaces_parse(dialfact_records):
+    """parse_batch_ahead (settings perf: the parse cache on) must fill the cache with exactly the
+    parses a one-at-a-time `nlp()` gives, and with every text `build_surfaces` then parses."""
+    from workers.surfaces import parse_batch_ahead, r1_to_r3
+    from workers.surfaces import pronouns
+
+    claims = [(list(r.context), r.response) for r in dialfact_records[:40]]
+    pronouns.set_parse_cache(0)
+    pronouns.set_parse_cache(4096)
+    try:
+        parse_batch_ahead(claims)
+        cache = pronouns._cached_parse.cache
+        r3s = [r1_to_r3(claim)[2] for _, claim in claims]
+        assert all((t,) in cache for t in r3s)
+        with_pronoun = [ctx for (ctx, _), r3 in zip(claims, r3s) if find_pronoun(r3)]
+        assert with_pronoun, "the sample must have claims with a pronoun to resolve"
+        batched = {key[0]: doc for key, doc in cache.items()}
+        single = pronouns.nlp()
+        for text, doc in batched.items():
+            assert _parse_signature(doc) == _parse_signature(single(text)), text
+
+        filled = len(cache)
+        for ctx, claim in claims:
+            build_surfaces(ctx, claim)
+        assert len(cache) == filled  # a miss would have added an entry: every parse was a hit
+    finally:
+        pronouns.set_parse_cache(0)

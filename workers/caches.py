@@ -48,4 +48,5 @@ def memoize(fn: Callable, entries: int) -> Callable:
             cache[args] = value = fn(*args)
             return value
 
+    cached.cache = cache  # so a batched producer can fill it ahead (see pronouns.parse_ahead)
     return cached

@@ -18,7 +18,7 @@ from schemas.settings import GateSettings, RetrievalSettings, VerifySettings
 
 from .gate import BiConGate, GateInput
 from .retrieval.dense import dense_rescore, merge_context_hits
-from .surfaces import ClaimSurfaces, build_surfaces
+from .surfaces import ClaimSurfaces, build_surfaces, parse_batch_ahead
 from .text import last_turns, with_context
 from .verify import NO_EVIDENCE, ClaimDecider, WindowDecision, decide_window
 from .windows import Window, top_windows
@@ -92,6 +92,7 @@ class SurfaceStage:
         self.build = build or surfaces_of  # a memoized builder is shared across surface modes in eval
 
     def run(self, states: list[ClaimState]) -> None:
+        parse_batch_ahead([(s.item.context, s.item.claim) for s in states])
         for s in states:
             s.surfaces = self.build(tuple(s.item.context), s.item.claim)
             if self.surface == "r4g":

@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .contractions import decontract
-from .pronouns import resolve
+from .pronouns import find_pronoun, parse_ahead, parse_cache_on, resolve
 from .punctuation import restore_punctuation
 from .truecasing import truecase
 
@@ -25,12 +25,27 @@ class ClaimSurfaces:
 
 
 def build_surfaces(context: list[str], claim: str, candidates: int = 10) -> ClaimSurfaces:
-    r1 = decontract(claim)
-    r2 = restore_punctuation(r1)
-    r3 = truecase(r2)
+    r1, r2, r3 = r1_to_r3(claim)
     r4, alternatives = resolve(r3, context, limit=candidates)
     return ClaimSurfaces(claim, r1, r2, r3, r4, alternatives)
 
 
-__all__ = ["ClaimSurfaces", "SURFACE_NAMES", "build_surfaces", "decontract", "restore_punctuation", "truecase",
+def r1_to_r3(claim: str) -> tuple[str, str, str]:
+    r1 = decontract(claim)
+    r2 = restore_punctuation(r1)
+    return r1, r2, truecase(r2)
+
+
+def parse_batch_ahead(claims: list[tuple[list[str], str]]) -> None:
+    """Parse, batched, every text `build_surfaces` will parse for these (context, claim) pairs:
+    each claim's R3 form, then the context turns of the claims that have a pronoun to resolve.
+    Only with the parse cache on (settings `perf.cache_entries`); verdicts are unchanged."""
+    if not parse_cache_on():
+        return
+    r3s = [r1_to_r3(claim)[2] for _, claim in claims]
+    parse_ahead(r3s)
+    parse_ahead(turn for (context, _), r3 in zip(claims, r3s) if find_pronoun(r3) for turn in context)
+
+
+__all__ = ["ClaimSurfaces", "SURFACE_NAMES", "build_surfaces", "parse_batch_ahead", "decontract", "restore_punctuation", "truecase",
            "resolve"]

@@ -19,7 +19,7 @@ import urllib.request
 from pathlib import Path
 from typing import Sequence
 
-from streams.processes import die_with_parent, free_port  # noqa: F401 - free_port re-exported for tests
+from streams.processes import die_with_parent, free_port
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_REPOSITORY = REPO_ROOT / "triton_models"

@@ -33,7 +33,7 @@ from schemas import InvalidEvent
 from schemas.items import CheckItem
 from schemas.protocols import Checker, ClaimChecker
 
-from .broker import free_port
+from .processes import free_port
 from .checking import DaemonExecutor, Scrubber, ScrubbingFilter, bound, check_safely, error_verdict, safe_verdict, validate_event
 from .context import Recency, add_turn, is_idle, oldest_beyond, parse_roles, should_check
 from .deadletter import DeadLetter

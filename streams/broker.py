@@ -17,7 +17,7 @@ from typing import Iterator
 
 from schemas.settings import Settings
 
-from .processes import die_with_parent, free_port, terminate  # noqa: F401 - re-exported
+from .processes import die_with_parent, free_port, terminate
 
 _LIVE: "weakref.WeakSet" = weakref.WeakSet()  # children to stop if the interpreter exits with them running
 

@@ -17,8 +17,8 @@ from schemas.protocols import Checker
 from schemas.settings import REPO_ROOT, Settings
 
 from .app import READY_MARKER, STATUS_MARKER, create_app
-from .broker import die_with_parent, track
-from .processes import terminate
+from .broker import track
+from .processes import die_with_parent, terminate
 from .observability import logging_config
 from .topics import ensure_topics, partition_count
 

@@ -175,7 +175,8 @@ def test_image_install_steps_in_a_fresh_virtualenv(tmp_path):
     import urllib.request
 
     from schemas.settings import load_settings
-    from streams.broker import EmbeddedBroker, free_port
+    from streams.broker import EmbeddedBroker
+    from streams.processes import free_port
 
     ctx = tmp_path / "ctx"
     copies, run = _dockerfile()

@@ -124,7 +124,7 @@ def test_dialfact_evidence_top1_mostly_agrees(osmem):
 
 
 def test_outage_raises_search_unavailable():
-    from infra.triton_server import free_port
+    from streams.processes import free_port
 
     dead = OpenSearchSearcher(f"http://127.0.0.1:{free_port()}", INDEX, timeout_s=1, retries=0)
     with pytest.raises(SearchUnavailable):

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from schemas.settings import REPO_ROOT, load_settings
-from streams.broker import free_port
+from streams.processes import free_port
 from streams.demo import run_demo
 from streams.worker import WorkerProcess
 

@@ -15,7 +15,6 @@ import time
 
 import pytest
 
-
 from schemas import ChatTurn, claim_id
 from schemas.settings import Settings, load_settings
 from streams.app import partition_of

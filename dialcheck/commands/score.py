@@ -56,8 +56,8 @@ def run(args) -> int:
         if failures:
             print(f"score --check: {len(failures)} below reference: " + "; ".join(failures), file=sys.stderr)
             status = 1
-    for result in results:
-        from dialcheck.commands.eval import print_result
+    from dialcheck.commands.eval import print_result
 
+    for result in results:
         print_result(result, args.json)
     return status

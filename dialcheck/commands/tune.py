@@ -90,8 +90,7 @@ def run_gate(args) -> int:
         res = tune_tau_ir(_tuner(args), args.method, k=args.folds)
     else:
         res = tune_tau(_tuner(args), args.method, k=args.folds, protocol=args.protocol)
-    print(json.dumps(res, indent=1) if args.json else res)
-    return 0
+    return _print(args, res)
 
 
 def run_fit(args) -> int:

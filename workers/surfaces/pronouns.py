@@ -58,7 +58,7 @@ def parse_ahead(texts: Iterable[str]) -> None:
     `nlp()` call each on DialFact turns, with identical tokens, tags, lemmas, dependencies and
     entities (tests/test_surfaces.py). Does nothing while the cache is off, so `parse` stays the
     one way a text is parsed there."""
-    cache = getattr(_cached_parse, "cache", None)
+    cache = _parse_cache()
     if cache is None:
         return
     todo = [t for t in dict.fromkeys(texts) if (t,) not in cache]
@@ -66,8 +66,13 @@ def parse_ahead(texts: Iterable[str]) -> None:
         cache[(text,)] = doc
 
 
+def _parse_cache():
+    """The LRU cache behind `parse`, or None while caching is off."""
+    return getattr(_cached_parse, "cache", None)
+
+
 def parse_cache_on() -> bool:
-    return getattr(_cached_parse, "cache", None) is not None
+    return _parse_cache() is not None
 
 
 def set_parse_cache(entries: int) -> None:

@@ -1,0 +1,77 @@
+#!/usr/bin/env python3
+"""Consume dialcheck's verdicts (and dead letters) as a chat app would, and decide what to show.
+
+Only kafka-python and the standard library. Verdicts arrive on `chat.verdicts` keyed by
+conversation id; delivery is at-least-once, so the same verdict can come twice: deduplicate by
+`claim_id`. Rejected input arrives on `chat.deadletter` with the reason in the `dialcheck.reason`
+header and the original bytes as the value.
+
+    python examples/consume_verdicts.py --bootstrap 127.0.0.1:9092 [--conversation ID --count 1]
+
+Prints one JSON line per new verdict: what a chat UI needs (label, confidence, the best evidence).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+from kafka import KafkaConsumer
+
+
+def for_display(v: dict) -> dict:
+    """The fields a chat UI shows next to the checked turn (docs/integration.md, "What to show")."""
+    probs = v.get("probabilities") or {}
+    best = (v.get("evidence") or [None])[0]
+    return {
+        "conversation_id": v["conversation_id"], "turn_id": v["turn_id"], "claim_id": v["claim_id"],
+        "label": v["label"], "confidence": round(probs.get(v["label"], 0.0), 3),
+        "status": v["status"]["state"], "reason": v["status"].get("reason"),
+        "evidence_title": best and best["title"], "evidence": best and best["window"],
+        "checked_text": v["surface"]["text"],
+    }
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--bootstrap", default="127.0.0.1:9092")
+    ap.add_argument("--verdicts-topic", default="chat.verdicts")
+    ap.add_argument("--deadletter-topic", default="chat.deadletter")
+    ap.add_argument("--group", default=None, help="consumer group (default: none, read from the start)")
+    ap.add_argument("--conversation", default=None, help="only this conversation")
+    ap.add_argument("--count", type=int, default=0, help="stop after this many verdicts (0: run until Ctrl-C)")
+    ap.add_argument("--timeout", type=float, default=0, help="give up after this many seconds (0: never)")
+    args = ap.parse_args()
+
+    consumer = KafkaConsumer(args.verdicts_topic, args.deadletter_topic, bootstrap_servers=args.bootstrap,
+                             group_id=args.group, auto_offset_reset="earliest", enable_auto_commit=args.group is not None)
+    seen: set[str] = set()  # claim ids already shown (redeliveries repeat them)
+    deadline = time.monotonic() + args.timeout if args.timeout else None
+    try:
+        while not (args.count and len(seen) >= args.count):
+            if deadline and time.monotonic() > deadline:
+                print(json.dumps({"timeout": True, "verdicts": len(seen)}))
+                return 1
+            for records in consumer.poll(timeout_ms=500).values():
+                for rec in records:
+                    key = rec.key.decode("utf-8", "replace") if rec.key else None
+                    if args.conversation and key != args.conversation:
+                        continue
+                    if rec.topic == args.deadletter_topic:
+                        headers = {k: v.decode("utf-8", "replace") for k, v in rec.headers or []}
+                        print(json.dumps({"dead_letter": key, "reason": headers.get("dialcheck.reason")}))
+                        continue
+                    v = json.loads(rec.value)
+                    if v["claim_id"] in seen:
+                        continue
+                    seen.add(v["claim_id"])
+                    print(json.dumps(for_display(v), ensure_ascii=False), flush=True)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        consumer.close()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,166 @@
+"""A local stand-in for an OpenAI-compatible LLM server — NOT a language model.
+
+No model weights can be installed where dialcheck's tests run, so the tests talk to this aiohttp
+server instead: it speaks the same protocol as vLLM, llama.cpp's server, Ollama and LM Studio
+(`GET /v1/models`, `POST /v1/chat/completions` with OpenAI's request and response shapes, Bearer
+auth, OpenAI-style error bodies) and answers deterministically from a fixture file
+(tests/fixtures/llm_rewrites.json): the R5 rewrite of a reply, the edited query of a sub-claim.
+A prompt it has no fixture for is answered with the text unchanged (a conservative model).
+
+Misbehaviour on demand (`mode`): "ok", "error" (HTTP 503 on every call), "slow" (answers after
+`delay_s`), "garbage" (200 with no choices). Every request is recorded in `requests`.
+
+Run by hand:  .venv/bin/python -m tests.llm_standin --port 8011
+then          DIALCHECK_LLM_URL=http://127.0.0.1:8011/v1 dialcheck eval --surfaces r0,r4g,r5g --limit 8
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import re
+import threading
+import time
+from pathlib import Path
+
+from aiohttp import web
+
+FIXTURE = Path(__file__).resolve().parent / "fixtures" / "llm_rewrites.json"
+_REPLY = re.compile(r"^Reply: (.*)$", re.MULTILINE)
+_CLAIM = re.compile(r"^Claim: (.*)$", re.MULTILINE)
+ROLES = {"system", "user", "assistant", "tool", "developer"}
+
+
+def _error(status: int, message: str, kind: str, code: str | None = None) -> web.Response:
+    return web.json_response({"error": {"message": message, "type": kind, "param": None, "code": code}}, status=status)
+
+
+class LLMStandIn:
+    def __init__(self, fixture: str | Path = FIXTURE, api_key: str | None = None, model: str | None = None):
+        spec = json.loads(Path(fixture).read_text(encoding="utf-8"))
+        self.model = model or spec["model"]
+        self.rewrites: dict[str, str] = spec.get("r5", {})
+        self.edits: dict[str, str] = spec.get("edit", {})
+        self.api_key = api_key
+        self.mode, self.delay_s = "ok", 0.0
+        self.requests: list[dict] = []
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._runner: web.AppRunner | None = None
+        self._thread: threading.Thread | None = None
+        self.port = 0
+
+    # ---- the protocol ---------------------------------------------------------------------------
+    def app(self) -> web.Application:
+        app = web.Application()
+        app.router.add_get("/v1/models", self._models)
+        app.router.add_post("/v1/chat/completions", self._chat)
+        return app
+
+    def _unauthorised(self, request: web.Request) -> web.Response | None:
+        if self.api_key and request.headers.get("Authorization") != f"Bearer {self.api_key}":
+            return _error(401, "Incorrect API key provided.", "invalid_request_error", "invalid_api_key")
+        return None
+
+    async def _models(self, request: web.Request) -> web.Response:
+        self.requests.append({"path": "/v1/models", "authorization": request.headers.get("Authorization")})
+        if (bad := self._unauthorised(request)) is not None:
+            return bad
+        if self.mode == "error":
+            return _error(503, "stand-in is down (mode=error)", "server_error")
+        return web.json_response({"object": "list", "data": [
+            {"id": self.model, "object": "model", "created": 0, "owned_by": "dialcheck-standin"}]})
+
+    async def _chat(self, request: web.Request) -> web.Response:
+        try:
+            body = await request.json()
+        except json.JSONDecodeError:
+            return _error(400, "request body is not JSON", "invalid_request_error")
+        self.requests.append({"path": "/v1/chat/completions", "authorization": request.headers.get("Authorization"),
+                              "body": body})
+        if (bad := self._unauthorised(request)) is not None:
+            return bad
+        messages = body.get("messages") if isinstance(body, dict) else None
+        if not isinstance(messages, list) or not messages or not all(
+                isinstance(m, dict) and m.get("role") in ROLES and isinstance(m.get("content"), str) for m in messages):
+            return _error(400, "'messages' must be a non-empty list of {role, content}", "invalid_request_error")
+        if body.get("model") != self.model:
+            return _error(404, f"The model `{body.get('model')}` does not exist.", "invalid_request_error",
+                          "model_not_found")
+        if self.mode == "error":
+            return _error(503, "stand-in is down (mode=error)", "server_error")
+        if self.mode == "slow":
+            await asyncio.sleep(self.delay_s)
+        if self.mode == "garbage":
+            return web.json_response({"id": "x", "object": "chat.completion", "choices": []})
+        content = self.answer(messages[-1]["content"])
+        words = sum(len(m["content"].split()) for m in messages)
+        return web.json_response({
+            "id": f"chatcmpl-standin-{len(self.requests)}", "object": "chat.completion", "created": int(time.time()),
+            "model": self.model, "system_fingerprint": "dialcheck-standin",
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "logprobs": None,
+                         "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": words, "completion_tokens": len(content.split()),
+                      "total_tokens": words + len(content.split())}})
+
+    def answer(self, prompt: str) -> str:
+        """The fixture's answer for the prompt's reply (R5) or claim (editing); else the text unchanged."""
+        if (m := _CLAIM.search(prompt)) and "Evidence:" in prompt:
+            return self.edits.get(m.group(1).strip(), m.group(1).strip())
+        if m := _REPLY.search(prompt):
+            return self.rewrites.get(m.group(1).strip(), m.group(1).strip())
+        return prompt.strip().splitlines()[-1]
+
+    # ---- start / stop ---------------------------------------------------------------------------
+    def start(self, port: int | None = None) -> str:
+        """Serve on 127.0.0.1 (a free port unless given) in a thread; returns the base URL (…/v1)."""
+        from streams.processes import free_port
+
+        self.port = port or free_port()
+        ready = threading.Event()
+
+        def serve() -> None:
+            self._loop = asyncio.new_event_loop()
+            asyncio.set_event_loop(self._loop)
+            self._runner = web.AppRunner(self.app(), shutdown_timeout=0.5)
+            self._loop.run_until_complete(self._runner.setup())
+            self._loop.run_until_complete(web.TCPSite(self._runner, "127.0.0.1", self.port).start())
+            ready.set()
+            self._loop.run_forever()
+            self._loop.run_until_complete(self._runner.cleanup())
+            self._loop.close()
+
+        self._thread = threading.Thread(target=serve, name="llm-standin", daemon=True)
+        self._thread.start()
+        if not ready.wait(10):
+            raise RuntimeError("LLM stand-in did not start")
+        return self.url
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def stop(self) -> None:
+        if self._loop is not None and self._thread is not None:
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(10)
+            self._loop = self._thread = None
+
+    def __enter__(self) -> "LLMStandIn":
+        self.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--port", type=int, default=8011)
+    p.add_argument("--fixture", default=str(FIXTURE))
+    p.add_argument("--api-key", default=None)
+    args = p.parse_args()
+    web.run_app(LLMStandIn(args.fixture, args.api_key).app(), host="127.0.0.1", port=args.port)
+
+
+if __name__ == "__main__":
+    main()

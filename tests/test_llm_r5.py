@@ -1,0 +1,181 @@
+"""R5 (the one-shot LLM rewrite offered to BiCon-Gate) and the OpenAI-compatible client, against
+the local protocol stand-in (tests/llm_standin.py: a server, not a model) and the real NLI model
+and encoder. What must hold: the rewrite is used when the gate accepts it, the R4 path stands when
+the gate or the checks reject it or the LLM is down/slow/broken (with the outage in the verdict's
+status), nothing is dropped, and the API key appears in no verdict and no log line."""
+from __future__ import annotations
+
+import json
+import logging
+
+import pytest
+
+from schemas import validate
+from schemas.items import CheckItem
+from schemas.protocols import LLM, LLMUnavailable
+from streams.processes import free_port
+from tests.llm_standin import LLMStandIn
+from workers.llm import r5
+from workers.llm.client import OpenAICompatibleLLM
+from workers.pipeline import Pipeline
+
+KEY = "sk-standin-Secret-7f3a9c"
+CONTEXT = ["I love Elvis Presley."]
+EVIDENCE = [("Elvis Presley", "Elvis Presley was born in Tupelo, Mississippi.")]
+ACCEPTED = "He was born in Tupelo"  # fixture: a faithful rewrite
+REJECTED = "He grew up in Tupelo"  # fixture: a rewrite that contradicts the claim (passes the checks)
+REFUSED = "He moved to Memphis later"  # fixture: a rewrite naming Tennessee and 1948 (in neither text)
+UNKNOWN = "He had a twin brother"  # no fixture: the stand-in echoes it (R5 unchanged)
+
+
+@pytest.fixture(scope="module")
+def standin():
+    with LLMStandIn(api_key=KEY) as s:
+        yield s
+
+
+@pytest.fixture(autouse=True)
+def _reset(standin):
+    standin.mode, standin.delay_s = "ok", 0.0
+    standin.requests.clear()
+    r5_caches_clear()
+
+
+def r5_caches_clear():
+    from workers.llm import stages
+
+    stages._R5_CACHES.clear()
+
+
+def items(*claims):
+    return [CheckItem("conv", str(i), list(CONTEXT), c, list(EVIDENCE)) for i, c in enumerate(claims)]
+
+
+def pipe(settings, nli, encoder, surface, **llm):
+    return Pipeline(settings.updated(llm=llm), nli, encoder, None, "fv", surface)
+
+
+def chats(standin):
+    return [r for r in standin.requests if r["path"] == "/v1/chat/completions"]
+
+
+# ---- the client ---------------------------------------------------------------------------------
+def test_client_speaks_the_openai_protocol(settings, standin):
+    llm = OpenAICompatibleLLM(settings.updated(llm={"url": standin.url, "api_key": KEY, "concurrency": 3}).llm)
+    assert isinstance(llm, LLM)
+    assert llm.model == "dialcheck-standin-rewriter"  # no model configured: the first of /v1/models
+    replies = llm.complete_many([r5.prompt(CONTEXT, c) for c in (ACCEPTED, REJECTED, UNKNOWN)])
+    assert replies == ["Elvis Presley was born in Tupelo.", "Elvis Presley never lived in Tupelo.", UNKNOWN]
+    sent = chats(standin)
+    assert len(sent) == 3 and all(r["authorization"] == f"Bearer {KEY}" for r in sent)
+    body = sent[0]["body"]
+    assert body["model"] == "dialcheck-standin-rewriter" and body["temperature"] == 0
+    assert body["max_tokens"] == settings.llm.max_tokens and [m["role"] for m in body["messages"]] == \
+        ["system", "user", "assistant", "user"]
+
+
+def test_client_declares_each_failure_and_retries_a_bounded_number_of_times(settings, standin):
+    base = {"url": standin.url, "api_key": KEY, "model": "dialcheck-standin-rewriter", "timeout_s": 0.5}
+    standin.mode = "error"  # HTTP 503: retried
+    got = OpenAICompatibleLLM(settings.updated(llm={**base, "retries": 2}).llm).complete_many([r5.prompt([], "x")])
+    assert isinstance(got[0], LLMUnavailable) and "HTTP 503 (3 attempts)" in str(got[0])
+    assert len(chats(standin)) == 3
+    standin.requests.clear()
+    standin.mode = "garbage"  # 200 without choices: not retried, declared
+    got = OpenAICompatibleLLM(settings.updated(llm={**base, "retries": 2}).llm).complete_many([r5.prompt([], "x")])
+    assert isinstance(got[0], LLMUnavailable) and "choices" in str(got[0]) and len(chats(standin)) == 1
+    standin.mode = "ok"  # a wrong model name: 404, not retried, the server's message kept
+    got = OpenAICompatibleLLM(settings.updated(llm={**base, "model": "nope"}).llm).complete_many([r5.prompt([], "x")])
+    assert isinstance(got[0], LLMUnavailable) and "HTTP 404" in str(got[0]) and "does not exist" in str(got[0])
+
+
+# ---- R5 through the gate --------------------------------------------------------------------------
+def test_r5g_uses_the_rewrite_the_gate_accepts(settings, nli, encoder, standin):
+    v = pipe(settings, nli, encoder, "r5g", url=standin.url, api_key=KEY).check_many(items(ACCEPTED))[0]
+    assert v.surface.name == "r5g" and v.surface.text == "Elvis Presley was born in Tupelo."
+    assert v.surface.candidate == "r5" and v.surface.gate.accepted and v.surface.gate.score >= v.surface.gate.threshold
+    assert v.status.state == "ok" and v.rationale["r5"]["outcome"] == "accepted"
+    assert v.rationale["r5"]["model"] == "dialcheck-standin-rewriter"
+    validate("verdict", v.to_dict())
+
+
+def test_rejected_or_refused_rewrites_leave_the_r4_path(settings, nli, encoder, standin):
+    claims = items(REJECTED, REFUSED, UNKNOWN)
+    r4g = pipe(settings, nli, encoder, "r4g").check_many(claims)
+    got = pipe(settings, nli, encoder, "r5g", url=standin.url, api_key=KEY).check_many(claims)
+    assert len(got) == 3
+    for a, b in zip(r4g, got):  # exactly what r4g checks and decides
+        assert (b.surface.name, b.surface.text, b.label, b.status.state) == \
+            (a.surface.name, a.surface.text, a.label, "ok")
+    rejected, refused, unchanged = (v.rationale["r5"] for v in got)
+    assert rejected["outcome"] == "rejected" and rejected["text"] == "Elvis Presley never lived in Tupelo."
+    assert rejected["gate_score"] < rejected["tau_fv"]
+    assert refused["outcome"] == "refused" and "Tennessee" in refused["reason"] and "1948" in refused["reason"]
+    assert unchanged["outcome"] == "unchanged"
+
+
+def test_ungated_r5_uses_any_rewrite_that_passes_the_checks(settings, nli, encoder, standin):
+    r4 = pipe(settings, nli, encoder, "r4").check_many(items(REFUSED))[0]
+    a, b = pipe(settings, nli, encoder, "r5", url=standin.url, api_key=KEY).check_many(items(REJECTED, REFUSED))
+    assert (a.surface.name, a.surface.text) == ("r5", "Elvis Presley never lived in Tupelo.")  # why R5 needs the gate
+    assert (b.surface.name, b.surface.text) == (r4.surface.name, r4.surface.text)
+
+
+@pytest.mark.parametrize("how", ["down", "slow", "error", "unconfigured"])
+def test_llm_outage_takes_the_r4_path_with_a_degraded_status(settings, nli, encoder, standin, how):
+    llm = {"url": standin.url, "api_key": KEY, "model": "dialcheck-standin-rewriter", "timeout_s": 0.5, "retries": 1}
+    if how == "down":
+        llm["url"] = f"http://127.0.0.1:{free_port()}/v1"  # nothing listens there
+    elif how == "slow":
+        standin.mode, standin.delay_s = "slow", 5.0
+    elif how == "error":
+        standin.mode = "error"
+    else:
+        llm = {"url": ""}
+    claims = items(ACCEPTED, REJECTED)
+    r4g = pipe(settings, nli, encoder, "r4g").check_many(claims)
+    got = pipe(settings, nli, encoder, "r5g", **llm).check_many(claims)
+    assert len(got) == len(claims)  # nothing dropped
+    for a, b in zip(r4g, got):
+        assert (b.surface.name, b.surface.text, b.label) == (a.surface.name, a.surface.text, a.label)
+        assert b.status.state == "degraded" and b.status.reason.startswith("R5 rewrite unavailable, R4 path used")
+        assert b.rationale["r5"]["outcome"] == "llm-unavailable"
+        assert {"down": "unreachable", "slow": "timed out", "error": "HTTP 503",
+                "unconfigured": "no LLM configured"}[how] in b.status.reason
+        validate("verdict", b.to_dict())
+
+
+def test_api_key_is_in_no_verdict_and_no_log_line(settings, nli, encoder, standin, caplog):
+    caplog.set_level(logging.DEBUG)
+    wrong = "sk-wrong-Secret-c0ffee"  # the server answers 401 and its error names no key
+    url_with_password = standin.url.replace("http://", "http://user:url-Secret-pw@")
+    verdicts = []
+    for key, url in ((KEY, standin.url), (wrong, standin.url), (KEY, url_with_password)):
+        verdicts += pipe(settings, nli, encoder, "r5g", url=url, api_key=key, retries=0).check_many(items(ACCEPTED))
+    assert verdicts[0].status.state == "ok"
+    assert verdicts[1].status.state == "degraded" and "HTTP 401" in verdicts[1].status.reason
+    text = json.dumps([v.to_dict() for v in verdicts]) + caplog.text
+    for secret in (KEY, wrong, "url-Secret-pw"):
+        assert secret not in text
+
+
+def test_rewrites_are_cached_by_context_claim_and_model(settings, nli, encoder, standin):
+    p = pipe(settings, nli, encoder, "r5g", url=standin.url, api_key=KEY)
+    first = p.check_many(items(ACCEPTED, REJECTED))
+    assert len(chats(standin)) == 2
+    again = p.with_options(surface="r5").check_many(items(ACCEPTED, REJECTED))  # eval's surface loop
+    assert len(chats(standin)) == 2 and again[0].surface.text == first[0].surface.text
+    other = [CheckItem("conv", "9", ["I love Elvis Costello."], ACCEPTED, list(EVIDENCE))]
+    p.check_many(other)  # another context: asked again
+    assert len(chats(standin)) == 3
+
+
+def test_checks_refuse_drift(standin):
+    sources = [*CONTEXT, ACCEPTED]
+    assert r5.check_rewrite('Rewrite: "Elvis Presley was born in Tupelo."', sources, ACCEPTED).text == \
+        "Elvis Presley was born in Tupelo."
+    assert "sentences" in r5.check_rewrite("Elvis Presley was born in Tupelo. He sang.", sources, ACCEPTED).reason
+    assert "Memphis" in r5.check_rewrite("Elvis Presley was born in Memphis.", sources, ACCEPTED).reason
+    assert "too long" in r5.check_rewrite("Elvis Presley was born in Tupelo " + "and so on " * 12, sources,
+                                          ACCEPTED).reason
+    assert r5.check_rewrite("  ", sources, ACCEPTED).text is None

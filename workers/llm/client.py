@@ -1,0 +1,162 @@
+"""An OpenAI-compatible chat-completions client (`schemas.protocols.LLM`).
+
+Why httpx and not the `openai` package: two endpoints (/v1/chat/completions, /v1/models) are all
+we use, httpx is already installed, and owning the request lets us bound every call (per-request
+timeout, bounded retries on timeouts / connection errors / 429 / 5xx, one overall deadline per
+batch) and keep the API key out of every message. Requests of one pipeline batch run concurrently
+(`llm.concurrency` threads: the pipeline is synchronous and may run inside the worker's event
+loop thread, where `asyncio.run` is not allowed)."""
+from __future__ import annotations
+
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor, wait
+from typing import Sequence
+
+import httpx
+
+from schemas.protocols import LLMUnavailable
+from schemas.settings import LLMSettings, redact
+
+RETRY_STATUS = {408, 409, 429, 500, 502, 503, 504}
+BACKOFF_S = 0.5  # first retry wait, doubled per retry, capped at 4 s
+
+
+class OpenAICompatibleLLM:
+    """`complete_many` sends one chat-completions request per conversation (temperature 0) and
+    returns the reply texts in order; a failed slot holds the LLMUnavailable saying why."""
+
+    def __init__(self, settings: LLMSettings, transport: httpx.BaseTransport | None = None):
+        if not settings.url:
+            raise LLMUnavailable("no LLM endpoint configured (DIALCHECK_LLM_URL)")
+        self.settings = settings
+        url = httpx.URL(settings.url.rstrip("/"))
+        # credentials in the URL become Basic auth (the API key's Bearer header wins) and leave the
+        # URL, so no request line httpx logs can carry them
+        user, password = url.username, url.password
+        self.base_url = str(url.copy_with(username=None, password=None))
+        self._where = redact(self.base_url)
+        self._key = settings.api_key.get_secret_value()
+        headers = {"Authorization": f"Bearer {self._key}"} if self._key else {}
+        auth = httpx.BasicAuth(user, password) if (user or password) and not self._key else None
+        self._http = httpx.Client(base_url=self.base_url, headers=headers, transport=transport, auth=auth,
+                                  timeout=httpx.Timeout(settings.timeout_s),
+                                  limits=httpx.Limits(max_connections=settings.concurrency))
+        self._pool = ThreadPoolExecutor(settings.concurrency, thread_name_prefix="dialcheck-llm")
+        self._model = settings.model
+        self._lock = threading.Lock()
+
+    # ---- the protocol ---------------------------------------------------------------------------
+    @property
+    def model(self) -> str:
+        """The configured model, else the first the server lists (llama.cpp and LM Studio serve one)."""
+        with self._lock:
+            if not self._model:
+                body = self._request("GET", "/models", None)
+                try:
+                    self._model = str(body["data"][0]["id"])
+                except (KeyError, IndexError, TypeError):
+                    raise LLMUnavailable(f"LLM at {self._where}: /models lists no model") from None
+            return self._model
+
+    def complete_many(self, conversations: Sequence[Sequence[dict]]) -> list[str | LLMUnavailable]:
+        if not conversations:
+            return []
+        try:
+            model = self.model
+        except LLMUnavailable as e:
+            return [e] * len(conversations)
+        futures = [self._pool.submit(self._complete, model, list(c)) for c in conversations]
+        done, _ = wait(futures, timeout=self.deadline_s())
+        out: list[str | LLMUnavailable] = []
+        for f in futures:
+            if f not in done:
+                f.cancel()
+                out.append(LLMUnavailable(f"LLM at {self._where}: no answer within {self.deadline_s():.0f} s"))
+            else:
+                out.append(f.result())
+        return out
+
+    def deadline_s(self) -> float:
+        """The longest one request may take with its retries (the batch waits no longer)."""
+        s = self.settings
+        return (s.retries + 1) * s.timeout_s + sum(_backoff(i) for i in range(s.retries)) + 1.0
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
+        self._http.close()
+
+    # ---- one request ----------------------------------------------------------------------------
+    def _complete(self, model: str, messages: list[dict]) -> str | LLMUnavailable:
+        payload = {"model": model, "messages": messages, "temperature": 0,
+                   "max_tokens": self.settings.max_tokens, "n": 1, "stream": False}
+        try:
+            body = self._request("POST", "/chat/completions", payload)
+            content = body["choices"][0]["message"]["content"]
+            if not isinstance(content, str):
+                raise TypeError
+            return content
+        except LLMUnavailable as e:
+            return e
+        except (KeyError, IndexError, TypeError):
+            return LLMUnavailable(f"LLM at {self._where}: answer without choices[0].message.content")
+
+    def _request(self, method: str, path: str, payload: dict | None) -> dict:
+        """One call with bounded retries; raises LLMUnavailable with a message free of secrets."""
+        why = ""
+        for attempt in range(self.settings.retries + 1):
+            if attempt:
+                time.sleep(_backoff(attempt - 1))
+            try:
+                r = self._http.request(method, path, json=payload)
+            except httpx.TimeoutException:
+                why = f"timed out after {self.settings.timeout_s:g} s"
+                continue
+            except httpx.TransportError as e:
+                why = f"unreachable ({type(e).__name__})"
+                continue
+            if r.status_code in RETRY_STATUS:
+                why = f"HTTP {r.status_code}"
+                continue
+            if r.status_code >= 400:  # 401, 404 (wrong model or path), 400: retrying cannot help
+                raise LLMUnavailable(self._scrub(f"LLM at {self._where}: HTTP {r.status_code} on {path}"
+                                                 f"{_error_text(r)}"))
+            try:
+                return r.json()
+            except ValueError:
+                raise LLMUnavailable(f"LLM at {self._where}: {path} answered non-JSON") from None
+        raise LLMUnavailable(self._scrub(f"LLM at {self._where}: {why} ({self.settings.retries + 1} attempts)"))
+
+    def _scrub(self, text: str) -> str:
+        return text.replace(self._key, "***") if self._key else text
+
+
+def _backoff(i: int) -> float:
+    return min(BACKOFF_S * 2 ** i, 4.0)
+
+
+def _error_text(r: httpx.Response) -> str:
+    """The server's own error message, short (OpenAI-style {"error": {"message": ...}})."""
+    try:
+        msg = r.json().get("error", {})
+        msg = msg.get("message", "") if isinstance(msg, dict) else str(msg)
+    except (ValueError, AttributeError):
+        return ""
+    return f": {str(msg)[:160]}" if msg else ""
+
+
+_CLIENTS: dict[tuple, OpenAICompatibleLLM] = {}
+_CLIENTS_LOCK = threading.Lock()
+
+
+def client_for(settings: LLMSettings) -> OpenAICompatibleLLM | None:
+    """One client per endpoint configuration in this process (eval builds a pipeline per surface;
+    they share the connection pool and the resolved model). None when no URL is configured."""
+    if not settings.url:
+        return None
+    key = tuple((k, v.get_secret_value() if hasattr(v, "get_secret_value") else v)
+                for k, v in sorted(settings.__dict__.items()))
+    with _CLIENTS_LOCK:
+        if key not in _CLIENTS:
+            _CLIENTS[key] = OpenAICompatibleLLM(settings)
+        return _CLIENTS[key]

@@ -10,6 +10,7 @@ from dataclasses import asdict
 from typing import Sequence
 
 from schemas.items import DialFactRecord
+from schemas.secrets import Scrubber
 
 from .scoring import ir_records, verdict_row
 from .pipeline import Pipeline
@@ -18,14 +19,16 @@ from .retrieval.dense import unique_docs
 
 def label_rows(pipeline: Pipeline, records: Sequence[DialFactRecord], batch: int = 32) -> tuple[list[dict], float]:
     """One row per record (FV / E2E), and the seconds it took."""
+    scrub = Scrubber.from_settings(pipeline.settings)
     t = time.perf_counter()
     items = [r.to_check_item(pipeline.protocol) for r in records]
     verdicts = []
     for s in range(0, len(items), batch):
         verdicts.extend(pipeline.check_many(items[s:s + batch]))
     secs = time.perf_counter() - t
-    rows = [{"protocol": pipeline.protocol, "surface_mode": pipeline.surface, **verdict_row(v.to_dict(), r.id)}
-            for r, v in zip(records, verdicts)]
+    # verdicts come scrubbed from the Pipeline; scrubbing the row again keeps run files safe whatever made them
+    rows = [scrub.row({"protocol": pipeline.protocol, "surface_mode": pipeline.surface,
+                       **verdict_row(v.to_dict(), r.id)}) for r, v in zip(records, verdicts)]
     return rows, secs
 
 
@@ -35,6 +38,7 @@ def ir_rows(pipeline: Pipeline, records: Sequence[DialFactRecord], batch: int = 
     from schemas import claim_id
 
     recs = ir_records(records)
+    scrub = Scrubber.from_settings(pipeline.settings)
     t = time.perf_counter()
     items = [r.to_check_item("ir") for r in recs]
     results = []
@@ -45,10 +49,10 @@ def ir_rows(pipeline: Pipeline, records: Sequence[DialFactRecord], batch: int = 
     rows = []
     for r, it, res in zip(recs, items, results):
         bm25, dense = (res.retrieval.bm25, res.retrieval.dense) if res.retrieval else ([], [])
-        rows.append({"protocol": "ir", "surface_mode": pipeline.surface, "record_id": r.id,
+        rows.append(scrub.row({"protocol": "ir", "surface_mode": pipeline.surface, "record_id": r.id,
                      "conversation_id": it.conversation_id, "turn_id": it.turn_id,
                      "claim_id": claim_id(it.conversation_id, it.turn_id, it.claim), "claim": it.claim,
                      "surface": asdict(res.ir_surface), "bm25_docs": unique_docs(bm25),
                      "dense_docs": unique_docs(dense), "evidence_ids": [p.id for p in dense],
-                     "problems": [list(p) for p in res.problems], "model_versions": versions})
+                     "problems": [list(p) for p in res.problems], "model_versions": versions}))  # problems quote backends
     return rows, secs

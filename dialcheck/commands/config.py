@@ -1,4 +1,8 @@
-"""`dialcheck config`: the effective settings (defaults ← DIALCHECK_* environment), secrets masked."""
+"""`dialcheck config`: the effective settings (defaults ← DIALCHECK_* environment), secrets masked.
+
+Every value goes through the one scrubber (schemas/secrets.py): the whole userinfo of any URL-like
+setting (DIALCHECK_OPENSEARCH_URL, DIALCHECK_KAFKA_BOOTSTRAP, DIALCHECK_MODELS, ...) and the literal
+value of every configured secret, wherever it appears."""
 from __future__ import annotations
 
 import json
@@ -11,9 +15,13 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
+    from schemas.secrets import Scrubber
     from schemas.settings import load_settings
 
-    rows = load_settings().as_table()
+    settings = load_settings()
+    scrub = Scrubber.from_settings(settings)
+    rows = [(key, env, scrub(value) if isinstance(value, str) else value, doc)
+            for key, env, value, doc in settings.as_table()]
     if args.json:
         print(json.dumps({key: value for key, _, value, _ in rows}, default=str, indent=1))
         return 0

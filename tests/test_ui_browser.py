@@ -17,7 +17,11 @@ import shutil
 import subprocess
 import sys
 import threading
+import urllib.error
+import urllib.request
 from pathlib import Path
+
+import orjson
 
 from dialcheck.wiring import DEFAULT_CHECKER
 from schemas.items import load_dialfact
@@ -92,6 +96,7 @@ def headless_chromium():
     for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
                 "--window-size=1400,1300", "--force-color-profile=srgb"):
         opts.add_argument(arg)
+    opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})  # console errors (CSP violations among them)
     driver = webdriver.Chrome(service=Service(driver_bin), options=opts)
     try:
         yield driver
@@ -180,6 +185,100 @@ def test_ui_shows_the_topics_verdicts_in_chromium(tmp_path):
         state = wait.until(lambda d: _state_if(small.url, lambda st: st["counts"]["verdicts"] == N_RECORDS))
         assert len(state["conversations"]) == 2 and state["counts"]["evicted"] >= N_RECORDS - 2
         assert {c["id"] for c in state["conversations"]} <= {r.id for r in records}
+
+
+def _severe_console(driver) -> list[str]:
+    return [e["message"] for e in driver.get_log("browser") if e.get("level") == "SEVERE"]
+
+
+def test_ui_survives_hostile_verdicts_in_chromium(tmp_path):
+    """Issue 19: one off-schema verdict on chat.verdicts used to break the page for everyone (a thrown
+    render, a consumer restarting from offset 0 for ever, /events failing on orjson.dumps). Here one of
+    each goes through a real broker to `dialcheck ui` while a page is open, then a good conversation:
+    it must render on the open page (live) and on a fresh one (snapshot), with the bad records counted,
+    Bob's turn "1" never showing Alice's verdict on her turn "1", and no console error (CSP included)."""
+    from kafka import KafkaProducer
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as EC
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    from streams.kafka_config import kafka_python_kwargs
+    from test_ui_store import good_verdict, hostile_verdicts, turn
+
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    with contextlib.ExitStack() as stack:
+        broker = stack.enter_context(EmbeddedBroker(log_path=str(tmp_path / "broker.log")))
+        settings = load_settings(kafka={"bootstrap": broker.bootstrap})
+        ensure_topics(settings)
+        ui = stack.enter_context(UIProcess(broker.bootstrap, tmp_path / "ui.log"))
+        driver = stack.enter_context(headless_chromium())
+        wait = WebDriverWait(driver, WAIT_S)
+        driver.get(ui.url)
+        wait.until(EC.text_to_be_present_in_element((By.ID, "status"), "live"))
+
+        producer = KafkaProducer(acks="all", **kafka_python_kwargs(settings))
+        stack.callback(producer.close)
+        k = settings.kafka
+
+        def send(topic: str, conv: str, value: bytes) -> None:
+            producer.send(topic, key=conv.encode(), value=value).get(timeout=60)
+
+        alice = good_verdict("alice", "1", "Paris is in Spain.", label="REFUTES")
+        ghost = good_verdict("ghost", "never-sent", "A claim whose turn never came.", label="NOT ENOUGH INFO", gate=False)
+        send(k.topic_turns, "alice", turn("alice", "1", "Paris is in Spain."))
+        send(k.topic_turns, "bob", turn("bob", "1", "I like tea."))  # same turn id, another conversation
+        send(k.topic_verdicts, "alice", orjson.dumps(alice))
+        hostile = hostile_verdicts()
+        for raw in hostile.values():
+            send(k.topic_verdicts, "hostile", raw)
+        send(k.topic_verdicts, "ghost", orjson.dumps(ghost))  # a verdict for a turn never seen
+        # then a good conversation, which must render
+        good = good_verdict("good", "2", "The Eiffel Tower is in Paris.", label="SUPPORTS")
+        send(k.topic_turns, "good", turn("good", "1", "Where is the Eiffel Tower?", speaker="user", check=False))
+        send(k.topic_turns, "good", turn("good", "2", "The Eiffel Tower is in Paris."))
+        send(k.topic_verdicts, "good", orjson.dumps(good))
+
+        def check_page(how: str) -> None:
+            good_badge = f'section[data-conversation-id="good"] button.badge[data-claim-id="{good["claim_id"]}"]'
+            wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, good_badge))
+            assert driver.find_element(By.ID, "status").text == "live", how
+            assert driver.find_element(By.CSS_SELECTOR, good_badge).get_attribute("data-label") == "SUPPORTS"
+            shown = {s.get_attribute("data-conversation-id") for s in driver.find_elements(By.CSS_SELECTOR, "section.conversation")}
+            assert shown == {"alice", "bob", "ghost", "good"}, how  # nothing of the hostile records
+            a1 = driver.find_element(By.CSS_SELECTOR, 'section[data-conversation-id="alice"] li[data-turn-id="1"]')
+            b1 = driver.find_element(By.CSS_SELECTOR, 'section[data-conversation-id="bob"] li[data-turn-id="1"]')
+            assert a1.find_element(By.CSS_SELECTOR, ".badge").get_attribute("data-label") == "REFUTES"
+            assert [b.get_attribute("data-label") for b in b1.find_elements(By.CSS_SELECTOR, ".badge")] == ["pending"], how
+            assert "Paris" not in b1.text and "I like tea." in b1.text
+            g = driver.find_element(By.CSS_SELECTOR, 'section[data-conversation-id="ghost"] li[data-turn-id="never-sent"]')
+            assert g.get_attribute("data-unseen") == "true" and "A claim whose turn never came." in g.text
+            wait.until(lambda d: d.find_element(By.ID, "counters").get_attribute("data-rejected") == str(len(hostile)))
+            assert driver.find_element(By.ID, "counters").get_attribute("data-render-errors") == "0"
+            assert _severe_console(driver) == [], how
+
+        check_page("live page")  # the page that was open while the hostile records arrived
+        driver.get(ui.url)  # a fresh page: everything through the snapshot
+        wait.until(EC.text_to_be_present_in_element((By.ID, "status"), "live"))
+        check_page("fresh page")
+        driver.save_screenshot(str(ARTIFACTS / "ui-hostile.png"))
+
+        state = _state_if(ui.url, lambda st: True)
+        assert state["counts"]["rejected"] == len(hostile) and state["counts"]["verdicts"] == 3
+        assert sum(state["rejected"].values()) == len(hostile)
+        assert {r["where"].split("/")[0] for r in state["last_rejected"]} == {k.topic_verdicts}
+        assert "Traceback" not in (tmp_path / "ui.log").read_text()
+
+        # the headers and the Host allow-list of the real `dialcheck ui`
+        with urllib.request.urlopen(ui.url, timeout=10) as r:
+            assert "default-src 'self'" in r.headers["Content-Security-Policy"]
+            assert "frame-ancestors 'none'" in r.headers["Content-Security-Policy"]
+            assert r.headers["X-Content-Type-Options"] == "nosniff" and r.headers["X-Frame-Options"] == "DENY"
+        req = urllib.request.Request(ui.url + "api/state", headers={"Host": "rebind.attacker.test"})
+        try:
+            urllib.request.urlopen(req, timeout=10).close()
+            raise AssertionError("a foreign Host header was answered")
+        except urllib.error.HTTPError as e:
+            assert e.code == 421
 
 
 def _cli(*args: str) -> str:

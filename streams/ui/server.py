@@ -15,8 +15,7 @@ from pathlib import Path
 import orjson
 from aiohttp import web
 
-from schemas import InvalidEvent, parse_turn
-from schemas.settings import Settings
+from schemas.settings import Settings, UISettings, redact
 
 from ..kafka_config import aiokafka_kwargs
 from .store import Store
@@ -26,33 +25,100 @@ READY_MARKER = "dialcheck ui at"
 log = logging.getLogger("dialcheck.ui")
 
 STORE, CLIENTS, CONSUMER_STATE = web.AppKey("store", Store), web.AppKey("clients", set), web.AppKey("consumer", dict)
+UI = web.AppKey("ui", UISettings)
+LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "[::1]")
+# the page needs nothing but its own origin: script, style sheet and the SSE stream
+SECURITY_HEADERS = {
+    "Content-Security-Policy": "default-src 'self'; object-src 'none'; base-uri 'none'; form-action 'none'; "
+                               "frame-ancestors 'none'",
+    "X-Content-Type-Options": "nosniff",
+    "X-Frame-Options": "DENY",
+    "Referrer-Policy": "no-referrer",
+    "Cross-Origin-Resource-Policy": "same-origin",
+}
 
 
-def _verdict_dict(raw: bytes) -> dict | None:
-    """Lenient like VerdictLog: an off-schema verdict is still shown if it names its turn."""
-    try:
-        v = orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        return None
-    if not isinstance(v, dict) or not all(isinstance(v.get(k), str) for k in ("conversation_id", "turn_id", "claim_id")):
-        return None
-    return v
+class Client:
+    """One live page: its queue of ready SSE chunks, bounded in bytes. `offer` refuses what does not
+    fit and the page is dropped (its EventSource reconnects to a fresh snapshot): a page that does not
+    read never makes the server buffer without limit."""
+
+    def __init__(self, max_bytes: int, peer: str = "?"):
+        self.queue: asyncio.Queue = asyncio.Queue()
+        self.bytes, self.max_bytes, self.peer = 0, max_bytes, peer
+        self.dropped: str | None = None
+
+    def offer(self, chunk: bytes) -> bool:
+        if self.dropped:
+            return False
+        if self.bytes + len(chunk) > self.max_bytes:
+            self.drop(f"more than {self.max_bytes} bytes of events queued")
+            return False
+        self.bytes += len(chunk)
+        self.queue.put_nowait(chunk)
+        return True
+
+    def drop(self, reason: str) -> None:
+        if not self.dropped:
+            self.dropped = reason
+            while not self.queue.empty():  # what it will never be sent is freed now
+                self.queue.get_nowait()
+            self.bytes = 0
+            self.queue.put_nowait(None)  # wakes the handler
+
+    async def next(self, timeout: float) -> bytes | None:
+        chunk = await asyncio.wait_for(self.queue.get(), timeout)
+        if chunk is not None:
+            self.bytes -= len(chunk)
+        return chunk
+
+
+def sse(event: dict) -> bytes:
+    return f"event: {event['type']}\n".encode() + b"data: " + orjson.dumps(event) + b"\n\n"
 
 
 def _broadcast(app: web.Application, events: list[dict]) -> None:
-    for q in list(app[CLIENTS]):
-        for ev in events:
-            try:
-                q.put_nowait(ev)
-            except asyncio.QueueFull:  # a stalled browser: drop it; EventSource reconnects to a fresh snapshot
-                app[CLIENTS].discard(q)
-                break
+    """Each event is serialised once (stored items were checked to serialise when they entered the store)."""
+    clients = [c for c in app[CLIENTS] if not c.dropped]
+    if not clients:
+        return
+    for ev in events:
+        chunk = sse(ev)
+        for c in clients:
+            c.offer(chunk)
+
+
+def _log_rejection(store: Store) -> None:
+    n = store.counts["rejected"]
+    if n <= 100 or n % 1000 == 0:  # a flood of bad records must not flood the log
+        last = store.last_rejected[-1]
+        log.warning("ui: rejected %s at %s (%d so far): %s", last["what"], last["where"], n, last["reason"])
+
+
+def handle_record(app: web.Application, topic: str, value: bytes | None, where: str = "") -> None:
+    """One record into the store and out to the pages. Never raises: a record that breaks something
+    unforeseen is counted as rejected, and the consumer goes on from the next offset."""
+    store = app[STORE]
+    if value is None:
+        return
+    try:
+        before = store.counts["rejected"]
+        if topic == app[CONSUMER_STATE]["topic_turns"]:
+            events = store.add_turn_raw(value, where)
+        else:
+            events = store.add_verdict_raw(value, where)
+        if store.counts["rejected"] != before:
+            _log_rejection(store)
+        _broadcast(app, events)
+    except Exception as e:  # noqa: BLE001 - one record never stops the page (and never rewinds the consumer)
+        store.reject("record", "unreadable", f"internal error {type(e).__name__}: {str(e)[:200]}", where)
+        _log_rejection(store)
 
 
 async def _consume(app: web.Application, settings: Settings, from_beginning: bool) -> None:
     from aiokafka import AIOKafkaConsumer
 
-    store, state = app[STORE], app[CONSUMER_STATE]
+    state = app[CONSUMER_STATE]
     turns_topic, verdicts_topic = settings.kafka.topic_turns, settings.kafka.topic_verdicts
     while True:  # the broker may not be up yet, or may restart: keep trying
         consumer = AIOKafkaConsumer(group_id=None, enable_auto_commit=False,
@@ -62,33 +128,54 @@ async def _consume(app: web.Application, settings: Settings, from_beginning: boo
             await consumer.start()
             consumer.subscribe([turns_topic, verdicts_topic])
             state["connected"] = True
+            state.pop("error", None)
             async for rec in consumer:
-                if rec.value is None:
-                    continue
-                if rec.topic == turns_topic:
-                    try:
-                        turn = parse_turn(rec.value)
-                    except InvalidEvent:  # dead-lettered by the worker; nothing to show
-                        store.counts["unreadable"] += 1
-                        continue
-                    events = store.add_turn(turn.__dict__)
-                else:
-                    v = _verdict_dict(rec.value)
-                    if v is None:
-                        store.counts["unreadable"] += 1
-                        continue
-                    events = store.add_verdict(v)
-                _broadcast(app, events)
+                handle_record(app, rec.topic, rec.value, f"{rec.topic}/{rec.partition}@{rec.offset}")
         except asyncio.CancelledError:
             raise
         except Exception as e:  # noqa: BLE001 - broker gone or not there yet: say so, retry
             state["connected"] = False
-            state["error"] = str(e)
-            log.warning("ui consumer: %s; retrying in 2 s", e)
+            state["error"] = redact(str(e))[:300]
+            log.warning("ui consumer: %s; retrying in 2 s", state["error"])
             await asyncio.sleep(2)
         finally:
             with contextlib.suppress(Exception):
                 await consumer.stop()
+
+
+def _host_name(header: str | None) -> str | None:
+    """'name:port' / '[v6]:port' → the lower-case name ('[v6]' keeps its brackets)."""
+    if not header:
+        return None
+    h = header.strip().lower()
+    if h.startswith("["):
+        end = h.find("]")
+        return h[:end + 1] if end > 0 else None
+    return h.rsplit(":", 1)[0].rstrip(".") if h.count(":") <= 1 else None
+
+
+def allowed_hosts(ui: UISettings, bind_host: str | None = None) -> frozenset[str]:
+    names = {*LOOPBACK_HOSTS, *(n.strip().lower() for n in ui.allowed_hosts.split(",") if n.strip())}
+    if bind_host and bind_host not in ("0.0.0.0", "::", ""):
+        names.add(f"[{bind_host}]" if ":" in bind_host else bind_host.lower())
+    return frozenset(names)
+
+
+def _host_check(allowed: frozenset[str]):
+    @web.middleware
+    async def check(request: web.Request, handler):
+        """Only Host names this server is meant to be reached by: a DNS-rebinding page (its own name
+        pointing at 127.0.0.1) gets 421 and never reads /api/state or /events."""
+        if _host_name(request.headers.get("Host")) not in allowed:
+            raise web.HTTPMisdirectedRequest(text="dialcheck ui: this Host is not served here "
+                                                  "(DIALCHECK_UI_ALLOWED_HOSTS adds names)\n")
+        return await handler(request)
+    return check
+
+
+async def _security_headers(request: web.Request, response: web.StreamResponse) -> None:
+    for k, v in SECURITY_HEADERS.items():
+        response.headers.setdefault(k, v)
 
 
 async def index(request: web.Request) -> web.FileResponse:
@@ -98,54 +185,83 @@ async def index(request: web.Request) -> web.FileResponse:
 async def state(request: web.Request) -> web.Response:
     snap = request.app[STORE].snapshot()
     snap["consumer"] = dict(request.app[CONSUMER_STATE])
-    return web.json_response(snap)
+    snap["clients"] = len(request.app[CLIENTS])
+    return web.json_response(snap, dumps=lambda o: orjson.dumps(o).decode(), headers={"Cache-Control": "no-store"})
 
 
 async def events(request: web.Request) -> web.StreamResponse:
-    """SSE: `snapshot` first, then `turn` / `verdict` / `evict` events; a comment every 15 s."""
-    resp = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache",
+    """SSE: `snapshot` first, then `turn` / `verdict` / `evict` / `counts` events; a comment every 15 s.
+    At most UI_MAX_CLIENTS pages at once (503 beyond); a page that cannot keep up is disconnected."""
+    app, ui = request.app, request.app[UI]
+    clients: set = app[CLIENTS]
+    if len(clients) >= ui.max_clients:  # dropped pages count until their handler has ended
+        raise web.HTTPServiceUnavailable(text=f"dialcheck ui: {ui.max_clients} live pages already open "
+                                              "(DIALCHECK_UI_MAX_CLIENTS)\n", headers={"Retry-After": "5"})
+    resp = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-store",
                                        "X-Accel-Buffering": "no"})
-    await resp.prepare(request)
-    q: asyncio.Queue = asyncio.Queue(maxsize=10000)
+    client = Client(ui.client_queue_bytes, request.remote or "?")
     # snapshot and subscription in one step (no await in between): nothing is missed or doubled
-    snapshot = request.app[STORE].snapshot()
-    request.app[CLIENTS].add(q)
+    snapshot = orjson.dumps(app[STORE].snapshot())
+    clients.add(client)
     try:
-        await resp.write(b"event: snapshot\ndata: " + orjson.dumps(snapshot) + b"\n\n")
-        while q in request.app[CLIENTS]:
+        await asyncio.wait_for(resp.prepare(request), ui.send_timeout_s)
+        for part in (b"event: snapshot\ndata: ", snapshot, b"\n\n"):
+            await asyncio.wait_for(resp.write(part), ui.send_timeout_s)
+        del snapshot
+        while not client.dropped:
             try:
-                ev = await asyncio.wait_for(q.get(), timeout=15)
+                chunk = await client.next(timeout=15)
             except asyncio.TimeoutError:
-                await resp.write(b": keep-alive\n\n")
-                continue
-            await resp.write(f"event: {ev['type']}\n".encode() + b"data: " + orjson.dumps(ev) + b"\n\n")
-    except ConnectionResetError:  # the browser went away
-        pass
+                chunk = b": keep-alive\n\n"
+            if chunk is None:
+                break
+            await asyncio.wait_for(resp.write(chunk), ui.send_timeout_s)
+        if client.dropped and client.dropped.startswith("more than"):
+            app[CONSUMER_STATE]["pages_dropped"] = app[CONSUMER_STATE].get("pages_dropped", 0) + 1
+            log.warning("ui: dropped the page at %s (%s); it reconnects to a fresh snapshot", client.peer, client.dropped)
+    except asyncio.TimeoutError:
+        log.warning("ui: disconnected the page at %s: one write took over %.0f s", client.peer, ui.send_timeout_s)
+        if request.transport is not None:
+            request.transport.abort()  # frees what the socket still buffers
+    except (ConnectionError, OSError, RuntimeError) as e:  # the browser went away, even mid-snapshot: one line
+        log.info("ui: the page at %s went away (%s)", client.peer, type(e).__name__)
+    except asyncio.CancelledError:  # aiohttp cancels a handler whose connection was lost while it waited
+        if request.transport is None or request.transport.is_closing():
+            log.info("ui: the page at %s went away (connection lost)", client.peer)
+        raise
     finally:
-        request.app[CLIENTS].discard(q)
+        clients.discard(client)
     return resp
 
 
-def create_app(settings: Settings, max_conversations: int = 200, max_turns: int = 100,
-               from_beginning: bool = True) -> web.Application:
-    app = web.Application()
-    app[STORE] = Store(max_conversations, max_turns)
+def create_app(settings: Settings, max_conversations: int | None = None, max_turns: int | None = None,
+               from_beginning: bool = True, consume: bool = True, bind_host: str | None = None) -> web.Application:
+    """`consume=False`: no Kafka consumer (tests feed records through `handle_record`)."""
+    ui = settings.ui if max_turns is None else settings.ui.model_copy(update={"max_turns": max_turns})
+    app = web.Application(middlewares=[_host_check(allowed_hosts(ui, bind_host))])
+    app[UI] = ui
+    app[STORE] = Store.from_settings(settings.updated(ui={"max_turns": ui.max_turns}), max_conversations)
     app[CLIENTS] = set()
-    app[CONSUMER_STATE] = {"connected": False, "broker": settings.kafka.bootstrap}
+    app[CONSUMER_STATE] = {"connected": False, "broker": redact(settings.kafka.bootstrap),
+                           "topic_turns": settings.kafka.topic_turns, "topic_verdicts": settings.kafka.topic_verdicts}
 
     async def consumer_ctx(app: web.Application):
-        task = asyncio.create_task(_consume(app, settings, from_beginning))
+        task = asyncio.create_task(_consume(app, settings, from_beginning)) if consume else None
         yield
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError, Exception):
-            await task
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
 
     async def close_streams(app: web.Application) -> None:
-        app[CLIENTS].clear()  # ends every SSE handler's loop
+        for c in list(app[CLIENTS]):  # ends every SSE handler's loop
+            c.drop("server shutting down")
 
     app.cleanup_ctx.append(consumer_ctx)
     app.on_shutdown.append(close_streams)
+    app.on_response_prepare.append(_security_headers)
     app.router.add_get("/", index)
+    app.router.add_get("/favicon.ico", lambda request: web.Response(status=204))  # no icon; no 404 in the console
     app.router.add_get("/events", events)
     app.router.add_get("/api/state", state)
     app.router.add_static("/static/", STATIC)
@@ -167,9 +283,10 @@ def serve(settings: Settings, host: str = "127.0.0.1", port: int = 8765, max_con
     import signal
 
     async def main() -> None:
-        runner, url = await _start(create_app(settings, max_conversations, from_beginning=from_beginning), host, port)
+        runner, url = await _start(create_app(settings, max_conversations, from_beginning=from_beginning, bind_host=host),
+                                   host, port)
         print(f"{READY_MARKER} {url} (following {settings.kafka.topic_turns} and {settings.kafka.topic_verdicts} "
-              f"on {settings.kafka.bootstrap})", flush=True)
+              f"on {redact(settings.kafka.bootstrap)})", flush=True)
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
@@ -200,7 +317,8 @@ class UIServer:
         async def main() -> None:
             self._stopped = asyncio.Event()
             try:
-                runner, self.url = await _start(create_app(self.settings, self.max_conversations), self.host, self.port)
+                runner, self.url = await _start(create_app(self.settings, self.max_conversations, bind_host=self.host),
+                                                self.host, self.port)
             except BaseException as e:  # noqa: BLE001 - reported to the starting thread
                 errors.append(e)
                 ready.set()

@@ -2,89 +2,231 @@
 its last turns and the verdicts on them.
 
 Why here and not in the browser: a page opened late gets the current state as one snapshot, and
-the bound holds for the server however long it follows a busy topic."""
+the bound holds for the server however long it follows a busy topic.
+
+Why every record is validated here although the worker already validated it: anyone who can
+produce to chat.verdicts or chat.turns reaches every open page through this store. A record enters
+only if it fits the contract the worker publishes (schemas/*.schema.json, then the ChatTurn /
+Verdict types of schemas/), is no deeper and no larger than the bounds, and serialises back
+(`orjson.dumps` is tried once, here, so serving a snapshot can never fail on a stored item).
+Anything else is counted with its reason and never stored. Every bound is a setting (UISettings)."""
 from __future__ import annotations
 
-from collections import OrderedDict
+import dataclasses
+from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 
+import orjson
+
+from schemas import LABELS, ChatTurn, Evidence, GateDecision, InvalidEvent, Reason, Status, Surface, Verdict, json_depth, parse_turn, validate
+
 EVIDENCE_FIELDS = ("passage_id", "title", "text", "window", "entail", "neutral", "contradict")
+MAX_REASON_KINDS = 64  # distinct kinds counted by name (a guard; schemas.Reason has fewer)
+_FIELDS = {cls: {f.name for f in dataclasses.fields(cls)} for cls in (Verdict, Surface, GateDecision, Evidence, Status)}
+
+
+def _known(cls, d: dict) -> dict:
+    """Only the fields the dataclass has: the schema says readers ignore fields they do not know."""
+    return {k: v for k, v in d.items() if k in _FIELDS[cls]}
+
+
+def read_verdict(raw: bytes, max_bytes: int, max_depth: int) -> Verdict:
+    """chat.verdicts bytes → Verdict, or InvalidEvent with a short reason: size and depth first (nothing
+    recursive runs on a hostile record), then verdict.schema.json, then the schemas.Verdict types
+    (a gate without `score` fits the schema's loose gate object but is no GateDecision)."""
+    if len(raw) > max_bytes:
+        raise InvalidEvent(Reason.TOO_LARGE, f"verdict too large: {len(raw)} bytes > {max_bytes}")
+    try:
+        obj = orjson.loads(raw)
+    except orjson.JSONDecodeError as e:
+        raise InvalidEvent(Reason.MALFORMED_JSON, f"malformed JSON: {str(e)[:200]}") from None
+    depth = json_depth(obj)
+    if depth > max_depth:
+        raise InvalidEvent(Reason.MALFORMED_JSON, f"JSON nested too deep: {depth} > {max_depth} levels")
+    validate("verdict", obj)
+    try:
+        s = _known(Surface, obj["surface"])
+        s["gate"] = GateDecision(**_known(GateDecision, s["gate"])) if s.get("gate") is not None else None
+        return Verdict(**{**_known(Verdict, obj), "surface": Surface(**s), "status": Status(**_known(Status, obj["status"])),
+                          "evidence": [Evidence(**_known(Evidence, e)) for e in obj["evidence"]]})
+    except (TypeError, ValueError, KeyError) as e:
+        raise InvalidEvent(Reason.SCHEMA, f"verdict does not fit schemas.Verdict: {str(e)[:200]}") from None
+
+
+def turn_view(turn: ChatTurn) -> dict:
+    return {"conversation_id": turn.conversation_id, "turn_id": turn.turn_id, "speaker": turn.speaker,
+            "text": turn.text, "check": turn.check, "ts": turn.ts}
+
+
+def verdict_view(v: Verdict) -> dict:
+    """The part of a verdict the page renders (no timings, no model versions, no unknown fields)."""
+    gate = v.surface.gate
+    return {"conversation_id": v.conversation_id, "turn_id": v.turn_id, "claim_id": v.claim_id, "claim": v.claim,
+            "label": v.label, "probabilities": {k: v.probabilities[k] for k in LABELS if k in v.probabilities},
+            "status": {"state": v.status.state, "reason": v.status.reason},
+            "surface": {"name": v.surface.name, "text": v.surface.text, "candidate": v.surface.candidate,
+                        "candidate_text": v.surface.candidate_text,
+                        "gate": dataclasses.asdict(gate) if gate is not None else None},
+            "evidence": [{k: getattr(e, k) for k in EVIDENCE_FIELDS} for e in v.evidence]}
+
+
+def _size(view: dict) -> int:
+    """Serialised size; raises InvalidEvent if the item could not be served."""
+    try:
+        return len(orjson.dumps(view))
+    except (orjson.JSONEncodeError, TypeError) as e:
+        raise InvalidEvent(Reason.UNREADABLE, f"cannot be served as JSON: {str(e)[:200]}") from None
 
 
 @dataclass
 class Conversation:
     id: str
-    turns: "OrderedDict[str, dict]" = field(default_factory=OrderedDict)  # turn id → turn
-    verdicts: dict[str, dict] = field(default_factory=dict)  # turn id → first verdict
+    turns: "OrderedDict[str, tuple[dict, int]]" = field(default_factory=OrderedDict)  # turn id → (view, bytes)
+    verdicts: "OrderedDict[str, tuple[dict, int]]" = field(default_factory=OrderedDict)  # turn id → (last verdict, bytes)
+    bytes: int = 0
 
     def to_dict(self) -> dict:
-        return {"id": self.id, "turns": list(self.turns.values()), "verdicts": list(self.verdicts.values())}
-
-
-def turn_view(turn: dict) -> dict:
-    return {k: turn.get(k) for k in ("conversation_id", "turn_id", "speaker", "text", "check", "ts")}
-
-
-def verdict_view(v: dict) -> dict:
-    """The part of a verdict the page renders (no timings, no model versions)."""
-    surface = v.get("surface") or {}
-    return {"conversation_id": v["conversation_id"], "turn_id": v["turn_id"], "claim_id": v["claim_id"],
-            "claim": v.get("claim", ""), "label": v.get("label"), "probabilities": v.get("probabilities") or {},
-            "status": v.get("status") or {"state": "ok"},
-            "surface": {k: surface.get(k) for k in ("name", "text", "candidate", "candidate_text", "gate")},
-            "evidence": [{k: e.get(k) for k in EVIDENCE_FIELDS} for e in v.get("evidence") or []]}
+        return {"id": self.id, "turns": [t for t, _ in self.turns.values()],
+                "verdicts": [v for v, _ in self.verdicts.values()]}
 
 
 class Store:
-    """Bounded: at most `max_conversations` (least recently active evicted first) and
-    `max_turns` turns per conversation. Verdicts are deduplicated by claim id like
-    streams.verdicts.VerdictLog (the worker is at-least-once)."""
+    """Bounded: at most `max_conversations` (least recently active evicted first), `max_turns` turns
+    and `max_verdicts` verdicts per conversation (verdicts for turns never seen included), and
+    `max_bytes` of serialised items in all (the snapshot's size). Verdicts are deduplicated by claim id
+    like streams.verdicts.VerdictLog (the worker is at-least-once)."""
 
-    def __init__(self, max_conversations: int = 200, max_turns: int = 100):
-        if max_conversations < 1 or max_turns < 1:
-            raise ValueError("max_conversations and max_turns must be at least 1")
-        self.max_conversations, self.max_turns = max_conversations, max_turns
+    def __init__(self, max_conversations: int = 200, max_turns: int = 100, max_verdicts: int = 100,
+                 max_bytes: int = 16 << 20, max_verdict_bytes: int = 1 << 20, max_turn_bytes: int = 262144,
+                 max_text_chars: int = 4000, max_depth: int = 16):
+        if min(max_conversations, max_turns, max_verdicts, max_bytes) < 1:
+            raise ValueError("max_conversations, max_turns, max_verdicts and max_bytes must be at least 1")
+        self.max_conversations, self.max_turns, self.max_verdicts = max_conversations, max_turns, max_verdicts
+        self.max_bytes, self.max_verdict_bytes, self.max_turn_bytes = max_bytes, max_verdict_bytes, max_turn_bytes
+        self.max_text_chars, self.max_depth = max_text_chars, max_depth
         self.conversations: "OrderedDict[str, Conversation]" = OrderedDict()
         self.seen_claims: "OrderedDict[str, None]" = OrderedDict()
-        self.counts = {"turns": 0, "verdicts": 0, "duplicates": 0, "evicted": 0, "unreadable": 0}
+        self.bytes = 0
+        self.counts = {"turns": 0, "verdicts": 0, "duplicates": 0, "evicted": 0, "rejected": 0}
+        self.rejected: dict[str, int] = {}  # reason kind → count (at most MAX_REASON_KINDS + "other")
+        self.last_rejected: deque[dict] = deque(maxlen=20)
 
+    @classmethod
+    def from_settings(cls, settings, max_conversations: int | None = None) -> "Store":
+        ui, stream = settings.ui, settings.stream
+        return cls(max_conversations or ui.max_conversations, ui.max_turns, ui.max_verdicts, ui.max_snapshot_bytes,
+                   ui.max_verdict_bytes, stream.max_event_bytes, stream.max_text_chars, stream.max_json_depth)
+
+    # -- reading records -------------------------------------------------------------------------
+    def reject(self, what: str, code: str, reason: str, where: str = "") -> list[dict]:
+        """Counted by kind (`what: code`, a schemas.Reason), the last 20 kept with their reasons."""
+        kind = f"{what}: {code}"
+        if kind not in self.rejected and len(self.rejected) >= MAX_REASON_KINDS:
+            kind = f"{what}: other"
+        self.rejected[kind] = self.rejected.get(kind, 0) + 1
+        self.counts["rejected"] += 1
+        self.last_rejected.append({"what": what, "where": where, "code": str(code), "reason": reason[:300]})
+        return [{"type": "counts", "counts": dict(self.counts)}]
+
+    def add_turn_raw(self, raw: bytes, where: str = "") -> list[dict]:
+        """A chat.turns record: parsed like the worker parses it (schemas.parse_turn, same limits)."""
+        try:
+            turn = parse_turn(raw, max_text_chars=self.max_text_chars, max_bytes=self.max_turn_bytes,
+                              max_depth=self.max_depth)
+            return self.add_turn(turn)
+        except InvalidEvent as e:  # the worker dead-letters it; the page never shows it
+            return self.reject("turn", e.code, e.reason, where)
+
+    def add_verdict_raw(self, raw: bytes, where: str = "") -> list[dict]:
+        try:
+            return self.add_verdict(read_verdict(raw, self.max_verdict_bytes, self.max_depth))
+        except InvalidEvent as e:
+            return self.reject("verdict", e.code, e.reason, where)
+
+    # -- storing ---------------------------------------------------------------------------------
     def _touch(self, conv_id: str) -> tuple[Conversation, list[dict]]:
         conv = self.conversations.get(conv_id)
         if conv is None:
-            conv = self.conversations[conv_id] = Conversation(conv_id)
+            conv = self.conversations[conv_id] = Conversation(conv_id, bytes=len(conv_id) + 64)
+            self.bytes += conv.bytes
         self.conversations.move_to_end(conv_id)
         events = []
         while len(self.conversations) > self.max_conversations:
-            old, _ = self.conversations.popitem(last=False)
-            self.counts["evicted"] += 1
-            events.append({"type": "evict", "conversation_id": old})
+            events += self._evict_oldest()
         return conv, events
 
-    def add_turn(self, turn: dict) -> list[dict]:
-        conv, events = self._touch(turn["conversation_id"])
-        view = turn_view(turn)
-        conv.turns[view["turn_id"]] = view
-        while len(conv.turns) > self.max_turns:
-            old_id, _ = conv.turns.popitem(last=False)
-            conv.verdicts.pop(old_id, None)
-        self.counts["turns"] += 1
-        return events + [{"type": "turn", "turn": view}]
+    def _evict_oldest(self) -> list[dict]:
+        old_id, old = self.conversations.popitem(last=False)
+        self.bytes -= old.bytes
+        self.counts["evicted"] += 1
+        return [{"type": "evict", "conversation_id": old_id}]
 
-    def add_verdict(self, verdict: dict) -> list[dict]:
-        cid = verdict["claim_id"]
-        if cid in self.seen_claims:
+    def _put(self, conv: Conversation, table: "OrderedDict[str, tuple[dict, int]]", key: str, view: dict, size: int,
+             limit: int) -> list[str]:
+        """Store one item, drop the oldest beyond `limit`; returns the dropped keys."""
+        old = table.pop(key, None)
+        table[key] = (view, size)
+        delta, dropped = size - (old[1] if old else 0), []
+        while len(table) > limit:
+            k, (_, n) = table.popitem(last=False)
+            delta -= n
+            dropped.append(k)
+        conv.bytes += delta
+        self.bytes += delta
+        return dropped
+
+    def _fit_bytes(self, conv: Conversation, keep: tuple[str, str]) -> list[dict]:
+        """Over max_bytes: least recently active conversations go first, then the oldest items of the
+        current one (never the item just stored, `keep` = (table, turn id))."""
+        events = []
+        while self.bytes > self.max_bytes and len(self.conversations) > 1:
+            events += self._evict_oldest()
+        while self.bytes > self.max_bytes:
+            table = next((t for name, t in (("turns", conv.turns), ("verdicts", conv.verdicts))
+                          if t and (name, next(iter(t))) != keep), None)
+            if table is None:
+                break
+            _, (_, n) = table.popitem(last=False)
+            conv.bytes -= n
+            self.bytes -= n
+        return events
+
+    def _check_size(self, view: dict) -> int:
+        size = _size(view)
+        if 2 * size > self.max_bytes:
+            raise InvalidEvent(Reason.TOO_LARGE, f"item of {size} bytes does not fit the ui store ({self.max_bytes} bytes)")
+        return size
+
+    def add_turn(self, turn: ChatTurn) -> list[dict]:
+        view = turn_view(turn)
+        size = self._check_size(view)
+        conv, events = self._touch(turn.conversation_id)
+        for old_turn in self._put(conv, conv.turns, turn.turn_id, view, size, self.max_turns):
+            old = conv.verdicts.pop(old_turn, None)  # a verdict leaves with its turn
+            if old:
+                conv.bytes -= old[1]
+                self.bytes -= old[1]
+        self.counts["turns"] += 1
+        return events + self._fit_bytes(conv, ("turns", turn.turn_id)) + [{"type": "turn", "turn": view}]
+
+    def add_verdict(self, v: Verdict) -> list[dict]:
+        if v.claim_id in self.seen_claims:
             self.counts["duplicates"] += 1
             return []
-        self.seen_claims[cid] = None
-        while len(self.seen_claims) > 20 * self.max_conversations * self.max_turns:
+        view = verdict_view(v)
+        size = self._check_size(view)
+        self.seen_claims[v.claim_id] = None
+        while len(self.seen_claims) > self.max_conversations * self.max_verdicts:
             self.seen_claims.popitem(last=False)
-        conv, events = self._touch(verdict["conversation_id"])
-        view = verdict_view(verdict)
-        conv.verdicts[view["turn_id"]] = view
+        conv, events = self._touch(v.conversation_id)
+        self._put(conv, conv.verdicts, v.turn_id, view, size, self.max_verdicts)
         self.counts["verdicts"] += 1
-        return events + [{"type": "verdict", "verdict": view}]
+        return events + self._fit_bytes(conv, ("verdicts", v.turn_id)) + [{"type": "verdict", "verdict": view}]
 
     def snapshot(self) -> dict:
-        """Most recently active first."""
+        """Most recently active first; its size is bounded by max_bytes plus the counters."""
         return {"conversations": [c.to_dict() for c in reversed(self.conversations.values())],
-                "counts": dict(self.counts), "max_conversations": self.max_conversations}
+                "counts": dict(self.counts), "rejected": dict(self.rejected), "last_rejected": list(self.last_rejected),
+                "bytes": self.bytes, "limits": {"max_conversations": self.max_conversations, "max_turns": self.max_turns,
+                                                "max_verdicts": self.max_verdicts, "max_bytes": self.max_bytes},
+                "max_conversations": self.max_conversations}

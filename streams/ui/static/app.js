@@ -1,11 +1,19 @@
-// dialcheck ui: renders the server's snapshot, then applies turn / verdict / evict events (SSE).
+// dialcheck ui: renders the server's snapshot, then applies turn / verdict / evict / counts events (SSE).
 // DOM is built with textContent only: turn and passage text is untrusted input.
+// The server validates every record (streams/ui/store.py); the page still treats each item as
+// untrusted: each is drawn inside its own guard, so one item it cannot draw never stops the others.
 "use strict";
 
 const ICONS = { "SUPPORTS": "✔", "REFUTES": "✘", "NOT ENOUGH INFO": "?", "error": "⚠", "pending": "…" };
 const main = document.getElementById("conversations");
 const statusEl = document.getElementById("status");
-const convs = new Map();  // conversation id → {section, list, turns: Map(turn id → li)}
+const countersEl = document.getElementById("counters");
+// conversation id → {section, list, slots: Map(turn id → {li, turn, verdict})}: a turn id means
+// something only inside its conversation (Bob's turn "1" is not Alice's turn "1")
+const convs = new Map();
+let limits = { max_turns: 100, max_verdicts: 100 };
+let serverCounts = {};
+let renderErrors = 0;
 
 function el(tag, attrs = {}, text) {
   const e = document.createElement(tag);
@@ -14,31 +22,65 @@ function el(tag, attrs = {}, text) {
   return e;
 }
 
+const str = (x) => (typeof x === "string" ? x : "");
+const num = (x, digits) => (typeof x === "number" && Number.isFinite(x) ? x.toFixed(digits) : "?");
+const arr = (x) => (Array.isArray(x) ? x : []);
+
+function showCounters() {
+  const rejected = +serverCounts.rejected || 0;
+  countersEl.dataset.rejected = String(rejected);
+  countersEl.dataset.renderErrors = String(renderErrors);
+  countersEl.textContent = `${convs.size} conversations · ${rejected} records rejected by the server` +
+    (renderErrors ? ` · ${renderErrors} items the page could not show` : "");
+}
+
+// one item that cannot be drawn is counted and logged, never thrown into the caller's loop
+function guarded(what, fn) {
+  return (item) => {
+    try {
+      fn(item);
+    } catch (e) {
+      renderErrors += 1;
+      console.warn(`dialcheck ui: could not show a ${what}:`, e);
+      showCounters();
+    }
+  };
+}
+
 function conversation(id) {
+  if (typeof id !== "string") throw new TypeError("conversation_id is not a string");
   let c = convs.get(id);
   if (!c) {
     const section = document.getElementById("conversation-tpl").content.firstElementChild.cloneNode(true);
     section.dataset.conversationId = id;
     section.querySelector(".conv-id").textContent = id;
-    c = { section, list: section.querySelector(".turns"), turns: new Map() };
+    c = { section, list: section.querySelector(".turns"), slots: new Map() };
     convs.set(id, c);
   }
   main.prepend(c.section);  // most recently active first
   return c;
 }
 
-function turnItem(c, turnId) {
-  let li = c.turns.get(turnId);
-  if (!li) {
-    li = el("li", { class: "turn", "data-turn-id": turnId });
+function slot(c, turnId) {
+  if (typeof turnId !== "string") throw new TypeError("turn_id is not a string");
+  let s = c.slots.get(turnId);
+  if (!s) {
+    const li = el("li", { class: "turn", "data-turn-id": turnId });
     li.append(el("span", { class: "speaker" }), el("span", { class: "text" }), el("div", { class: "check" }));
-    c.turns.set(turnId, li);
+    s = { li, turn: null, verdict: null };
+    c.slots.set(turnId, s);
     c.list.append(li);
+    // the page keeps no more than the server does (oldest first)
+    while (c.slots.size > (+limits.max_turns || 100) + (+limits.max_verdicts || 100)) {
+      const [oldId, old] = c.slots.entries().next().value;
+      old.li.remove();
+      c.slots.delete(oldId);
+    }
   }
-  return li;
+  return s;
 }
 
-function badgeLabel(v) { return v.status && v.status.state === "error" ? "error" : v.label; }
+function badgeLabel(v) { return v.status && v.status.state === "error" ? "error" : str(v.label); }
 
 // where the window lies in its passage: exact, else word by word across any whitespace
 // (bi-sentence windows are two sentences joined by one space)
@@ -67,39 +109,43 @@ function passageWithWindow(text, win) {
 
 function rewriteLine(surface) {
   const g = surface && surface.gate;
-  if (!g) return null;
-  const accepted = !!g.accepted;
+  if (!g || typeof g !== "object") return null;
+  const accepted = g.accepted === true;
   const div = el("div", { class: "rewrite", "data-accepted": String(accepted) });
   div.append(el("span", { class: "verdict-word" }, accepted ? "✔ rewrite accepted" : "✘ rewrite rejected"),
-             document.createTextNode(` (gate score ${g.score.toFixed(3)} ${accepted ? "≥" : "<"} τ ${g.threshold.toFixed(2)}): `),
-             el("q", {}, surface.candidate_text || ""));
+             document.createTextNode(` (gate score ${num(g.score, 3)} ${accepted ? "≥" : "<"} τ ${num(g.threshold, 2)}): `),
+             el("q", {}, str(surface.candidate_text)));
   return div;
 }
 
 function evidencePanel(v, id) {
   const panel = el("div", { class: "evidence", id, hidden: "" });
-  if (!v.evidence.length) panel.append(el("div", {}, "no evidence window (nothing retrieved or verified)"));
-  for (const e of v.evidence) {
-    const item = el("div", { class: "passage", "data-passage-id": e.passage_id });
-    item.append(el("div", { class: "passage-title" }, e.title),
-                passageWithWindow(e.text || "", e.window || ""),
+  const evidence = arr(v.evidence);
+  if (!evidence.length) panel.append(el("div", {}, "no evidence window (nothing retrieved or verified)"));
+  for (const e of evidence) {
+    if (!e || typeof e !== "object") continue;
+    const item = el("div", { class: "passage", "data-passage-id": str(e.passage_id) });
+    item.append(el("div", { class: "passage-title" }, str(e.title)),
+                passageWithWindow(str(e.text), str(e.window)),
                 el("div", { class: "probs" },
-                   `entail ${(+e.entail).toFixed(2)} · neutral ${(+e.neutral).toFixed(2)} · contradict ${(+e.contradict).toFixed(2)}`));
+                   `entail ${num(e.entail, 2)} · neutral ${num(e.neutral, 2)} · contradict ${num(e.contradict, 2)}`));
     panel.append(item);
   }
   return panel;
 }
 
-function renderCheck(li, turn, v) {
-  const box = li.querySelector(".check");
+function renderCheck(s) {
+  const box = s.li.querySelector(".check");
   box.replaceChildren();
+  const v = s.verdict;
   if (!v) {
-    if (turn && turn.check) box.append(el("span", { class: "badge", "data-label": "pending" }, `${ICONS.pending} checking`));
+    if (s.turn && s.turn.check === true) box.append(el("span", { class: "badge", "data-label": "pending" }, `${ICONS.pending} checking`));
     return;
   }
   const label = badgeLabel(v);
-  const panelId = `ev-${v.claim_id}`;
-  const badge = el("button", { class: "badge", type: "button", "data-label": label, "data-claim-id": v.claim_id,
+  const claimId = str(v.claim_id);
+  const panelId = `ev-${claimId}`;
+  const badge = el("button", { class: "badge", type: "button", "data-label": label, "data-claim-id": claimId,
                                "aria-expanded": "false", "aria-controls": panelId,
                                title: "show the evidence" });
   badge.append(el("span", { "aria-hidden": "true" }, ICONS[label] || "•"), document.createTextNode(` ${label}`));
@@ -112,53 +158,72 @@ function renderCheck(li, turn, v) {
   box.append(badge);
   const rw = rewriteLine(v.surface);
   if (rw) box.append(rw);
-  if (v.status && v.status.state !== "ok" && v.status.reason) box.append(el("div", { class: "status-reason" }, `${v.status.state}: ${v.status.reason}`));
+  const st = v.status && typeof v.status === "object" ? v.status : {};
+  if (st.state !== "ok" && str(st.reason)) box.append(el("div", { class: "status-reason" }, `${str(st.state)}: ${str(st.reason)}`));
   box.append(panel);
 }
 
-const turnsById = new Map(), verdictsByTurn = new Map();
+function render(s) {
+  if (s.turn) {
+    s.li.dataset.speaker = str(s.turn.speaker);
+    s.li.querySelector(".speaker").textContent = str(s.turn.speaker);
+    s.li.querySelector(".text").textContent = str(s.turn.text);
+    delete s.li.dataset.unseen;
+  } else if (s.verdict) {  // verdict before (or without) its turn: show the claim it checked
+    s.li.dataset.unseen = "true";
+    s.li.querySelector(".text").textContent = str(s.verdict.claim);
+  }
+  renderCheck(s);
+}
 
 function applyTurn(t) {
-  turnsById.set(t.turn_id, t);
-  const c = conversation(t.conversation_id);
-  const li = turnItem(c, t.turn_id);
-  li.dataset.speaker = t.speaker;
-  li.querySelector(".speaker").textContent = t.speaker;
-  li.querySelector(".text").textContent = t.text;
-  renderCheck(li, t, verdictsByTurn.get(t.turn_id));
+  const s = slot(conversation(t.conversation_id), t.turn_id);
+  s.turn = t;
+  render(s);
 }
 
 function applyVerdict(v) {
-  verdictsByTurn.set(v.turn_id, v);
-  const c = conversation(v.conversation_id);
-  const li = turnItem(c, v.turn_id);
-  if (!turnsById.has(v.turn_id)) li.querySelector(".text").textContent = v.claim;  // verdict before its turn
-  renderCheck(li, turnsById.get(v.turn_id), v);
+  const s = slot(conversation(v.conversation_id), v.turn_id);
+  s.verdict = v;
+  render(s);
 }
 
 function evict(id) {
   const c = convs.get(id);
   if (!c) return;
-  for (const turnId of c.turns.keys()) { turnsById.delete(turnId); verdictsByTurn.delete(turnId); }
   c.section.remove();
   convs.delete(id);
 }
 
-function applySnapshot(s) {
+const safeTurn = guarded("turn", applyTurn);
+const safeVerdict = guarded("verdict", applyVerdict);
+const safeEvict = guarded("eviction", (ev) => evict(ev.conversation_id));
+
+function applySnapshot(snap) {
   for (const id of [...convs.keys()]) evict(id);
-  for (const conv of [...s.conversations].reverse()) {  // oldest first, so the newest ends on top
-    for (const t of conv.turns) applyTurn(t);
-    for (const v of conv.verdicts) applyVerdict(v);
+  if (snap.limits && typeof snap.limits === "object") limits = snap.limits;
+  serverCounts = snap.counts && typeof snap.counts === "object" ? snap.counts : {};
+  for (const conv of [...arr(snap.conversations)].reverse()) {  // oldest first, so the newest ends on top
+    if (!conv || typeof conv !== "object") { renderErrors += 1; continue; }
+    for (const t of arr(conv.turns)) safeTurn(t);
+    for (const v of arr(conv.verdicts)) safeVerdict(v);
   }
 }
 
+function live() { statusEl.dataset.state = "live"; statusEl.textContent = "live"; }
+
 function connect() {
   const es = new EventSource("/events");
-  es.addEventListener("snapshot", (m) => { applySnapshot(JSON.parse(m.data)); statusEl.dataset.state = "live"; statusEl.textContent = "live"; });
-  es.addEventListener("turn", (m) => applyTurn(JSON.parse(m.data).turn));
-  es.addEventListener("verdict", (m) => applyVerdict(JSON.parse(m.data).verdict));
-  es.addEventListener("evict", (m) => evict(JSON.parse(m.data).conversation_id));
-  es.onerror = () => { statusEl.dataset.state = "reconnecting"; statusEl.textContent = "reconnecting…"; };
+  const on = (type, fn) => es.addEventListener(type, guarded(`${type} event`, (m) => { fn(JSON.parse(m.data)); showCounters(); }));
+  on("snapshot", (snap) => { try { applySnapshot(snap); } finally { live(); } });
+  on("turn", (ev) => safeTurn(ev.turn));
+  on("verdict", (ev) => safeVerdict(ev.verdict));
+  on("evict", safeEvict);
+  on("counts", (ev) => { serverCounts = ev.counts || serverCounts; });
+  es.onerror = () => {
+    statusEl.dataset.state = "reconnecting"; statusEl.textContent = "reconnecting…";
+    if (es.readyState === EventSource.CLOSED) setTimeout(connect, 5000);  // e.g. 503: too many pages open
+  };
 }
 
 connect();

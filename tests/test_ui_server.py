@@ -1,0 +1,233 @@
+"""The ui's web server (streams/ui/server.py) on a real socket, without Kafka (records go in through
+`handle_record`, the function the consumer calls): security headers, the Host allow-list, the bound
+on live pages, a page that does not read is dropped with its queue bounded, a page that goes away
+mid-snapshot is one log line, and no record can raise out of the consumer's loop.
+
+The consumer itself, with a real broker and Chromium, is in tests/test_ui_browser.py."""
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+import struct
+
+import aiohttp
+import orjson
+from aiohttp.test_utils import TestServer
+
+from schemas.settings import load_settings
+from streams.ui.server import CLIENTS, CONSUMER_STATE, STORE, Client, create_app, handle_record
+from test_ui_store import good_verdict, hostile_verdicts, turn
+
+TURNS, VERDICTS = "chat.turns", "chat.verdicts"
+
+
+def _app(**ui):
+    return create_app(load_settings(ui=ui), consume=False)
+
+
+def run(coro):
+    return asyncio.run(coro)
+
+
+async def _serve(app):
+    server = TestServer(app, host="127.0.0.1", port=0)
+    await server.start_server()
+    return server
+
+
+async def _get(server, path: str, host: str | None = None):
+    headers = {"Host": host} if host else {}
+    async with aiohttp.ClientSession() as s:
+        async with s.get(f"http://127.0.0.1:{server.port}{path}", headers=headers) as r:
+            return r.status, dict(r.headers), await r.read()
+
+
+def test_security_headers_on_every_response():
+    async def go():
+        server = await _serve(_app())
+        try:
+            for path in ("/", "/api/state", "/static/app.js", "/static/style.css", "/nothing-here"):
+                status, headers, _ = await _get(server, path)
+                assert status == (404 if path == "/nothing-here" else 200), path
+                csp = headers["Content-Security-Policy"]
+                assert "default-src 'self'" in csp and "frame-ancestors 'none'" in csp, path
+                assert "unsafe-inline" not in csp and "unsafe-eval" not in csp
+                assert headers["X-Content-Type-Options"] == "nosniff"
+                assert headers["X-Frame-Options"] == "DENY"
+        finally:
+            await server.close()
+    run(go())
+
+
+def test_host_allow_list():
+    """A DNS-rebinding page reaches 127.0.0.1 under its own name: that Host gets 421."""
+    async def go():
+        server = await _serve(_app(allowed_hosts="checker.example.org, ops.local"))
+        port = server.port
+        try:
+            for host in (f"localhost:{port}", f"127.0.0.1:{port}", f"[::1]:{port}", "localhost",
+                         f"checker.example.org:{port}", "OPS.LOCAL"):
+                assert (await _get(server, "/api/state", host))[0] == 200, host
+            for host in (f"evil.example:{port}", "rebind.attacker.test", f"localhost.evil.example:{port}",
+                         "127.0.0.1.nip.io", f"[::2]:{port}", "a:b:c"):
+                status, _, body = await _get(server, "/api/state", host)
+                assert status == 421 and b"conversations" not in body, host
+                assert (await _get(server, "/events", host))[0] == 421, host
+        finally:
+            await server.close()
+    run(go())
+
+
+async def _open_sse(port: int, host: str = "127.0.0.1") -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    reader, writer = await asyncio.open_connection(host, port)
+    writer.write(f"GET /events HTTP/1.0\r\nHost: localhost:{port}\r\nAccept: text/event-stream\r\n\r\n".encode())
+    await writer.drain()
+    return reader, writer
+
+
+async def _read_snapshot(reader: asyncio.StreamReader) -> dict:
+    status = await reader.readline()
+    assert b" 200 " in status, status
+    await reader.readuntil(b"event: snapshot\n")
+    data = await reader.readuntil(b"\n\n")
+    assert data.startswith(b"data: ")
+    return orjson.loads(data[len(b"data: "):])
+
+
+def test_sse_clients_are_bounded():
+    async def go():
+        app = _app(max_clients=2)
+        server = await _serve(app)
+        try:
+            a = await _open_sse(server.port)
+            b = await _open_sse(server.port)
+            await _read_snapshot(a[0])
+            await _read_snapshot(b[0])
+            assert len(app[CLIENTS]) == 2
+            status, headers, _ = await _get(server, "/events")
+            assert status == 503 and headers["Retry-After"] == "5"
+            a[1].close()  # one page goes: a new one is served
+            while len(app[CLIENTS]) > 1:  # the server notices at its next write
+                handle_record(app, TURNS, turn("c", "t", "ping", check=False))
+                await asyncio.sleep(0.05)
+            c = await _open_sse(server.port)
+            assert (await _read_snapshot(c[0]))["counts"]["turns"] >= 1
+            b[1].close()
+            c[1].close()
+        finally:
+            await server.close()
+    run(go())
+
+
+def test_a_page_that_does_not_read_is_dropped_and_its_queue_stays_bounded(caplog):
+    """Before issue 19 every stalled page held up to 10,000 events (plus its snapshot) for ever."""
+    async def go():
+        queue_bytes = 65536
+        app = _app(client_queue_bytes=queue_bytes, send_timeout_s=1.0)
+        server = await _serve(app)
+        try:
+            reader, writer = await _open_sse(server.port)
+            sock = writer.get_extra_info("socket")
+            await _read_snapshot(reader)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            (client,) = app[CLIENTS]
+            sent = 0
+            while client in app[CLIENTS] and sent < 20000:  # this page never reads again
+                handle_record(app, VERDICTS, orjson.dumps(good_verdict(f"c{sent % 50}", f"t{sent}", f"claim {sent}",
+                                                                       evidence_text="w" * 2000)))
+                sent += 1
+                assert client.bytes <= queue_bytes
+                if sent % 20 == 0:
+                    await asyncio.sleep(0)  # let the handler run (and block on the full socket)
+            for _ in range(200):  # wait (bounded) for the handler to end once dropped
+                if client not in app[CLIENTS]:
+                    break
+                await asyncio.sleep(0.05)
+            assert client.dropped and client not in app[CLIENTS]
+            assert client.queue.qsize() <= 1 and client.bytes == 0  # what it was never sent is freed
+            writer.close()
+        finally:
+            await server.close()
+    with caplog.at_level(logging.INFO, logger="dialcheck.ui"):
+        run(go())
+    dropped = [r for r in caplog.records if r.name == "dialcheck.ui" and ("dropped the page" in r.message
+                                                                          or "disconnected the page" in r.message)]
+    assert len(dropped) == 1 and dropped[0].exc_info is None
+
+
+def test_client_queue_refuses_beyond_its_bytes():
+    async def go():
+        c = Client(max_bytes=100)
+        assert c.offer(b"x" * 60) and not c.offer(b"y" * 60)
+        assert c.dropped and c.bytes == 0 and await c.next(1) is None
+        assert not c.offer(b"z")  # a dropped page gets nothing more
+    run(go())
+
+
+def test_a_page_that_goes_away_mid_snapshot_is_one_log_line(caplog):
+    async def go():
+        app = _app()
+        for i in range(300):  # a snapshot of a few MB: the page leaves while it is being written
+            handle_record(app, VERDICTS, orjson.dumps(good_verdict(f"c{i}", "t", f"claim {i}", evidence_text="w" * 9000)))
+        assert len(orjson.dumps(app[STORE].snapshot())) > 2_000_000
+        server = await _serve(app)
+        try:
+            reader, writer = await _open_sse(server.port)
+            await reader.readexactly(10000)
+            sock = writer.get_extra_info("socket")
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))  # reset, not FIN
+            writer.close()
+            for _ in range(200):
+                if not app[CLIENTS]:
+                    break
+                await asyncio.sleep(0.05)
+            assert not app[CLIENTS]
+            assert (await _get(server, "/api/state"))[0] == 200  # still serving
+        finally:
+            await server.close()
+    with caplog.at_level(logging.DEBUG):
+        run(go())
+    lines = [r for r in caplog.records if r.name.startswith(("dialcheck.ui", "aiohttp")) and r.name != "aiohttp.access"
+             and r.levelno >= logging.INFO]
+    assert [r.name for r in lines] == ["dialcheck.ui"], [(r.name, r.getMessage()) for r in lines]
+    assert "went away" in lines[0].getMessage() and lines[0].exc_info is None
+
+
+def test_hostile_records_never_reach_a_page_and_the_snapshot_always_serialises():
+    async def go():
+        app = _app()
+        for name, raw in hostile_verdicts().items():
+            handle_record(app, VERDICTS, raw, name)
+        for raw in (b"\xff\xfe", b"[" * 5000 + b"]" * 5000, b"null", b"{}"):
+            handle_record(app, TURNS, raw)
+            handle_record(app, VERDICTS, raw)
+        handle_record(app, VERDICTS, None)  # a tombstone: nothing to show, nothing to count
+        handle_record(app, TURNS, turn("good", "1", "Paris is in Spain."))
+        handle_record(app, VERDICTS, orjson.dumps(good_verdict("good", "1", "Paris is in Spain.")))
+        server = await _serve(app)
+        try:
+            reader, writer = await _open_sse(server.port)
+            snap = await _read_snapshot(reader)
+            writer.close()
+        finally:
+            await server.close()
+        assert snap["counts"]["rejected"] == 5 + 8
+        assert [c["id"] for c in snap["conversations"]] == ["good"]
+        # 3 by the JSON schema and 1 by schemas.Verdict, then "null" and "{}"
+        assert snap["rejected"]["verdict: schema"] == 4 + 2
+        assert app[CONSUMER_STATE]["connected"] is False
+    run(go())
+
+
+def test_a_record_that_breaks_the_store_is_counted_not_raised(monkeypatch):
+    """The consumer loop never sees an exception from one record (it used to restart from offset 0)."""
+    app = _app()
+
+    def boom(raw, where=""):
+        raise RecursionError("something nobody foresaw")
+    monkeypatch.setattr(app[STORE], "add_verdict_raw", boom)
+    handle_record(app, VERDICTS, b"{}", "chat.verdicts/0@7")
+    assert app[STORE].counts["rejected"] == 1
+    assert app[STORE].last_rejected[-1]["where"] == "chat.verdicts/0@7"
+    assert "RecursionError" in app[STORE].last_rejected[-1]["reason"]

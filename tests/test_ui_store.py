@@ -1,0 +1,183 @@
+"""The ui's store (streams/ui/store.py) against hostile records: each off-schema verdict of issue 19
+is kept out with a counted reason, nothing stored can fail to serialise, a turn id means something
+only inside its conversation, and every bound (conversations, turns, verdicts for turns never seen,
+bytes = snapshot size) holds.
+
+The builders here are also used by tests/test_ui_browser.py, which sends the same records through
+a real broker to `dialcheck ui` and a headless Chromium."""
+from __future__ import annotations
+
+import json
+
+import orjson
+import pytest
+
+from schemas import ChatTurn, Evidence, GateDecision, Status, Surface, Verdict, claim_id, validate
+from schemas.settings import load_settings
+from streams.ui.store import Store
+
+
+def good_verdict(conv: str, turn: str, text: str, label: str = "REFUTES", evidence_text: str = "Paris is in France.",
+                 gate: bool = True) -> dict:
+    """A verdict as the worker publishes it (the schemas.Verdict type, checked against the schema)."""
+    v = Verdict(conversation_id=conv, turn_id=turn, claim_id=claim_id(conv, turn, text), claim=text,
+                surface=Surface("r4g", text, "r4", text + " (rewritten)",
+                                GateDecision(0.91, 0.9, 0.02, 0.95, 0.8, True) if gate else None),
+                label=label, probabilities={"SUPPORTS": 0.1, "REFUTES": 0.8, "NOT ENOUGH INFO": 0.1},
+                evidence=[Evidence("p1", "Paris", evidence_text, window=evidence_text, entail=0.1, neutral=0.1,
+                                   contradict=0.8)],
+                model_versions={"nli": "test"}, timings_ms={"verify": 1.0}, status=Status())
+    d = v.to_dict()
+    validate("verdict", d)
+    return d
+
+
+def turn(conv: str, tid: str, text: str, speaker: str = "assistant", check: bool | None = True) -> bytes:
+    return ChatTurn(conv, tid, speaker, text, check=check).to_json()
+
+
+def deep(n: int) -> dict:
+    d: dict = {"x": 1}
+    for _ in range(n - 1):
+        d = {"x": d}
+    return d
+
+
+def hostile_verdicts() -> dict[str, bytes]:
+    """One of each off-schema verdict from issue 19 (name → record); each must be rejected."""
+    def bad(name: str, change) -> bytes:
+        v = good_verdict("hostile", f"h-{name}", f"hostile claim {name}")
+        change(v)
+        return json.dumps(v).encode()  # orjson refuses to write 300 levels; json writes what an attacker would
+    return {
+        "gate without score": bad("gate", lambda v: v["surface"]["gate"].pop("score")),
+        "evidence text not a string": bad("evtext", lambda v: v["evidence"][0].__setitem__("text", {"html": "<b>"})),
+        "probabilities nested 300 deep": bad("deep", lambda v: v["probabilities"].__setitem__("x", deep(300))),
+        'surface "x"': bad("surface", lambda v: v.__setitem__("surface", "x")),
+        "evidence [1]": bad("evlist", lambda v: v.__setitem__("evidence", [1])),
+    }
+
+
+def test_each_hostile_verdict_is_rejected_with_a_counted_reason():
+    store = Store()
+    for name, raw in hostile_verdicts().items():
+        events = store.add_verdict_raw(raw, where=name)
+        assert [e["type"] for e in events] == ["counts"], name
+    assert store.counts["rejected"] == 5 and store.counts["verdicts"] == 0
+    assert not store.conversations
+    reasons = [r["reason"] for r in store.last_rejected]
+    assert "score" in reasons[0] and "schemas.Verdict" in reasons[0]
+    assert "evidence/0/text" in reasons[1]
+    assert "nested too deep" in reasons[2]
+    assert "surface" in reasons[3] and "evidence/0" in reasons[4]
+    assert sum(store.rejected.values()) == 5
+    orjson.dumps(store.snapshot())  # the snapshot always serialises
+
+
+@pytest.mark.parametrize("raw", [b"not json", b"[1, 2]", b'"\\ud800"', b"{}", b'{"conversation_id": 1}',
+                                 b"1e400", orjson.dumps({**good_verdict("c", "t", "x"), "label": "BANANA"})])
+def test_unreadable_verdicts_are_rejected_never_raised(raw):
+    store = Store()
+    store.add_verdict_raw(raw)
+    assert store.counts["rejected"] == 1 and not store.conversations
+
+
+def test_too_large_verdict_rejected_before_parsing():
+    store = Store(max_verdict_bytes=2048)
+    v = good_verdict("c", "t", "x", evidence_text="y" * 5000)
+    store.add_verdict_raw(orjson.dumps(v))
+    assert store.counts["rejected"] == 1 and "too large" in store.last_rejected[0]["reason"]
+
+
+def test_unknown_fields_are_ignored_and_not_stored():
+    """Forward compatibility (the schema: readers ignore fields they do not know), but nothing unknown
+    reaches the page."""
+    v = good_verdict("c", "t", "x")
+    v["future_field"] = deep(5)
+    v["evidence"][0]["future"] = 1
+    v["probabilities"]["extra"] = 0.5
+    store = Store()
+    (ev,) = store.add_verdict_raw(orjson.dumps(v))
+    assert ev["type"] == "verdict" and "future_field" not in ev["verdict"]
+    assert set(ev["verdict"]["probabilities"]) == {"SUPPORTS", "REFUTES", "NOT ENOUGH INFO"}
+    assert "future" not in ev["verdict"]["evidence"][0]
+
+
+def test_hostile_turns_are_rejected_like_the_worker_rejects_them():
+    store = Store()
+    for raw in (b"{", orjson.dumps({"conversation_id": "c", "turn_id": "t", "speaker": "user", "text": "x", "meta": deep(40)}),
+                orjson.dumps({"conversation_id": "c", "turn_id": "t", "speaker": "user"}),
+                orjson.dumps({"conversation_id": "c", "turn_id": "t", "speaker": "user", "text": "x" * 20000})):
+        store.add_turn_raw(raw)
+    assert store.counts["rejected"] == 4 and store.counts["turns"] == 0 and not store.conversations
+
+
+def test_turn_ids_are_per_conversation():
+    """Bob's turn "1" and Alice's turn "1" are two turns; Alice's verdict is hers only."""
+    store = Store()
+    store.add_turn_raw(turn("alice", "1", "Paris is in Spain."))
+    store.add_turn_raw(turn("bob", "1", "I like tea."))
+    store.add_verdict_raw(orjson.dumps(good_verdict("alice", "1", "Paris is in Spain.")))
+    snap = {c["id"]: c for c in store.snapshot()["conversations"]}
+    assert [v["turn_id"] for v in snap["alice"]["verdicts"]] == ["1"]
+    assert snap["bob"]["verdicts"] == [] and snap["bob"]["turns"][0]["text"] == "I like tea."
+
+
+def test_verdicts_for_unseen_turns_are_bounded():
+    """1,500 verdicts for turns the store never saw gave a 75 MB snapshot before issue 19."""
+    store = Store(max_verdicts=10)
+    for i in range(1500):
+        store.add_verdict_raw(orjson.dumps(good_verdict("c", f"unseen-{i}", f"claim {i}")))
+    conv = store.conversations["c"]
+    assert len(conv.verdicts) == 10 and list(conv.verdicts)[-1] == "unseen-1499"
+    assert store.counts["verdicts"] == 1500
+
+
+def test_turns_and_conversations_are_bounded():
+    store = Store(max_conversations=3, max_turns=4)
+    for c in range(10):
+        for t in range(10):
+            store.add_turn_raw(turn(f"c{c}", f"t{t}", f"turn {t}", check=False))
+    assert list(store.conversations) == ["c7", "c8", "c9"]
+    assert all(len(conv.turns) == 4 for conv in store.conversations.values())
+    assert store.counts["evicted"] == 7
+
+
+def test_snapshot_size_is_bounded_by_max_bytes():
+    """Big verdicts in many conversations: the serialised snapshot stays within the byte bound, the
+    least recently active conversations go first, and the byte count matches what is stored."""
+    max_bytes = 200_000
+    store = Store(max_conversations=1000, max_bytes=max_bytes)
+    for i in range(200):
+        store.add_verdict_raw(orjson.dumps(good_verdict(f"c{i}", "t", f"claim {i}", evidence_text="z" * 4000)))
+    snap = store.snapshot()
+    size = len(orjson.dumps(snap))
+    assert max_bytes // 2 < size <= max_bytes + 4096
+    assert snap["conversations"][0]["id"] == "c199" and len(snap["conversations"]) < 200
+    assert store.bytes == sum(c.bytes for c in store.conversations.values())
+    stored = sum(len(orjson.dumps(v)) for c in store.conversations.values() for v, _ in c.verdicts.values())
+    assert stored <= store.bytes
+
+
+def test_one_conversation_alone_cannot_exceed_max_bytes():
+    store = Store(max_bytes=100_000, max_verdicts=1000)
+    for i in range(100):
+        store.add_verdict_raw(orjson.dumps(good_verdict("c", f"t{i}", f"claim {i}", evidence_text="z" * 4000)))
+    assert len(orjson.dumps(store.snapshot())) <= 100_000 + 4096
+    assert "t99" in store.conversations["c"].verdicts
+
+
+def test_duplicate_verdicts_counted_once():
+    store = Store()
+    raw = orjson.dumps(good_verdict("c", "t", "x"))
+    store.add_verdict_raw(raw)
+    assert store.add_verdict_raw(raw) == []
+    assert store.counts["verdicts"] == 1 and store.counts["duplicates"] == 1
+
+
+def test_store_takes_its_bounds_from_settings(monkeypatch):
+    monkeypatch.setenv("DIALCHECK_UI_MAX_TURNS", "7")
+    monkeypatch.setenv("DIALCHECK_UI_MAX_VERDICTS", "8")
+    monkeypatch.setenv("DIALCHECK_UI_MAX_SNAPSHOT_BYTES", "123456")
+    store = Store.from_settings(load_settings())
+    assert (store.max_turns, store.max_verdicts, store.max_bytes) == (7, 8, 123456)

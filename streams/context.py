@@ -8,12 +8,14 @@ State: {"turns": [{"turn_id", "speaker", "text"}, ...] (oldest first, at most `m
 """
 from __future__ import annotations
 
+import logging
 from collections import OrderedDict
 from typing import Any, Hashable, Iterator
 
 from schemas import ChatTurn, normalise_role
 
 State = dict[str, Any]
+log = logging.getLogger("dialcheck.stream")
 
 
 def is_idle(state: State | None, now: float, idle_s: float) -> bool:
@@ -23,13 +25,23 @@ def is_idle(state: State | None, now: float, idle_s: float) -> bool:
 def add_turn(state: State | None, turn: ChatTurn, now: float, max_turns: int, idle_s: float) -> tuple[State, list[str]]:
     """Record `turn`; return the new state and the texts of the turns before it (oldest first).
 
-    A redelivered turn (same turn_id already stored: at-least-once after a crash) does not get
-    appended twice, and its context is the turns stored before it, as on first delivery.
+    A redelivered turn (same turn_id and the same speaker and text already stored: at-least-once
+    after a crash) does not get appended twice, and its context is the turns stored before it, as
+    on first delivery.
+    A REUSED turn id with different text (an edited or corrected message) replaces the stored
+    turn's text in place: later turns read the new text as context, and the caller checks the turn
+    again like any other (a checked role gets a new verdict under the new text's claim_id). It is
+    logged (ids only), never dropped silently. Redeliveries replay in offset order, so the last
+    text written wins.
     A conversation idle longer than `idle_s` starts afresh (the same as if the sweep had evicted it).
     """
     turns: list[dict] = [] if is_idle(state, now, idle_s) else list(state["turns"])
     for i, t in enumerate(turns):
         if t["turn_id"] == turn.turn_id:
+            if (t["speaker"], t["text"]) != (turn.speaker, turn.text):
+                log.info("turn id %.80s/%.80s reused with different text: replaced in the context, checked again",
+                         turn.conversation_id, turn.turn_id)
+                turns[i] = {"turn_id": turn.turn_id, "speaker": turn.speaker, "text": turn.text}
             return {"turns": turns, "last_seen": now}, [x["text"] for x in turns[:i]]
     context = [t["text"] for t in turns[-max_turns:]] if max_turns > 0 else []
     turns.append({"turn_id": turn.turn_id, "speaker": turn.speaker, "text": turn.text})

@@ -160,11 +160,11 @@ def score_ir_rows(by_claim: dict[str, dict], records: Sequence) -> dict:
 
 def score_run(rows: Sequence[dict], records: Sequence, data: str, protocol: str | None = None) -> dict:
     """The `dialcheck eval --json` object (without timings) from run rows and the gold records.
-    `protocol` picks one protocol when a file mixes several (default: the first row's)."""
+    `protocol` picks one protocol when a file mixes several (default: `main_protocol`)."""
     groups = group_rows(rows)
     if not groups:
         raise ValueError("the run has no rows")
-    protocol = protocol or next(iter(groups))[0]
+    protocol = protocol or main_protocol(rows)
     surfaces = [s for p, s in groups if p == protocol]
     if not surfaces:
         raise ValueError(f"no rows of protocol {protocol!r} (found {sorted({p for p, _ in groups})})")
@@ -212,3 +212,151 @@ def check_reference(result: dict, reference: dict) -> list[str]:
     if not compared:
         failures.append(f"no {proto} surface of the run ({', '.join(result['surfaces'])}) has reference numbers")
     return failures
+
+
+# ---- hostile run and gold files ---------------------------------------------------------------
+# Why here: `dialcheck score` and `dialcheck verdicts --gold` read files and topics anyone can write;
+# a row the metrics cannot read must be named (FILE:LINE: reason), not a traceback or a silent 0.
+MAX_JSON_DEPTH = 32  # a verdict row nests 4 deep; DialFact records 3
+PROTOCOL_NAMES = ("fv", "e2e", "ir")
+
+
+class RunFileError(ValueError):
+    """A run or gold file dialcheck cannot score: the message is 'FILE:LINE: reason' (or 'FILE: reason')."""
+
+
+def read_json_lines(path: str) -> Iterable[tuple[int, dict]]:
+    """(line number, object) for every non-blank line; RunFileError on the first line that is not
+    UTF-8, not JSON, nested deeper than MAX_JSON_DEPTH or not an object. Missing file: FileNotFoundError."""
+    import orjson
+
+    from schemas import json_depth
+
+    with open(path, "rb") as f:
+        for n, raw in enumerate(f, 1):
+            if not raw.strip():
+                continue
+            try:
+                raw.decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise RunFileError(f"{path}:{n}: not UTF-8 text (byte {e.start}): a binary or mis-encoded file?") from None
+            try:
+                obj = orjson.loads(raw)
+            except orjson.JSONDecodeError as e:
+                raise RunFileError(f"{path}:{n}: not JSON ({str(e)[:120]})") from None
+            if not isinstance(obj, dict):
+                raise RunFileError(f"{path}:{n}: not a JSON object (a {type(obj).__name__})")
+            if json_depth(obj) > MAX_JSON_DEPTH:
+                raise RunFileError(f"{path}:{n}: JSON nested deeper than {MAX_JSON_DEPTH} levels")
+            yield n, obj
+
+
+def row_problem(row: dict) -> str | None:
+    """Why the metrics cannot read this run row (verdict dict or IR row), or None."""
+    cid = row.get("claim_id")
+    if not isinstance(cid, str) or not cid:
+        return "missing claim_id (a non-empty string)"
+    versions = row.get("model_versions")
+    if versions is not None and not isinstance(versions, dict):
+        return f"model_versions is a {type(versions).__name__}, not an object"
+    for key in ("protocol", "surface_mode"):
+        if row.get(key) is not None and not isinstance(row[key], str):
+            return f"{key} is not a string"
+    if isinstance(versions, dict) and not isinstance(versions.get("protocol", ""), str):
+        return "model_versions.protocol is not a string"
+    protocol = row_protocol(row)
+    if protocol == "?":
+        return "no protocol (neither 'protocol' nor model_versions.protocol)"
+    if protocol not in PROTOCOL_NAMES:
+        return f"unknown protocol {protocol[:40]!r} (one of {', '.join(PROTOCOL_NAMES)})"
+    surface = row.get("surface")
+    if not isinstance(surface, dict) or not isinstance(surface.get("text"), str):
+        return "surface is not an object with a text"
+    gate = surface.get("gate")
+    if gate is not None and (not isinstance(gate, dict) or not isinstance(gate.get("accepted"), bool)):
+        return "surface.gate.accepted is not true or false"
+    if protocol == "ir":
+        for key in ("bm25_docs", "dense_docs"):
+            docs = row.get(key)
+            if not isinstance(docs, list) or not all(isinstance(d, str) for d in docs):
+                return f"{key} is not a list of document ids"
+        return None
+    if row.get("label") not in LABELS:
+        return f"unknown label {str(row.get('label'))[:40]!r} (one of {', '.join(LABELS)})"
+    if not isinstance(row.get("claim"), str):
+        return "claim is not a string"
+    status = row.get("status")
+    if not isinstance(status, dict) or status.get("state") not in ("ok", "degraded", "error"):
+        return "status is not an object with state ok, degraded or error"
+    return None
+
+
+def read_run_file(path: str) -> list[dict]:
+    """Every row of a run file, each one checked (`row_problem`); RunFileError names the first bad line.
+    An empty file is an error too: scoring nothing is no score."""
+    rows = []
+    for n, row in read_json_lines(path):
+        problem = row_problem(row)
+        if problem:
+            raise RunFileError(f"{path}:{n}: {problem}")
+        rows.append(row)
+    if not rows:
+        raise RunFileError(f"{path}: no rows (an empty run file)")
+    return rows
+
+
+def check_gold_file(path: str) -> None:
+    """RunFileError on the first line of a DialFact gold file that cannot be a gold record
+    (load_dialfact then reads it): an object with id, context (list of strings), response, and a
+    response_label among the three labels."""
+    seen = False
+    for n, r in read_json_lines(path):
+        seen = True
+        if not isinstance(r.get("id"), (str, int)) or isinstance(r.get("id"), bool):
+            problem = "missing id"
+        elif not isinstance(r.get("context"), list) or not all(isinstance(c, str) for c in r["context"]):
+            problem = "context is not a list of strings"
+        elif not isinstance(r.get("response"), str):
+            problem = "missing response (a string)"
+        elif r.get("response_label") not in LABELS:
+            problem = f"unknown response_label {str(r.get('response_label'))[:40]!r} (one of {', '.join(LABELS)})"
+        else:
+            continue
+        raise RunFileError(f"{path}:{n}: {problem}")
+    if not seen:
+        raise RunFileError(f"{path}: no gold records (an empty file)")
+
+
+def main_protocol(rows: Sequence[dict]) -> str:
+    """The protocol most rows declare (ties: the first seen): one stray row does not decide."""
+    from collections import Counter
+
+    counts = Counter(p for p in (row_protocol(r) for r in rows) if p != "?")
+    if not counts:
+        raise ValueError("no row says its protocol (protocol or model_versions.protocol)")
+    best = max(counts.values())
+    return next(p for p in counts if counts[p] == best)
+
+
+def duplicate_ids(rows: Iterable[dict]) -> tuple[int, int]:
+    """(rows repeating an earlier claim id of the same protocol and surface, those of them with
+    another label): the first row is the one scored, as at-least-once topics repeat verdicts."""
+    first: dict[tuple, object] = {}
+    dup = conflicting = 0
+    for r in rows:
+        key = (row_protocol(r), row_surface_mode(r), r.get("claim_id"))
+        if key in first:
+            dup += 1
+            conflicting += first[key] != r.get("label")
+        else:
+            first[key] = r.get("label")
+    return dup, conflicting
+
+
+def coverage_lines(result: dict) -> list[str]:
+    """'5 of 300 scored, 295 missing' per surface of a score_run result (the text output's last lines)."""
+    out = []
+    for name, m in result["surfaces"].items():
+        n, missing = m.get("n", 0), m.get("missing", 0)
+        out.append(f"  {name:4s} {n} of {n + missing} scored, {missing} missing")
+    return out

@@ -3,8 +3,10 @@ context and is checked again; the same text again is a redelivery and changes no
 
 Why: the context once deduplicated on the turn id alone, so a corrected turn was silently ignored
 (later claims were checked against the old text while a chat app showed the correction).
-The stream test runs a real worker on the embedded broker with the model-free stand-in Checker
-(tests/stream_standin.py): its verdicts carry a digest of the context they were given."""
+The stream tests run a real worker on the embedded broker with the model-free stand-in Checker
+(tests/stream_standin.py): its verdicts carry a digest of the context they were given. The same
+worker shows that users' text is published as written even when it holds a configured secret's
+value (the scrubber is for what dialcheck writes: issue 19 found "password is ***")."""
 from __future__ import annotations
 
 import logging
@@ -53,6 +55,7 @@ def test_same_text_again_is_a_redelivery_not_an_edit(caplog):
 
 
 STANDIN = "tests.stream_standin:create"
+SASL = "Pl4nted-SASL-turnids"
 
 
 @pytest.fixture(scope="module")
@@ -64,7 +67,8 @@ def settings(broker):
 
 @pytest.fixture(scope="module")
 def worker(settings, tmp_path_factory):
-    w = WorkerProcess(settings, tmp_path_factory.mktemp("worker") / "worker.log", extra_args=["--pipeline", STANDIN])
+    w = WorkerProcess(settings, tmp_path_factory.mktemp("worker") / "worker.log", extra_args=["--pipeline", STANDIN],
+                      env={"DIALCHECK_KAFKA_SASL_PASSWORD": SASL})
     with w:
         w.wait_ready(timeout_s=180)
         yield w
@@ -94,3 +98,19 @@ def test_edited_turns_through_the_worker(settings, worker):
     for cid, context in want.items():
         assert vlog.verdicts[cid].model_versions["context_sha1"] == context_digest(context), cid
     assert "reused with different text" in worker.log_text()
+
+
+def test_users_text_holding_a_secret_value_is_published_as_written(settings, worker):
+    conv = "said-it"
+    said = f"My password is {SASL} and Paris is in France."
+    cid = claim_id(conv, "a1", said)
+    start = end_offsets(settings, settings.kafka.topic_verdicts)
+    with TurnProducer(settings) as producer:
+        producer.send_turn(ChatTurn(conv, "u0", "user", f"Is {SASL} safe?", check=False))
+        producer.send_turn(ChatTurn(conv, "a1", "assistant", said, check=True))
+        producer.flush()
+    vlog = collect_verdicts(settings, {cid}, timeout_s=120, start=start, log=VerdictLog(), alive=worker.alive)
+    v = vlog.verdicts[cid]  # the claim id is computed from the text as written: found means unchanged
+    assert v.claim == said and v.surface.text == said
+    assert v.model_versions["context_sha1"] == context_digest([f"Is {SASL} safe?"])
+    assert SASL not in worker.log_text()  # what dialcheck itself writes stays scrubbed

@@ -64,22 +64,69 @@ def _clauses(sent) -> list[tuple[int, int]]:
     return [(sent.start, sent.end)]
 
 
-def segment(turn: str) -> list[Segment]:
+class TurnClaims(list):
+    """The claims of one turn (segments, or their verdicts) and `note`: None, or what the per-turn
+    cap left unchecked, for the turn verdict's status reason and rationale (`capped`)."""
+
+    def __init__(self, items: Iterable = (), note: str | None = None, unchecked: int = 0):
+        super().__init__(items)
+        self.note, self.unchecked = note, unchecked
+
+
+def capped(turn_verdict, claims) -> object:
+    """The turn verdict saying what the cap left unchecked (status reason and rationale); as it
+    was when nothing was left. The state stays: what was checked was checked normally."""
+    note = getattr(claims, "note", None)
+    if not note:
+        return turn_verdict
+    from dataclasses import replace
+
+    status = replace(turn_verdict.status, reason="; ".join(r for r in (turn_verdict.status.reason, note) if r))
+    why = dict(turn_verdict.rationale or {})
+    why["numbers"] = {**why.get("numbers", {}), "unchecked_claims": getattr(claims, "unchecked", 0) or None}
+    why["summary"] = f"{why.get('summary', '')} Not all of the turn was checked: {note}.".strip()
+    return replace(turn_verdict, status=status, rationale=why)
+
+
+def segment(turn: str, max_claims: int | None = None) -> TurnClaims:
+    """The turn's claims, in order. With `max_claims`, only the first `max_claims` are kept (and
+    the costly clause test runs only for them); the rest are counted by sentence and named in `note`.
+
+    Why a cap: one 4,000-character turn once became 666 claims, and checking them made another
+    conversation's turn in the same batch miss the worker's batch deadline."""
     text = turn.strip()
+    out = TurnClaims()
     if not text:
-        return []
+        return out
     doc = _nlp()(text)
-    spans = []
+    spans: list[tuple[int, int]] = []
+    unchecked, unchecked_from = 0, None
     for sent in doc.sents:
+        if max_claims is not None and len(spans) >= max_claims:
+            if any(t.is_alpha for t in sent):  # beyond the cap: counted, not split, not checked
+                unchecked += 1
+                unchecked_from = sent.start_char if unchecked_from is None else unchecked_from
+            continue
         for a, b in _clauses(sent):
             toks = doc[a:b]
             while len(toks) and toks[-1].is_punct and toks[-1].text in {",", ";", "-", "–"}:
                 toks = toks[:-1]
             if len(toks) and any(t.is_alpha for t in toks):
-                spans.append((toks.start_char, toks.end_char))
-    if len(spans) <= 1:
-        return [Segment(0, text, 0, len(text))]
-    return [Segment(i, text[s:e], s, e) for i, (s, e) in enumerate(spans)]
+                if max_claims is not None and len(spans) >= max_claims:
+                    unchecked += 1
+                    unchecked_from = toks.start_char if unchecked_from is None else unchecked_from
+                else:
+                    spans.append((toks.start_char, toks.end_char))
+    if len(spans) <= 1 and not unchecked:
+        out.append(Segment(0, text, 0, len(text)))
+        return out
+    out.extend(Segment(i, text[s:e], s, e) for i, (s, e) in enumerate(spans))
+    if unchecked:
+        out.unchecked = unchecked
+        out.note = (f"only the first {len(spans)} claims of this turn were checked "
+                    f"(DIALCHECK_MAX_CLAIMS_PER_TURN={max_claims}); {unchecked} more sentence(s) or clause(s) "
+                    f"from character {unchecked_from} on ({len(text) - unchecked_from} characters) were not checked")
+    return out
 
 
 def turn_label(labels: Iterable[str]) -> str:

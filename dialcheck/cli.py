@@ -43,6 +43,7 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     args = build_parser().parse_args(argv)
+    scrub = _install_scrubber()
     try:
         preflight(args)
         return int(args.func(args) or 0)
@@ -50,8 +51,25 @@ def main(argv: list[str] | None = None) -> int:
         known = one_line(e, args)
         if known is None or args.debug:
             raise
-        print(f"dialcheck: {known[1]}", file=sys.stderr)
+        print(f"dialcheck: {scrub(known[1])}", file=sys.stderr)
         return known[0]
+
+
+def _install_scrubber():
+    """The one scrubber (schemas/secrets.py) over this process's log records, its error line and an
+    uncaught traceback: URL userinfo and the configured secret values never reach the terminal."""
+    import traceback
+
+    from schemas.secrets import Scrubber, install_record_scrubber
+    from schemas.settings import SettingsInvalid, load_settings
+
+    try:
+        scrub = Scrubber.from_settings(load_settings())
+    except SettingsInvalid:  # reported by the command itself; its line is masked already
+        scrub = Scrubber()
+    install_record_scrubber(scrub)
+    sys.excepthook = lambda tp, value, tb: sys.stderr.write(scrub("".join(traceback.format_exception(tp, value, tb))))
+    return scrub
 
 
 if __name__ == "__main__":

@@ -14,18 +14,14 @@ from typing import Annotated, Any, Literal
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict, SettingsError
 
+from schemas.secrets import mask_urls as redact  # the one scrubber's URL rule (schemas/secrets.py)
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 ENV_PREFIX = "DIALCHECK_"
-_URL_CREDENTIALS = re.compile(r"(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://)(?P<cred>[^/@\s]+)@")
 
 
 class SettingsInvalid(ValueError):
     """A setting that cannot be used; the message is one line naming the variable."""
-
-
-def redact(text: str) -> str:
-    """Credentials inside URLs (scheme://user:pass@host) → scheme://***@host."""
-    return _URL_CREDENTIALS.sub(lambda m: f"{m.group('scheme')}***@", text)
 
 
 def _env(name: str, default: Any, doc: str, **constraints) -> Any:
@@ -41,7 +37,8 @@ class _Section(BaseSettings):
 
     def __repr_args__(self):
         for name, value in super().__repr_args__():
-            yield name, (redact(value) if name in self._secret_urls and isinstance(value, str) else value)
+            # every string setting, not only the declared URLs: any URL-like value hides its whole userinfo
+            yield name, (redact(value) if isinstance(value, str) else value)
 
     def public(self) -> dict[str, Any]:
         """Field values with secrets masked (for `dialcheck config` and logs)."""
@@ -141,6 +138,10 @@ class VerifySettings(_Section):
                          "Split turns into claims (sentences, stand-alone and/but clauses) for Pipeline.check_segments; "
                          "check_many then labels a turn by its worst claim. Off by default: DialFact labels whole "
                          "responses and segmenting measured 3 macro-F1 lower there.")
+    max_claims_per_turn: int = _env("MAX_CLAIMS_PER_TURN", 16,
+                                    "Segmentation checks at most this many claims of one turn (the first ones); the "
+                                    "rest are named in the turn verdict's status reason and rationale, so one long "
+                                    "turn cannot cost a batch its deadline.", ge=1, le=1000)
 
 
 class KafkaSettings(_Section):

@@ -10,73 +10,14 @@ import concurrent.futures
 import logging
 import queue
 import threading
-from typing import Callable, Iterable, Sequence
+from typing import Callable, Sequence
 
 from schemas import ChatTurn, InvalidEvent, Status, Surface, Verdict, claim_id, parse_turn
-from schemas.settings import Settings, redact
+from schemas.secrets import ELLIPSIS, Scrubber, ScrubbingFilter, bound  # noqa: F401 - the one scrubber, re-exported
 
 log = logging.getLogger("dialcheck.stream")
 
 CheckMany = Callable[[list], list[Verdict]]
-ELLIPSIS = "…"
-
-
-def bound(text: str, max_bytes: int) -> str:
-    """`text` cut to at most `max_bytes` UTF-8 bytes (on a character boundary, with "…" when cut)."""
-    raw = text.encode("utf-8", "replace")
-    if len(raw) <= max_bytes:
-        return text
-    keep = max_bytes - len(ELLIPSIS.encode())
-    return raw[:keep].decode("utf-8", "ignore") + ELLIPSIS
-
-
-class Scrubber:
-    """Removes credentials from text: user:password@ inside URLs (any URL, not only ours) and the
-    literal values of the configured secrets (SASL password, URL passwords)."""
-
-    def __init__(self, secrets: Iterable[str] = ()):
-        self.secrets = sorted({s for s in secrets if s and len(s) >= 4}, key=len, reverse=True)
-
-    @classmethod
-    def from_settings(cls, settings: Settings) -> "Scrubber":
-        import urllib.parse
-
-        secrets = [settings.kafka.sasl_password.get_secret_value()]
-        for url in (settings.retrieval.opensearch_url, settings.kafka.bootstrap, settings.models.backend):
-            for part in url.replace(";", ",").split(","):
-                try:
-                    u = urllib.parse.urlsplit(part.strip())
-                    secrets += [u.password or "", urllib.parse.unquote(u.password or "")]
-                except ValueError:
-                    continue
-        return cls(secrets)
-
-    def __call__(self, text: str) -> str:
-        text = redact(text)
-        for s in self.secrets:
-            if s in text:
-                text = text.replace(s, "***")
-        return text
-
-
-class ScrubbingFilter(logging.Filter):
-    """A log filter: every record's final message goes through the scrubber (installed on the
-    root handlers, so Faust's and aiokafka's lines are covered too)."""
-
-    def __init__(self, scrub: Scrubber, max_bytes: int = 4096):
-        super().__init__()
-        self.scrub, self.max_bytes = scrub, max_bytes
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        try:
-            msg = record.getMessage()
-            if record.exc_info:
-                msg += "\n" + logging.Formatter().formatException(record.exc_info)
-                record.exc_info, record.exc_text = None, None
-        except Exception:  # noqa: BLE001 - a broken log call must not break the worker
-            return True
-        record.msg, record.args = bound(self.scrub(msg), self.max_bytes), ()
-        return True
 
 
 class DaemonExecutor(concurrent.futures.Executor):
@@ -161,7 +102,6 @@ def check_safely(check_many: CheckMany, items: Sequence) -> list[Verdict]:
 
 
 def safe_verdict(v: Verdict, scrub: Scrubber, max_reason_bytes: int) -> Verdict:
-    """The verdict as published: status reason scrubbed of secrets and at most `max_reason_bytes`."""
-    if v.status.reason:
-        v.status.reason = bound(scrub(v.status.reason), max_reason_bytes)
-    return v
+    """The verdict as published: status reason (and model_versions) scrubbed of secrets, the reason
+    at most `max_reason_bytes`; the claim, surface, evidence and rationale (users' text, passages) as they are."""
+    return scrub.verdict(v, max_reason_bytes)

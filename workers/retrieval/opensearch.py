@@ -15,6 +15,7 @@ from typing import Any, Iterable, Iterator, Sequence
 import numpy as np
 
 from schemas.protocols import Passage, SearchUnavailable
+from schemas.secrets import mask_urls
 from .bm25 import STOPWORDS
 
 SERVER_KNN = "server-knn"
@@ -190,7 +191,7 @@ class OpenSearchSearcher:
     name = "opensearch"
 
     def __init__(self, url: str, index: str, *, timeout_s: float = 10.0, retries: int = 2, client: Any = None):
-        self.url = url
+        self.url = mask_urls(url)  # for messages (status reasons, errors); the client has the real one
         self.index = index
         self.client = client or connect(url, timeout_s, retries)
         self._knn: bool | None = None

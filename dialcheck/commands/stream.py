@@ -46,7 +46,6 @@ def cmd_replay(args) -> int:
 
 
 def cmd_verdicts(args) -> int:
-    from streams.replay import load_records
     from streams.verdicts import TopicReader, VerdictLog, read_dead_letters
 
     s = _need_broker(_settings(args))
@@ -71,16 +70,16 @@ def cmd_verdicts(args) -> int:
         except KeyboardInterrupt:
             pass
     if args.gold:  # the evaluator's scoring, as `dialcheck score` runs it on `verdicts --json` lines
-        from workers.scoring import score_run
-
         if not vlog.verdicts:
             print("no verdicts on the topic to score", file=sys.stderr)
             return 1
-        result = score_run([v.to_dict() for v in vlog.verdicts.values()], load_records(args.gold), args.gold)
-        print(f"[verdicts] {len(vlog.verdicts)} verdicts, {vlog.duplicates} duplicates dropped", file=sys.stderr)
-        from dialcheck.commands.eval import print_result
+        from dialcheck.commands.score import load_gold, print_scored, score_rows, usable_rows
 
-        print_result(result, args.json)
+        topic = s.kafka.topic_verdicts  # hostile rows and gold lines: one line, exit 2 (commands/score.py)
+        rows = usable_rows([v.to_dict() for v in vlog.verdicts.values()], topic)
+        (result,) = score_rows(rows, load_gold(args.gold), args.gold, [None], topic)
+        print(f"[verdicts] {len(vlog.verdicts)} verdicts, {vlog.duplicates} duplicates dropped", file=sys.stderr)
+        print_scored(result, args.json)
     return 0
 
 

@@ -5,6 +5,7 @@ keeps the first verdict per claim id; the ids are stable across redeliveries and
 """
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass, field
 from typing import Iterator
@@ -18,38 +19,72 @@ from .deadletter import DeadLetter
 from .kafka_config import kafka_python_kwargs
 
 
+class ReaderStalled(RuntimeError):
+    """A kafka-python call of a TopicReader did not return within its bound; the reader is abandoned."""
+
+
 class TopicReader:
     """Reads every partition of a topic without a consumer group, from the beginning or from given
-    offsets (e.g. the end offsets taken just before a replay)."""
+    offsets (e.g. the end offsets taken just before a replay).
 
-    def __init__(self, settings: Settings, topic: str, start: dict[int, int] | None = None):
+    Why every consumer call is bounded: kafka-python's `poll()` was seen to hang for good about one
+    run in ten, and every broker test reads through this class. Each call runs in one daemon thread
+    and is awaited at most `call_timeout_s` (plus a poll's own timeout); past it the reader raises
+    ReaderStalled and is abandoned (the thread cannot be killed, it is a daemon). `collect_verdicts`
+    then goes on with a fresh reader from the offsets it had reached."""
+
+    def __init__(self, settings: Settings, topic: str, start: dict[int, int] | None = None,
+                 call_timeout_s: float = 30.0):
         from kafka import KafkaConsumer, TopicPartition
 
-        self.topic = topic
+        from .checking import DaemonExecutor
+
+        self.topic, self.call_timeout_s = topic, call_timeout_s
+        self._calls = DaemonExecutor(f"topic-reader-{topic}")
+        self._stalled: str | None = None
+        self.consumer = None
         # short fetch wait: a reader measures arrival times (Tansu may hold a fetch its full wait)
-        self.consumer = KafkaConsumer(enable_auto_commit=False, group_id=None, fetch_max_wait_ms=50,
-                                      **kafka_python_kwargs(settings))
+        self.consumer = self._call("connect", lambda: KafkaConsumer(
+            enable_auto_commit=False, group_id=None, fetch_max_wait_ms=50, **kafka_python_kwargs(settings)))
         parts = None
         deadline = time.monotonic() + 30
         while not parts:
-            parts = self.consumer.partitions_for_topic(topic)
+            parts = self._call("partitions_for_topic", self.consumer.partitions_for_topic, topic)
             if not parts:
                 if time.monotonic() > deadline:
+                    self.close()
                     raise RuntimeError(f"topic {topic} has no partitions (does it exist?)")
                 time.sleep(0.2)
         self.tps = [TopicPartition(topic, p) for p in sorted(parts)]
-        self.consumer.assign(self.tps)
+        self._call("assign", self.consumer.assign, self.tps)
         if start is None:
-            self.consumer.seek_to_beginning(*self.tps)
+            self._call("seek_to_beginning", self.consumer.seek_to_beginning, *self.tps)
         else:
             for tp in self.tps:
-                self.consumer.seek(tp, start.get(tp.partition, 0))
+                self._call("seek", self.consumer.seek, tp, start.get(tp.partition, 0))
+
+    def _call(self, what: str, fn, *args, extra_s: float = 0.0):
+        """`fn(*args)` in the reader's thread, awaited at most call_timeout_s + extra_s."""
+        import concurrent.futures
+
+        if self._stalled:
+            raise ReaderStalled(f"reader of {self.topic} abandoned: {self._stalled}")
+        fut = self._calls.submit(fn, *args)
+        try:
+            return fut.result(timeout=self.call_timeout_s + extra_s)
+        except concurrent.futures.TimeoutError:
+            self._stalled = f"kafka-python {what} did not return within {self.call_timeout_s + extra_s:g} s"
+            raise ReaderStalled(f"reader of {self.topic}: {self._stalled}") from None
 
     def end_offsets(self) -> dict[int, int]:
-        return {tp.partition: off for tp, off in self.consumer.end_offsets(self.tps).items()}
+        offsets = self._call("end_offsets", self.consumer.end_offsets, self.tps)
+        return {tp.partition: off for tp, off in offsets.items()}
+
+    def position(self, tp) -> int:
+        return self._call("position", self.consumer.position, tp)
 
     def poll(self, timeout_s: float = 0.5) -> list:
-        batches = self.consumer.poll(timeout_ms=int(timeout_s * 1000))
+        batches = self._call("poll", lambda: self.consumer.poll(timeout_ms=int(timeout_s * 1000)), extra_s=timeout_s)
         return [rec for recs in batches.values() for rec in recs]
 
     def drain(self, idle_s: float = 3.0) -> Iterator:
@@ -57,7 +92,7 @@ class TopicReader:
         can report an end offset past the last record of a multi-record batch)."""
         end = self.end_offsets()
         last = time.monotonic()
-        while any(self.consumer.position(tp) < end[tp.partition] for tp in self.tps):
+        while any(self.position(tp) < end[tp.partition] for tp in self.tps):
             recs = self.poll(0.5)
             if recs:
                 last = time.monotonic()
@@ -66,7 +101,18 @@ class TopicReader:
                 return
 
     def close(self) -> None:
-        self.consumer.close()
+        """Close the consumer (bounded too: a stalled reader's close runs in the background)."""
+        import threading
+
+        if self.consumer is not None:
+            if self._stalled:
+                threading.Thread(target=self.consumer.close, daemon=True, name="topic-reader-close").start()
+            else:
+                try:
+                    self._call("close", self.consumer.close)
+                except ReaderStalled:
+                    pass
+        self._calls.shutdown(wait=False)
 
     def __enter__(self) -> "TopicReader":
         return self
@@ -97,6 +143,7 @@ class VerdictLog:
     forgotten: int = 0
 
     schema_errors: list[str] = field(default_factory=list)
+    stalls: int = 0  # readers abandoned because a kafka-python call did not return (collect_verdicts)
 
     def add_raw(self, raw: bytes, now: float | None = None) -> Verdict | None:
         try:
@@ -130,16 +177,26 @@ class VerdictLog:
 
 
 def collect_verdicts(settings: Settings, expected: set[str], timeout_s: float, start: dict[int, int] | None = None,
-                     log: VerdictLog | None = None, alive=lambda: True, done=None) -> VerdictLog:
+                     log: VerdictLog | None = None, alive=lambda: True, done=None,
+                     call_timeout_s: float = 30.0) -> VerdictLog:
     """Consume verdicts until every expected claim id arrived (or `done(log)`), the timeout passed,
-    or `alive()` turns false (the worker died)."""
+    or `alive()` turns false (the worker died). A reader that stalls (a kafka-python call past
+    `call_timeout_s`) is replaced by a fresh one from the offsets reached: waiting is bounded by `timeout_s`."""
     log = VerdictLog() if log is None else log
     done = done or (lambda lg: expected <= lg.verdicts.keys())
     deadline = time.monotonic() + timeout_s
-    with TopicReader(settings, settings.kafka.topic_verdicts, start) as reader:
-        while not done(log) and time.monotonic() < deadline and alive():
-            for rec in reader.poll(0.5):
-                log.add_raw(rec.value)
+    reached = dict(start or {})  # partition → next offset: where a fresh reader resumes after a stall
+    while not done(log) and time.monotonic() < deadline and alive():
+        try:
+            with TopicReader(settings, settings.kafka.topic_verdicts, reached if reached or start is not None else None,
+                             call_timeout_s=min(call_timeout_s, max(1.0, deadline - time.monotonic()))) as reader:
+                while not done(log) and time.monotonic() < deadline and alive():
+                    for rec in reader.poll(0.5):
+                        log.add_raw(rec.value)
+                        reached[rec.partition] = rec.offset + 1
+        except ReaderStalled as e:
+            log.stalls += 1
+            logging.getLogger("dialcheck.stream").warning("%s; resuming with a fresh reader", e)
     return log
 
 

@@ -1,0 +1,68 @@
+"""The stream keeps its promises with the LLM stage on: the worker runs the real pipeline with
+R5 (`--surface r5g`) talking to the local LLM stand-in (tests/llm_standin.py, a protocol stand-in,
+not a model) or to nothing at all. A turn that kills the worker on every delivery is still
+quarantined as poison, and every other claim gets its verdict: with the rewrite's outcome in its
+rationale when the LLM answers, degraded with the outage as its reason when it does not."""
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from schemas import ChatTurn, claim_id
+from streams.processes import free_port
+from streams.replay import TurnProducer
+from streams.verdicts import collect_verdicts, end_offsets, read_dead_letters
+from streams.worker import WorkerProcess
+from tests.llm_standin import LLMStandIn
+from tests.test_stream_resilience import stream_settings
+
+CHECKER = ["--pipeline", "tests.llm_stream_checker:create", "--protocol", "fv", "--surface", "r5g"]
+
+
+def elvis(conv: str, claim: str) -> tuple[list[ChatTurn], ChatTurn]:
+    return ([ChatTurn(conv, f"{conv}#c0", "user", "I love Elvis Presley.", check=False)],
+            ChatTurn(conv, f"{conv}#r", "assistant", claim, check=True))
+
+
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize("llm_state", ["up", "down"])
+def test_poison_turn_is_quarantined_and_no_claim_is_lost_with_the_llm_stage_on(broker, tmp_path, llm_state):
+    with LLMStandIn() as llm:
+        url = llm.url if llm_state == "up" else f"http://127.0.0.1:{free_port()}/v1"
+        s = stream_settings(broker, f"llm-{llm_state}", poison_attempts=2).updated(
+            llm={"url": url, "timeout_s": 2.0, "retries": 0})
+        start_v, start_d = end_offsets(s, s.kafka.topic_verdicts), end_offsets(s, s.kafka.topic_deadletter)
+        convs = [elvis(f"{llm_state}-good-1", "He was born in Tupelo"),
+                 elvis(f"{llm_state}-kill", "STANDIN-KILL He was born in Tupelo"),
+                 elvis(f"{llm_state}-good-2", "He grew up in Tupelo")]
+        good = {claim_id(c.conversation_id, c.turn_id, c.text) for _, c in (convs[0], convs[2])}
+        log = tmp_path / "worker.log"
+        w = WorkerProcess(s, log, extra_args=CHECKER)
+        crashes = 0
+        try:
+            w.start().wait_ready(300)
+            with TurnProducer(s) as producer:
+                for t in [*(t for ctx, _ in convs for t in ctx), *(c for _, c in convs)]:
+                    producer.send_turn(t)
+            while not [d for d in read_dead_letters(s, start_d) if d.reason.startswith("poison")]:
+                if not w.alive():
+                    crashes += 1
+                    assert crashes <= 3, "crash loop: the poison turn was never quarantined"
+                    w = WorkerProcess(s, log, extra_args=CHECKER)
+                    w.start().wait_ready(300)
+                time.sleep(1)
+            vlog = collect_verdicts(s, good, 300, start=start_v, alive=w.alive)
+        finally:
+            w.stop()
+        got = [vlog.verdicts[cid] for cid in sorted(good)]
+        assert crashes == 2 and good <= vlog.verdicts.keys() and not vlog.schema_errors
+        for v in got:
+            outcome = v.rationale["r5"]["outcome"]
+            if llm_state == "up":
+                assert v.status.state == "ok" and outcome in ("accepted", "rejected", "accepted-for-retrieval")
+            else:
+                assert v.status.state == "degraded" and outcome == "llm-unavailable"
+                assert v.status.reason.startswith("R5 rewrite unavailable, R4 path used")
+        if llm_state == "up":
+            assert any(r.get("body") for r in llm.requests)  # the worker really asked the LLM

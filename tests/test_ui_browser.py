@@ -260,6 +260,7 @@ def test_ui_survives_hostile_verdicts_in_chromium(tmp_path):
         driver.get(ui.url)  # a fresh page: everything through the snapshot
         wait.until(EC.text_to_be_present_in_element((By.ID, "status"), "live"))
         check_page("fresh page")
+        _page_for_people(driver, good)
         driver.save_screenshot(str(ARTIFACTS / "ui-hostile.png"))
 
         state = _state_if(ui.url, lambda st: True)
@@ -279,6 +280,37 @@ def test_ui_survives_hostile_verdicts_in_chromium(tmp_path):
             raise AssertionError("a foreign Host header was answered")
         except urllib.error.HTTPError as e:
             assert e.code == 421
+
+
+def _page_for_people(driver, good: dict) -> None:
+    """Issue 20 item 5: a key that is not a button and says badges open the evidence; the gate's
+    internals one click away; counts per conversation; a filter by label."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+
+    legend = driver.find_element(By.ID, "legend")
+    assert "click a badge for evidence" in legend.text
+    assert not legend.find_elements(By.CSS_SELECTOR, "button, .badge")
+    alice = driver.find_element(By.CSS_SELECTOR, 'section[data-conversation-id="alice"]')
+    gate = alice.find_element(By.CSS_SELECTOR, "details.rewrite")
+    assert gate.get_attribute("open") is None and not gate.find_element(By.CSS_SELECTOR, ".rewrite-body").is_displayed()
+    gate.find_element(By.CSS_SELECTOR, "summary").click()
+    assert "gate score 0.910" in gate.find_element(By.CSS_SELECTOR, ".rewrite-body").text
+    counts = driver.find_element(By.CSS_SELECTOR, 'section[data-conversation-id="good"] .conv-counts')
+    assert (counts.get_attribute("data-turns"), counts.get_attribute("data-checked")) == ("2", "1")
+    assert "2 turns · 1 checked: 1 SUPPORTS" in counts.text
+
+    def shown() -> set[str]:
+        return {s.get_attribute("data-conversation-id") for s in driver.find_elements(By.CSS_SELECTOR, "section.conversation")
+                if s.is_displayed()}
+    choose = Select(driver.find_element(By.ID, "filter"))
+    for value, expected in (("REFUTES", {"alice"}), ("pending", {"bob"}), ("SUPPORTS", {"good"}),
+                            ("", {"alice", "bob", "ghost", "good"})):
+        choose.select_by_value(value)
+        assert shown() == expected, value
+    choose.select_by_value("REFUTES")
+    assert [li.get_attribute("data-turn-id") for li in driver.find_elements(By.CSS_SELECTOR, "li.turn") if li.is_displayed()] == ["1"]
+    choose.select_by_value("")
 
 
 def _cli(*args: str) -> str:

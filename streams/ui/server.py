@@ -27,6 +27,7 @@ log = logging.getLogger("dialcheck.ui")
 STORE, CLIENTS, CONSUMER_STATE = web.AppKey("store", Store), web.AppKey("clients", set), web.AppKey("consumer", dict)
 UI = web.AppKey("ui", UISettings)
 LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "[::1]")
+SNAPSHOT_SLICE = 1 << 18
 # the page needs nothing but its own origin: script, style sheet and the SSE stream
 SECURITY_HEADERS = {
     "Content-Security-Policy": "default-src 'self'; object-src 'none'; base-uri 'none'; form-action 'none'; "
@@ -178,6 +179,11 @@ async def _security_headers(request: web.Request, response: web.StreamResponse) 
         response.headers.setdefault(k, v)
 
 
+async def no_icon(request: web.Request) -> web.Response:
+    """No icon, and no 404 in the browser's console."""
+    return web.Response(status=204)
+
+
 async def index(request: web.Request) -> web.FileResponse:
     return web.FileResponse(STATIC / "index.html")
 
@@ -205,9 +211,12 @@ async def events(request: web.Request) -> web.StreamResponse:
     clients.add(client)
     try:
         await asyncio.wait_for(resp.prepare(request), ui.send_timeout_s)
-        for part in (b"event: snapshot\ndata: ", snapshot, b"\n\n"):
-            await asyncio.wait_for(resp.write(part), ui.send_timeout_s)
-        del snapshot
+        await asyncio.wait_for(resp.write(b"event: snapshot\ndata: "), ui.send_timeout_s)
+        view = memoryview(snapshot)  # in slices: a stalled page holds the snapshot once, not once more in its socket buffer
+        for i in range(0, len(view), SNAPSHOT_SLICE):
+            await asyncio.wait_for(resp.write(view[i:i + SNAPSHOT_SLICE]), ui.send_timeout_s)
+        await asyncio.wait_for(resp.write(b"\n\n"), ui.send_timeout_s)
+        del view, snapshot
         while not client.dropped:
             try:
                 chunk = await client.next(timeout=15)
@@ -261,7 +270,7 @@ def create_app(settings: Settings, max_conversations: int | None = None, max_tur
     app.on_shutdown.append(close_streams)
     app.on_response_prepare.append(_security_headers)
     app.router.add_get("/", index)
-    app.router.add_get("/favicon.ico", lambda request: web.Response(status=204))  # no icon; no 404 in the console
+    app.router.add_get("/favicon.ico", no_icon)
     app.router.add_get("/events", events)
     app.router.add_get("/api/state", state)
     app.router.add_static("/static/", STATIC)

@@ -8,6 +8,8 @@ const ICONS = { "SUPPORTS": "✔", "REFUTES": "✘", "NOT ENOUGH INFO": "?", "er
 const main = document.getElementById("conversations");
 const statusEl = document.getElementById("status");
 const countersEl = document.getElementById("counters");
+const filterEl = document.getElementById("filter");
+const LABEL_ORDER = ["REFUTES", "SUPPORTS", "NOT ENOUGH INFO", "error", "pending"];
 // conversation id → {section, list, slots: Map(turn id → {li, turn, verdict})}: a turn id means
 // something only inside its conversation (Bob's turn "1" is not Alice's turn "1")
 const convs = new Map();
@@ -67,7 +69,7 @@ function slot(c, turnId) {
   if (!s) {
     const li = el("li", { class: "turn", "data-turn-id": turnId });
     li.append(el("span", { class: "speaker" }), el("span", { class: "text" }), el("div", { class: "check" }));
-    s = { li, turn: null, verdict: null };
+    s = { li, turn: null, verdict: null, at: Date.now() / 1000 };
     c.slots.set(turnId, s);
     c.list.append(li);
     // the page keeps no more than the server does (oldest first)
@@ -107,15 +109,19 @@ function passageWithWindow(text, win) {
   return p;
 }
 
+// the gate's decision is an internal detail: closed by default, one click away
 function rewriteLine(surface) {
   const g = surface && surface.gate;
   if (!g || typeof g !== "object") return null;
   const accepted = g.accepted === true;
-  const div = el("div", { class: "rewrite", "data-accepted": String(accepted) });
-  div.append(el("span", { class: "verdict-word" }, accepted ? "✔ rewrite accepted" : "✘ rewrite rejected"),
-             document.createTextNode(` (gate score ${num(g.score, 3)} ${accepted ? "≥" : "<"} τ ${num(g.threshold, 2)}): `),
-             el("q", {}, str(surface.candidate_text)));
-  return div;
+  const details = el("details", { class: "rewrite", "data-accepted": String(accepted) });
+  details.append(el("summary", {}, accepted ? "checked as rewritten" : "checked as written"));
+  const body = el("div", { class: "rewrite-body" });
+  body.append(el("span", { class: "verdict-word" }, accepted ? "rewrite accepted" : "rewrite not used"),
+              document.createTextNode(` (gate score ${num(g.score, 3)} ${accepted ? "≥" : "<"} τ ${num(g.threshold, 2)}): `),
+              el("q", {}, str(surface.candidate_text)));
+  details.append(body);
+  return details;
 }
 
 function evidencePanel(v, id) {
@@ -139,10 +145,13 @@ function renderCheck(s) {
   box.replaceChildren();
   const v = s.verdict;
   if (!v) {
-    if (s.turn && s.turn.check === true) box.append(el("span", { class: "badge", "data-label": "pending" }, `${ICONS.pending} checking`));
+    const pending = s.turn && s.turn.check === true;
+    s.li.dataset.label = pending ? "pending" : "none";
+    if (pending) box.append(el("span", { class: "badge", "data-label": "pending" }, `${ICONS.pending} checking`));
     return;
   }
   const label = badgeLabel(v);
+  s.li.dataset.label = label;
   const claimId = str(v.claim_id);
   const panelId = `ev-${claimId}`;
   const badge = el("button", { class: "badge", type: "button", "data-label": label, "data-claim-id": claimId,
@@ -176,16 +185,44 @@ function render(s) {
   renderCheck(s);
 }
 
+// per conversation: turns, checked turns by label, the time of the last turn; and the filter
+function summarise(c) {
+  let turns = 0, last = 0, visible = 0;
+  const labels = new Map();
+  for (const s of c.slots.values()) {
+    if (s.turn) turns += 1;
+    const label = s.li.dataset.label;
+    if (s.verdict) labels.set(label, (labels.get(label) || 0) + 1);
+    const ts = s.turn && typeof s.turn.ts === "number" && Number.isFinite(s.turn.ts) ? s.turn.ts : s.at;
+    last = Math.max(last, ts);
+    s.li.hidden = !!filterEl.value && label !== filterEl.value;
+    if (!s.li.hidden) visible += 1;
+  }
+  const checked = [...labels.values()].reduce((a, b) => a + b, 0);
+  const byLabel = LABEL_ORDER.filter((l) => labels.has(l)).map((l) => `${labels.get(l)} ${l}`).join(", ");
+  const when = last ? new Date(last * 1000).toLocaleTimeString() : "";
+  const counts = c.section.querySelector(".conv-counts");
+  counts.dataset.turns = String(turns);
+  counts.dataset.checked = String(checked);
+  counts.textContent = `${turns} turn${turns === 1 ? "" : "s"} · ${checked} checked${byLabel ? `: ${byLabel}` : ""}` +
+    (when ? ` · last ${when}` : "");
+  c.section.hidden = !!filterEl.value && visible === 0;
+}
+
 function applyTurn(t) {
-  const s = slot(conversation(t.conversation_id), t.turn_id);
+  const c = conversation(t.conversation_id);
+  const s = slot(c, t.turn_id);
   s.turn = t;
   render(s);
+  summarise(c);
 }
 
 function applyVerdict(v) {
-  const s = slot(conversation(v.conversation_id), v.turn_id);
+  const c = conversation(v.conversation_id);
+  const s = slot(c, v.turn_id);
   s.verdict = v;
   render(s);
+  summarise(c);
 }
 
 function evict(id) {
@@ -226,4 +263,8 @@ function connect() {
   };
 }
 
+filterEl.addEventListener("change", () => {
+  main.dataset.filter = filterEl.value;
+  for (const c of convs.values()) guarded("conversation", summarise)(c);
+});
 connect();

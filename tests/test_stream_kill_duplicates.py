@@ -1,0 +1,95 @@
+"""A worker SIGKILLed mid-stream loses no claim, and the duplicates its restart publishes are at
+most the turns whose offsets were not yet committed when it died (at-least-once, measured).
+
+Why: the stream promises at-least-once with outputs delivered before the offset commit; the
+duplicates a crash costs had never been counted. The committed offset is read from the broker
+after the kill (a SIGKILLed process commits nothing more), so the bound is exact, not estimated.
+A real Tansu broker and a real worker; the model-free stand-in Checker (tests/stream_standin.py)."""
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter
+
+import orjson
+
+import pytest
+
+from schemas import ChatTurn, claim_id
+from schemas.settings import load_settings
+from streams.replay import TurnProducer
+from streams.topics import ensure_topics
+from streams.verdicts import TopicReader, VerdictLog, collect_verdicts, end_offsets
+from streams.worker import WorkerProcess
+
+STANDIN = ["--pipeline", "tests.stream_standin:create"]
+N = 40
+
+
+def committed(settings, partition: int = 0) -> int:
+    """The consumer group's committed offset of the turns topic (0 when none), read without joining."""
+    from kafka import KafkaConsumer, TopicPartition
+
+    c = KafkaConsumer(bootstrap_servers=settings.kafka.bootstrap, group_id=settings.stream.app_id,
+                      enable_auto_commit=False)
+    try:
+        return c.committed(TopicPartition(settings.kafka.topic_turns, partition)) or 0
+    finally:
+        c.close()
+
+
+def wait_until(cond, timeout_s: float, what: str) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if cond():
+            return
+        time.sleep(0.2)
+    raise TimeoutError(what)
+
+
+@pytest.mark.timeout(600)
+def test_kill_mid_stream_duplicates_at_most_the_uncommitted_turns(fresh_broker, tmp_path):
+    s = load_settings(kafka={"bootstrap": fresh_broker.bootstrap, "topic_partitions": 1, "topic_turns": "kd.turns",
+                             "topic_verdicts": "kd.verdicts", "topic_deadletter": "kd.dead"},
+                      stream={"app_id": "killdup", "status_interval_s": 1.0})
+    ensure_topics(s)
+    turns = [ChatTurn(f"kd-{i:02d}", f"kd-{i:02d}#r", "assistant", f"Claim number {i} is made.", check=True)
+             for i in range(N)]
+    ids = {claim_id(t.conversation_id, t.turn_id, t.text) for t in turns}
+    offsets: dict[str, int] = {}
+    start = end_offsets(s, s.kafka.topic_verdicts)
+    vlog = VerdictLog()
+    log = tmp_path / "worker.log"
+    with WorkerProcess(s, log, extra_args=STANDIN) as first:
+        first.wait_ready(180)
+
+        def produce():
+            with TurnProducer(s) as p:
+                for t in turns:
+                    offsets[t.conversation_id] = p.send_turn(t).get(timeout=30).offset
+                    time.sleep(0.15)
+        producer = threading.Thread(target=produce)
+        producer.start()
+        # kill once some turns are checked and at least one offset commit happened (else the bound is trivial)
+        collect_verdicts(s, ids, 120, start=start, log=vlog, alive=first.alive, done=lambda lg: len(lg.verdicts) >= 10)
+        wait_until(lambda: committed(s) >= 5, 60, "the worker never committed 5 offsets")
+        first.kill9()
+        killed_at = time.time()
+        producer.join()
+    at_kill = committed(s)  # the dead worker commits nothing more
+    with WorkerProcess(s, log, extra_args=STANDIN) as second:
+        second.wait_ready(180)
+        collect_verdicts(s, ids, 180, start=start, log=vlog, alive=second.alive)
+    assert ids <= vlog.verdicts.keys(), f"lost {len(ids - vlog.verdicts.keys())} claims"
+    # the uncommitted batch: turns at or past the committed offset whose verdict was out before the kill
+    conv_of = {v.claim_id: v.conversation_id for v in vlog.verdicts.values()}
+    uncommitted_out = {c for c, v in vlog.verdicts.items()
+                       if offsets[conv_of[c]] >= at_kill and v.created_at < killed_at}
+    with TopicReader(s, s.kafka.topic_verdicts, start) as r:
+        copies = Counter(orjson.loads(rec.value)["claim_id"] for rec in r.drain())
+    duplicated = {c for c, n in copies.items() if n > 1}
+    print(f"killed with {at_kill} of {N} turns committed and {len(uncommitted_out)} uncommitted turns answered: "
+          f"{sum(copies.values()) - len(copies)} duplicates ({len(duplicated)} claims)")
+    assert 0 < at_kill < N
+    assert duplicated <= uncommitted_out, "a turn below the committed offset was checked again"
+    assert sum(copies.values()) - len(copies) <= len(uncommitted_out)  # at most one extra copy each

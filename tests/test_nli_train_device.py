@@ -22,3 +22,32 @@ def test_train_flags_parse():
     assert (args.device, args.batch_size, args.lr, args.epochs) == ("cuda", 128, 1e-4, 2.0)
     with pytest.raises(SystemExit):
         build_parser().parse_args(["nli", "train", "--device", "gpu"])
+
+
+def test_continue_from_a_trained_checkpoint_on_a_pairs_file(tmp_path, settings):
+    """--init-from keeps the trained head (lr 0 leaves every weight as loaded) and --pairs-file
+    replaces training_pairs() with the file's pairs, capped by --max-pairs."""
+    from pathlib import Path
+
+    from safetensors.torch import load_file
+
+    from workers.nli.data import NLIPair
+    from workers.nli.hard_pairs import write_pairs
+    from workers.nli.train import TrainConfig, train
+
+    init = Path(settings.data.dir).parent / "models" / "nli-minilm-l6-h200"
+    if not (init / "model.safetensors").exists():
+        pytest.skip("no ../shared/models/nli-minilm-l6-h200 on this machine")
+    pairs = tmp_path / "pairs.jsonl"
+    write_pairs(pairs, [NLIPair(f"A man plays guitar number {i}.", "A man sleeps.", i % 3, "t") for i in range(12)])
+    out = train(TrainConfig(out_dir=str(tmp_path / "run"), init_from=str(init), pairs_file=str(pairs),
+                            max_pairs=8, batch_size=4, lr=0.0, warmup_ratio=0.0, threads=1, device="cpu"))
+    import json
+
+    cfg = json.loads((tmp_path / "run" / "train_config.json").read_text())
+    assert cfg["train_pairs"] == 8 and cfg["source_counts"] == {"t": 8} and cfg["total_steps"] == 2
+    before, after = load_file(str(init / "model.safetensors")), load_file(str(out / "model.safetensors"))
+    head = [k for k in before if k.startswith("classifier")]
+    assert head
+    for k in head:
+        assert torch.allclose(before[k].float(), after[k].float(), atol=1e-3)

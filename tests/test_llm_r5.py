@@ -179,3 +179,29 @@ def test_checks_refuse_drift(standin):
     assert "too long" in r5.check_rewrite("Elvis Presley was born in Tupelo " + "and so on " * 12, sources,
                                           ACCEPTED).reason
     assert r5.check_rewrite("  ", sources, ACCEPTED).text is None
+
+
+def test_a_batch_waits_no_longer_than_its_llm_budget(settings, standin):
+    standin.mode, standin.delay_s = "slow", 3.0  # answers, but after the batch's budget
+    llm = OpenAICompatibleLLM(settings.updated(llm={"url": standin.url, "api_key": KEY, "timeout_s": 30,
+                                                    "model": "dialcheck-standin-rewriter", "batch_timeout_s": 0.5}).llm)
+    got = llm.complete_many([r5.prompt(CONTEXT, ACCEPTED), r5.prompt(CONTEXT, REJECTED)])
+    assert all(isinstance(g, LLMUnavailable) and "no answer within the batch's" in str(g) for g in got), got
+
+
+class _NLIDown:
+    """The real model's name (the decision layer checks it), but every call declares an outage."""
+
+    def __init__(self, version):
+        self.version = version
+
+    def predict(self, premises, hypotheses):
+        from schemas.protocols import ModelUnavailable
+
+        raise ModelUnavailable("nli server gone")
+
+
+def test_gate_outage_on_the_r5_rewrite_is_declared(settings, nli, encoder, standin):
+    v = pipe(settings, _NLIDown(nli.version), encoder, "r5g", url=standin.url, api_key=KEY).check_many(items(ACCEPTED))[0]
+    assert v.rationale["r5"]["outcome"] == "gate-unavailable" and v.surface.name == "r0"
+    assert "gate unavailable for the R5 rewrite, R4 path used: nli server gone" in v.status.reason

@@ -67,12 +67,14 @@ class OpenAICompatibleLLM:
         except LLMUnavailable as e:
             return [e] * len(conversations)
         futures = [self._pool.submit(self._complete, model, list(c)) for c in conversations]
-        done, _ = wait(futures, timeout=self.deadline_s())
+        waves = -(-len(conversations) // self.settings.concurrency)
+        budget = min(self.settings.batch_timeout_s, waves * self.deadline_s())
+        done, _ = wait(futures, timeout=budget)
         out: list[str | LLMUnavailable] = []
         for f in futures:
             if f not in done:
-                f.cancel()
-                out.append(LLMUnavailable(f"LLM at {self._where}: no answer within {self.deadline_s():.0f} s"))
+                f.cancel()  # a queued request never starts; a running one ends by its own timeout
+                out.append(LLMUnavailable(f"LLM at {self._where}: no answer within the batch's {budget:.0f} s"))
             else:
                 out.append(f.result())
         return out

@@ -71,6 +71,7 @@ class R5Stage:
                 s.fv_surface = s.ir_surface = Surface("r5", c.text, candidate="r5", candidate_text=c.text)
                 note.update(outcome="used")
             else:
+                note.update(outcome="offered")  # to the gate, next
                 offer.append(i)
             _note(s, "r5", note)
         if offer:
@@ -103,9 +104,9 @@ class R5Stage:
     def on_outage(self, states: list[ClaimState], error: Exception) -> None:
         """The gate's models failed while scoring R5 (the LLM's own failures are handled per claim)."""
         for s in states:
-            if s.notes.get("r5", {}).get("outcome") in (None, "llm-unavailable"):
-                continue
-            s.problems.append(("degraded", f"gate unavailable for the R5 rewrite, R4 path used: {error}"))
+            if s.notes.get("r5", {}).get("outcome") == "offered":
+                s.notes["r5"].update(outcome="gate-unavailable")
+                s.problems.append(("degraded", f"gate unavailable for the R5 rewrite, R4 path used: {error}"))
 
 
 class EditStage:

@@ -79,8 +79,15 @@ def test_host_allow_list():
     run(go())
 
 
-async def _open_sse(port: int, host: str = "127.0.0.1") -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
-    reader, writer = await asyncio.open_connection(host, port)
+async def _open_sse(port: int, rcvbuf: int | None = None, limit: int = 1 << 24) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    """A page as a raw socket (HTTP/1.0: the stream is not chunked); `rcvbuf` set before connecting
+    and a small `limit` keep the kernel and asyncio from buffering megabytes for a page that does not read."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    if rcvbuf:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+    sock.setblocking(False)
+    await asyncio.get_running_loop().sock_connect(sock, ("127.0.0.1", port))
+    reader, writer = await asyncio.open_connection(sock=sock, limit=limit)
     writer.write(f"GET /events HTTP/1.0\r\nHost: localhost:{port}\r\nAccept: text/event-stream\r\n\r\n".encode())
     await writer.drain()
     return reader, writer
@@ -127,10 +134,8 @@ def test_a_page_that_does_not_read_is_dropped_and_its_queue_stays_bounded(caplog
         app = _app(client_queue_bytes=queue_bytes, send_timeout_s=1.0)
         server = await _serve(app)
         try:
-            reader, writer = await _open_sse(server.port)
-            sock = writer.get_extra_info("socket")
+            reader, writer = await _open_sse(server.port, rcvbuf=4096, limit=4096)
             await _read_snapshot(reader)
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
             (client,) = app[CLIENTS]
             sent = 0
             while client in app[CLIENTS] and sent < 20000:  # this page never reads again
@@ -231,3 +236,30 @@ def test_a_record_that_breaks_the_store_is_counted_not_raised(monkeypatch):
     assert app[STORE].counts["rejected"] == 1
     assert app[STORE].last_rejected[-1]["where"] == "chat.verdicts/0@7"
     assert "RecursionError" in app[STORE].last_rejected[-1]["reason"]
+
+
+def test_a_page_stalled_mid_snapshot_is_disconnected_after_the_send_timeout(caplog):
+    """A page that stops reading inside a large snapshot: the write that cannot finish is given up
+    after DIALCHECK_UI_SEND_TIMEOUT_S, the connection is aborted and the page no longer counts."""
+    async def go():
+        app = _app(send_timeout_s=1.0)
+        for i in range(800):  # ~16 MB: more than the loopback socket buffers take
+            handle_record(app, VERDICTS, orjson.dumps(good_verdict(f"c{i}", "t", f"claim {i}", evidence_text="w" * 9000)))
+        server = await _serve(app)
+        try:
+            reader, writer = await _open_sse(server.port, rcvbuf=4096, limit=4096)
+            await reader.readexactly(1000)  # then never reads again
+            for _ in range(400):
+                if not app[CLIENTS]:
+                    break
+                await asyncio.sleep(0.05)
+            assert not app[CLIENTS]
+            assert (await _get(server, "/api/state"))[0] == 200
+            writer.close()
+        finally:
+            await server.close()
+    with caplog.at_level(logging.INFO):
+        run(go())
+    lines = [r for r in caplog.records if r.name.startswith(("dialcheck.ui", "aiohttp")) and r.name != "aiohttp.access"
+             and r.levelno >= logging.INFO]
+    assert len(lines) == 1 and "one write took over 1 s" in lines[0].getMessage() and lines[0].exc_info is None

@@ -228,6 +228,8 @@ async def events(request: web.Request) -> web.StreamResponse:
         if client.dropped and client.dropped.startswith("more than"):
             app[CONSUMER_STATE]["pages_dropped"] = app[CONSUMER_STATE].get("pages_dropped", 0) + 1
             log.warning("ui: dropped the page at %s (%s); it reconnects to a fresh snapshot", client.peer, client.dropped)
+            if request.transport is not None:
+                request.transport.abort()  # what its socket still buffers is freed too
     except asyncio.TimeoutError:
         log.warning("ui: disconnected the page at %s: one write took over %.0f s", client.peer, ui.send_timeout_s)
         if request.transport is not None:

@@ -8,6 +8,7 @@ batch) and keep the API key out of every message. Requests of one pipeline batch
 loop thread, where `asyncio.run` is not allowed)."""
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor, wait
@@ -18,6 +19,8 @@ import httpx
 from schemas.protocols import LLMUnavailable
 from schemas.settings import LLMSettings, redact
 
+# httpx logs every request at INFO: one worker log line per claim; failures reach the verdicts instead
+logging.getLogger("httpx").setLevel(logging.WARNING)
 RETRY_STATUS = {408, 409, 429, 500, 502, 503, 504}
 BACKOFF_S = 0.5  # first retry wait, doubled per retry, capped at 4 s
 

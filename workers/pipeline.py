@@ -12,6 +12,7 @@ from pathlib import Path
 
 from schemas import LABELS, Evidence, Status, Surface, Verdict, claim_id
 from schemas.items import CheckItem
+from schemas.secrets import Scrubber
 from schemas.protocols import Encoder, ModelUnavailable, NLIModel, Searcher, SearchUnavailable
 from schemas.settings import Settings
 
@@ -54,6 +55,7 @@ class Pipeline:
         self.decider = ClaimDecider(v.decision, v.decision_params, protocol, v.entail_threshold, v.win_gap) \
             if protocol in ("fv", "e2e") else None
         self.stages: list[Stage] = self._stages()
+        self.scrub = Scrubber.from_settings(settings)  # status reasons quote backends' errors (URLs, passwords)
 
     def _stages(self) -> list[Stage]:
         s = self.settings
@@ -114,11 +116,11 @@ class Pipeline:
             return [[self._verdict(st)] for st in self.run(items)]
         from dataclasses import replace
 
-        from .segment import turn_label
+        from .segment import capped, turn_label
 
         out = []
         for item, claims in zip(items, self.check_segments(items)):
-            if len(claims) <= 1:
+            if len(claims) <= 1 and not getattr(claims, "note", None):
                 out.append(claims or [self._verdict(ClaimState(item))])
                 continue
             label = turn_label(v.label for v in claims)
@@ -126,22 +128,26 @@ class Pipeline:
             why = {"rule": "turn-summary", "numbers": {"claims": len(claims)}, "window": (worst.rationale or {}).get("window"),
                    "summary": f"{label}: the worst of {len(claims)} claims (REFUTES > SUPPORTS > NOT ENOUGH INFO); "
                               f"claim ids {', '.join(v.claim_id for v in claims)}."}
-            out.append(claims + [replace(worst, claim=item.claim, surface=Surface("r0", item.claim), label=label,
-                                         claim_id=claim_id(item.conversation_id, item.turn_id, item.claim), rationale=why)])
+            out.append(claims + [capped(replace(worst, claim=item.claim, surface=Surface("r0", item.claim), label=label,
+                                         claim_id=claim_id(item.conversation_id, item.turn_id, item.claim), rationale=why),
+                                        claims)])
         return out
 
     def check_segments(self, items: list[CheckItem]) -> list[list[Verdict]]:
         """Each turn split into claims (workers/segment.py), each checked with its own stable
         claim_id (conversation, turn, claim text); a one-claim turn keeps its text and id."""
-        from .segment import segment
+        from .segment import TurnClaims, segment
 
-        flat, owner = [], []
+        flat, owner, notes = [], [], [None] * len(items)
         for i, it in enumerate(items):
-            for seg in segment(it.claim) or []:
+            segs = segment(it.claim, self.settings.verify.max_claims_per_turn)  # capped: the rest in `note`
+            notes[i] = segs
+            for seg in segs:
                 flat.append(CheckItem(it.conversation_id, it.turn_id, list(it.context), seg.text, it.gold_evidence))
                 owner.append(i)
         verdicts = [self._verdict(st) for st in self.run(flat)] if flat else []
-        out: list[list[Verdict]] = [[] for _ in items]
+        out: list[list[Verdict]] = [TurnClaims(note=getattr(n, "note", None), unchecked=getattr(n, "unchecked", 0))
+                                    for n in notes]
         for i, v in zip(owner, verdicts):
             out[i].append(v)
         return out
@@ -178,11 +184,11 @@ class Pipeline:
         else:
             status = Status("ok")
         assert label in LABELS
-        return Verdict(rationale=self._rationale(st, label, best, probs),
+        return self.scrub.verdict(Verdict(rationale=self._rationale(st, label, best, probs),
             conversation_id=st.item.conversation_id, turn_id=st.item.turn_id,
             claim_id=claim_id(st.item.conversation_id, st.item.turn_id, st.item.claim), claim=st.item.claim,
             surface=st.fv_surface or Surface("r0", st.item.claim), label=label, probabilities=probs,
-            evidence=evidence, model_versions=self.model_versions(), timings_ms=st.timings, status=status)
+            evidence=evidence, model_versions=self.model_versions(), timings_ms=st.timings, status=status))
 
     def _rationale(self, st: ClaimState, label: str, best, probs: dict[str, float]) -> dict:
         """Which rule or layer decided, on which numbers, reading which window (verdict.schema.json)."""

@@ -80,7 +80,8 @@ def main() -> int:
     args = ap.parse_args()
 
     from workers.models.factory import load_models
-    from workers.pipeline import Pipeline, load_searcher
+    from workers.pipeline import Pipeline
+    from workers.retrieval.factory import load_searcher
 
     base = load_settings()
     nli, encoder = load_models(base)

@@ -32,6 +32,15 @@ class DialFactRecord:
                          claim=self.response, gold_evidence=list(self.evidence) if protocol == "fv" else None)
 
 
+def response_claim_id(record: DialFactRecord, prefix: str = "") -> str:
+    """The claim id a DialFact record's response gets from the evaluator (no prefix) and from the
+    replay (conversation ids may be prefixed): scoring matches run rows to gold records by it."""
+    from . import claim_id
+
+    conv = f"{prefix}{record.id}"
+    return claim_id(conv, f"{conv}#response", record.response)
+
+
 def load_dialfact(path: str | Path, limit: int | None = None) -> list[DialFactRecord]:
     """Read DialFact JSONL; a record without the DialFact fields is a ValueError naming its line."""
     out: list[DialFactRecord] = []

@@ -22,10 +22,32 @@ class SearchUnavailable(RuntimeError):
     """The index or search server failed; the pipeline degrades with this reason."""
 
 
+class LLMUnavailable(ModelUnavailable):
+    """The language-model endpoint failed (unreachable, timed out, refused, unreadable answer).
+    A ModelUnavailable, so the runner degrades too; the LLM steps fall back to the R4 path or the
+    first retrieval and say so in the verdict's status. Messages never carry the API key."""
+
+
+@runtime_checkable
+class LLM(Protocol):
+    """Chat completions (the OpenAI-compatible API vLLM, llama.cpp, Ollama, LM Studio, TGI serve).
+    One reply per conversation, in order; a slot holds the `LLMUnavailable` that says why that one
+    failed (after bounded retries), so one slow request degrades one claim, not the batch."""
+
+    model: str
+
+    def complete_many(self, conversations: Sequence[Sequence[dict]]) -> list["str | LLMUnavailable"]: ...
+
+
+# The column order of every NLIModel's output (model head, Triton output, gate, verifier, decision)
+NLI_LABELS: tuple[str, str, str] = ("entailment", "neutral", "contradiction")
+ENTAILMENT, NEUTRAL, CONTRADICTION = 0, 1, 2
+
+
 @runtime_checkable
 class NLIModel(Protocol):
-    """Three-way NLI. Rows of the result are calibrated probabilities in (entailment, neutral,
-    contradiction) order."""
+    """Three-way NLI. Rows of the result are calibrated probabilities in `NLI_LABELS` order
+    (entailment, neutral, contradiction)."""
 
     version: str
 

@@ -12,7 +12,8 @@ from dataclasses import dataclass, field, replace
 from typing import Callable, Iterable, Sequence
 
 from schemas.settings import Settings
-from schemas import ChatTurn, claim_id
+from schemas import ChatTurn
+from schemas.items import response_claim_id
 
 from .kafka_config import kafka_python_kwargs
 
@@ -28,11 +29,6 @@ def record_turns(record, prefix: str = "") -> list[ChatTurn]:
     turns.append(ChatTurn(conversation_id=conv, turn_id=f"{conv}#response", speaker="assistant",
                           text=record.response, check=True))
     return turns
-
-
-def response_claim_id(record, prefix: str = "") -> str:
-    conv = f"{prefix}{record.id}"
-    return claim_id(conv, f"{conv}#response", record.response)
 
 
 @dataclass
@@ -122,7 +118,7 @@ def replay(settings: Settings, records: Sequence, rate: float = 0.0, prefix: str
 
 
 def load_records(path: str, limit: int | None = None) -> list:
-    from schemas.items import load_dialfact  # data format lives with the pipeline
+    from schemas.items import load_dialfact  # the DialFact format is a contract (schemas/items.py)
 
     return load_dialfact(path, limit=limit)
 

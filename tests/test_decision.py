@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from workers.decision import FEATURES, LABELS, ClaimEvidence, DecisionLayer
-from workers.decision.cv import cross_validate, folds
-from workers.verify import WindowDecision, aggregate, decide_window
+from workers.tuning.cv import cross_validate, folds
+from workers.decision import WindowDecision, aggregate, decide_window
 from workers.windows import Window
 
 REPO = Path(__file__).resolve().parent.parent
@@ -86,3 +86,17 @@ def test_shipped_layer_loads_with_current_features():
         assert layer.params["features"] == list(FEATURES)
     assert layer.meta["fitted_on"]["data"] == "testsmall.jsonl" and layer.meta["cv"]["grouped_by"] == "context_id"
     assert (path.parent / "DECISION_CARD.md").exists()
+
+
+def test_a_fitted_decision_refuses_another_nli_models_probabilities(tmp_path):
+    from schemas.settings import VerifySettings
+    from workers.decision import ClaimDecider, DecisionModelMismatch
+
+    path = tmp_path / "decision.json"
+    layer = DecisionLayer("guarded", {"t_supports": 0.6, "t_refutes": 0.6, "on_topic": 0.5})
+    layer.meta = {"nli_model": {"version": "nli-a", "fingerprint": "x"}}
+    layer.save(path)
+    settings = VerifySettings(decision="layer", decision_params=str(path))
+    assert ClaimDecider(settings, "fv", "nli-a").layer.method == "guarded"
+    with pytest.raises(DecisionModelMismatch, match="fitted for NLI model 'nli-a'.*'nli-b'"):
+        ClaimDecider(settings, "fv", "nli-b")

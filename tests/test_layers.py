@@ -49,3 +49,54 @@ def test_layering_has_no_cycles():
         return any(n == b or (n not in seen and reaches(n, b, (*seen, n))) for n in edges[a])
 
     assert not [p for p in PACKAGES if reaches(p, p)]
+
+
+def _workers_graph() -> dict[str, set[str]]:
+    """workers' own units (a top-level module or a subpackage, e.g. workers.decision) → the units
+    they import (module level and inside functions, absolute and relative)."""
+    graph: dict[str, set[str]] = {}
+    root = REPO / "workers"
+    for path in root.rglob("*.py"):
+        rel = path.relative_to(root).with_suffix("").parts
+        unit = f"workers.{rel[0]}"
+        package = ["workers", *rel[:-1]] if rel[-1] != "__init__" else ["workers", *rel[:-1]]
+        targets = graph.setdefault(unit, set())
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = package[: len(package) - node.level + 1]
+                    mod = base + (node.module.split(".") if node.module else [])
+                    names = [".".join(mod)] if node.module else [".".join(mod + [a.name]) for a in node.names]
+                else:
+                    names = [node.module or ""]
+            elif isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            else:
+                continue
+            for name in names:
+                parts = name.split(".")
+                if parts[0] == "workers" and len(parts) > 1 and f"workers.{parts[1]}" != unit:
+                    targets.add(f"workers.{parts[1]}")
+    return graph
+
+
+def test_no_import_circles_inside_workers():
+    graph = _workers_graph()
+    cycles = []
+
+    def visit(node, stack):
+        for nxt in sorted(graph.get(node, ())):
+            if nxt in stack:
+                cycles.append(" → ".join(stack[stack.index(nxt):] + [nxt]))
+            elif len(stack) < len(graph):
+                visit(nxt, stack + [nxt])
+
+    for start in graph:
+        visit(start, [start])
+    assert not cycles, "\n".join(sorted(set(cycles))[:20])
+
+
+def test_models_do_not_import_the_training_package():
+    """Serving (workers/models) needs the NLIModel contract (schemas/protocols.py), never the
+    training code in workers/nli."""
+    assert "workers.nli" not in _workers_graph().get("workers.models", set())

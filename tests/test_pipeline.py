@@ -3,7 +3,7 @@
 import pytest
 
 from schemas import LABELS, parse_verdict
-from workers.gate import BiConGate, GateInput
+from workers.gate import BiConGate, GateInput, gate_decision
 from schemas.protocols import ModelUnavailable, SearchUnavailable
 from workers.pipeline import CheckItem, Pipeline
 
@@ -22,8 +22,7 @@ def test_gate_accepts_faithful_and_rejects_drifting_rewrite(gate):
     (s_ok, e_ok, c_ok, sim_ok), (s_bad, e_bad, c_bad, sim_bad) = gate.score([faithful, drifting])
     assert s_ok > s_bad
     assert sim_ok > sim_bad
-    decisions = gate.decide([faithful, drifting], threshold=0.5)
-    assert not decisions[1].accepted
+    assert not gate_decision((s_bad, e_bad, c_bad, sim_bad), 0.5).accepted
     for s, e, c, sim in [(s_ok, e_ok, c_ok, sim_ok), (s_bad, e_bad, c_bad, sim_bad)]:
         assert s == pytest.approx(0.4 * e + 0.2 * sim + 0.4 * (1 - c), abs=1e-6)
 
@@ -74,15 +73,16 @@ def test_e2e_retrieves_and_verifies(settings, nli, encoder, index_dir, dialfact_
 
 
 class _BrokenNLI:
-    """A backend that declares an outage (what TritonNLI raises when the server is gone)."""
-    version = "broken"
+    """A backend that declares an outage (what TritonNLI raises when the server is gone). Its
+    version is unknown, like a Triton model never reached (the decision's model check skips it)."""
+    version = "unknown"
 
     def predict(self, premises, hypotheses):
         raise ModelUnavailable("connection refused")
 
 
 class _BuggyNLI:
-    version = "buggy"
+    version = "unknown"
 
     def predict(self, premises, hypotheses):
         raise IndexError("a bug, not an outage")
@@ -122,8 +122,8 @@ def test_deciding_window_is_listed_first_even_when_others_rank_higher():
     The decision layer may decide on a window that is not the most entailing or contradicting."""
     import numpy as np
 
-    from workers.pipeline import shown_windows
-    from workers.verify import WindowDecision
+    from workers.verdict import shown_windows
+    from workers.decision import WindowDecision
     from workers.windows import Window
 
     def wd(text, e, c):

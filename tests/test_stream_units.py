@@ -4,12 +4,13 @@ from __future__ import annotations
 import pytest
 
 from schemas.settings import load_settings
-from schemas import ChatTurn, InvalidEvent, claim_id, parse_verdict
+from schemas import ChatTurn, InvalidEvent, Reason, claim_id, parse_verdict
 from streams.checking import check_safely, error_verdict, validate_event
 from streams.context import add_turn, is_idle, parse_roles, should_check
 from streams.deadletter import DeadLetter
 from streams.kafka_config import aiokafka_kwargs, bootstrap_list, faust_broker_kwargs, kafka_python_kwargs
-from streams.replay import record_turns, response_claim_id
+from schemas.items import response_claim_id
+from streams.replay import record_turns
 from streams.worker import settings_env
 from schemas.items import CheckItem
 
@@ -51,21 +52,25 @@ def test_check_flag_overrides_role():
     assert not should_check(turn("a", speaker="assistant", check=False), roles)
 
 
-@pytest.mark.parametrize("key,value,reason", [
-    (b"c", b"{not json", "malformed JSON"),
-    (b"c", b"\xff\xfe{}", "invalid UTF-8"),
-    (b"c", b'{"conversation_id": "c", "turn_id": "t", "speaker": "user"}', "text"),
-    (b"c", b'{"conversation_id": "c", "turn_id": "t", "speaker": 3, "text": "x"}', "speaker"),
-    (b"c", b'{"conversation_id": "c", "turn_id": "t", "speaker": "user", "text": " "}', "empty text"),
-    (b"c", b'{"conversation_id": "c", "turn_id": "t", "speaker": "user", "text": "' + b"x" * 50 + b'"}', "too long"),
-    (b"other", b'{"conversation_id": "c", "turn_id": "t", "speaker": "user", "text": "x"}', "does not match"),
-    (None, b'{"conversation_id": "c", "turn_id": "t", "speaker": "user", "text": "x"}', "missing key"),
-    (b"c", None, "null value"),
+@pytest.mark.parametrize("key,value,reason,code", [
+    (b"c", b"{not json", "malformed JSON", "malformed_json"),
+    (b"c", b"\xff\xfe{}", "invalid UTF-8", "invalid_utf8"),
+    (b"c", b'{"conversation_id": "c", "turn_id": "t", "speaker": "user"}', "text", "schema"),
+    (b"c", b'{"conversation_id": "c", "turn_id": "t", "speaker": 3, "text": "x"}', "speaker", "schema"),
+    (b"c", b'{"conversation_id": "c", "turn_id": "t", "speaker": "user", "text": " "}', "empty text", "empty_text"),
+    (b"c", b'{"conversation_id": "c", "turn_id": "t", "speaker": "user", "text": "' + b"x" * 50 + b'"}', "too long",
+     "too_large"),
+    (b"c", b'{"conversation_id": "c", "turn_id": "t", "speaker": "the user", "text": "x"}', "plain role",
+     "invalid_field"),
+    (b"other", b'{"conversation_id": "c", "turn_id": "t", "speaker": "user", "text": "x"}', "does not match", "key"),
+    (None, b'{"conversation_id": "c", "turn_id": "t", "speaker": "user", "text": "x"}', "missing key", "key"),
+    (b"c", None, "null value", "tombstone"),
 ])
-def test_validate_event_rejects_with_reason(key, value, reason):
+def test_validate_event_rejects_with_reason_and_code(key, value, reason, code):
     with pytest.raises(InvalidEvent) as e:
         validate_event(key, value, max_text_chars=40)
     assert reason in e.value.reason
+    assert e.value.code == Reason(code)  # the metric label and dead-letter header come from this, not the text
 
 
 def test_validate_event_accepts_good_turn():
@@ -91,7 +96,7 @@ def test_pipeline_exception_costs_only_the_item_that_raised():
 
 
 def test_deadletter_headers_round_trip():
-    dl = DeadLetter("bad", "chat.turns", 3, 42, b"k", b"\xff")
+    dl = DeadLetter("malformed_json", "bad", "chat.turns", 3, 42, b"k", b"\xff")
     back = DeadLetter.from_record(b"k", b"\xff", dl.headers())
     assert back == dl
     assert back.to_dict()["value"] == {"hex": "ff"}
@@ -149,11 +154,12 @@ def test_scrubber_masks_url_credentials_and_configured_secrets():
 
 
 def test_deadletter_keeps_a_bounded_prefix_and_says_so():
-    dl = DeadLetter("too big", "chat.turns", 1, 7, b"k" * 600_000, b"v" * 1_000_000).bounded(65536)
+    dl = DeadLetter("too_large", "too big", "chat.turns", 1, 7, b"k" * 600_000, b"v" * 1_000_000).bounded(65536)
     assert len(dl.key) == len(dl.value) == 65536 and dl.truncated == "key=600000,value=1000000"
     back = DeadLetter.from_record(dl.key, dl.value, dl.headers())
     assert back.truncated == dl.truncated and (back.partition, back.offset) == (1, 7)
-    small = DeadLetter("r", "t", 0, 0, b"k", b"v")
+    assert (back.code, back.reason) == ("too_large", "too big")
+    small = DeadLetter("key", "r", "t", 0, 0, b"k", b"v")
     assert small.bounded(65536) is small
 
 

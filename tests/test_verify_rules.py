@@ -3,7 +3,7 @@ import numpy as np
 
 from workers.scoring import label_metrics, retrieval_metrics
 from workers.text import with_context
-from workers.verify import WindowDecision, aggregate, decide_window
+from workers.decision import WindowDecision, aggregate, decide_window
 from workers.windows import Window, prescore, top_windows, windows
 
 

@@ -16,7 +16,7 @@ import numpy as np
 from schemas import GateDecision
 
 from schemas.protocols import Encoder, NLIModel
-from .nli.labels import CONTRADICTION, ENTAILMENT
+from schemas.protocols import CONTRADICTION, ENTAILMENT
 
 
 @dataclass(frozen=True)
@@ -50,7 +50,8 @@ class BiConGate:
             out.append((s, e, c, sim))
         return out
 
-    def decide(self, items: Sequence[GateInput], threshold: float) -> list[GateDecision]:
-        return [GateDecision(score=round(s, 6), e=round(e, 6), c=round(c, 6), sim=round(sim, 6),
-                             threshold=threshold, accepted=s >= threshold)
-                for s, e, c, sim in self.score(items)]
+
+def gate_decision(scored: tuple[float, float, float, float], tau: float) -> GateDecision:
+    """A scored rewrite (s, e, c, sim) against τ: the record the verdict's surface carries."""
+    s, e, c, sim = scored
+    return GateDecision(round(s, 6), round(e, 6), round(c, 6), round(sim, 6), tau, s >= tau)

@@ -8,30 +8,29 @@ and the stream worker turns it into error verdicts for that batch."""
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
-from schemas import LABELS, Evidence, Status, Surface, Verdict, claim_id
+from schemas import Verdict
 from schemas.items import CheckItem
 from schemas.secrets import Scrubber
 from schemas.protocols import Encoder, ModelUnavailable, NLIModel, Searcher, SearchUnavailable
 from schemas.settings import Settings
 
 from .caches import CachedEncoder, memoize
+from .decision import ClaimDecider
 from .gate import BiConGate
-from .nli.labels import CONTRADICTION, ENTAILMENT, NEUTRAL
+from .llm.client import client_for
+from .llm.stages import R5_SURFACES, EditStage, R5Stage, r5_cache
+from .retrieval.factory import load_searcher
 from .stages import (CheckWorthyStage, ClaimState, GateStage, GoldEvidenceStage, RetrieveStage, Stage, SurfaceStage,
                      VerifyStage, surfaces_of)
 from .surfaces.pronouns import set_parse_cache
-from .verify import NO_EVIDENCE, ClaimDecider
+from .verdict import VerdictContext, assemble, turn_summary
 
 PROTOCOLS = ("fv", "e2e", "ir")
-SURFACES = ("r0", "r1", "r2", "r3", "r4", "r4g")
+SURFACES = ("r0", "r1", "r2", "r3", "r4", "r4g", "r5", "r5g")  # r5/r5g: workers/llm (fall back to r4/r4g)
 OUTAGES = (ModelUnavailable, SearchUnavailable)
-# e2e: below this lexical pre-score the deciding window hardly mentions the claim's words; the
-# verdict stays ok (a decision was made) but says so in its status reason
-WEAK_EVIDENCE_PRESCORE = 0.15
 
-__all__ = ["CheckItem", "ClaimState", "Pipeline", "PROTOCOLS", "SURFACES", "load_searcher"]
+__all__ = ["CheckItem", "ClaimState", "Pipeline", "PROTOCOLS", "SURFACES"]
 
 
 class Pipeline:
@@ -51,10 +50,12 @@ class Pipeline:
         set_parse_cache(settings.perf.cache_entries)
         self.surface_builder = surface_builder or memoize(surfaces_of, settings.perf.cache_entries)
         self.gate = BiConGate(nli, self.encoder, settings.gate.weights)
-        v = settings.verify  # the verifier's label decision (fv and e2e; ir decides no label)
-        self.decider = ClaimDecider(v.decision, v.decision_params, protocol, v.entail_threshold, v.win_gap) \
+        # the verifier's label decision (fv and e2e; ir decides no label)
+        self.decider = ClaimDecider(settings.verify, protocol, getattr(nli, "version", None)) \
             if protocol in ("fv", "e2e") else None
         self.stages: list[Stage] = self._stages()
+        self.verdict_context = VerdictContext(protocol, self.decision_rule(), self.model_versions(), settings.verify,
+                                              self.decider.layer.params if self.decider is not None else None)
         self.scrub = Scrubber.from_settings(settings)  # status reasons quote backends' errors (URLs, passwords)
 
     def _stages(self) -> list[Stage]:
@@ -62,11 +63,16 @@ class Pipeline:
         stages: list[Stage] = []
         if s.verify.checkworthy and self.protocol != "ir":
             stages.append(CheckWorthyStage())
-        stages.append(SurfaceStage(self.surface, self.surface_builder))
-        if self.surface == "r4g":
+        base = R5_SURFACES.get(self.surface, self.surface)  # r5 → r4, r5g → r4g: R5's fallback path
+        stages.append(SurfaceStage(base, self.surface_builder))
+        if base == "r4g":
             stages.append(GateStage(self.gate, s.gate))
+        if self.surface in R5_SURFACES:
+            stages.append(R5Stage(client_for(s.llm), self.gate, s.gate, self.surface == "r5g", r5_cache(s)))
         if self.protocol in ("e2e", "ir"):
             stages.append(RetrieveStage(self.searcher, self.encoder, s.retrieval, s.perf.batch_query_encoding))
+            if s.llm.edit:
+                stages.append(EditStage(client_for(s.llm), self.searcher, self.encoder, s.retrieval, s.llm))
         if self.protocol == "fv":
             stages.append(GoldEvidenceStage())
         if self.decider is not None:
@@ -114,8 +120,6 @@ class Pipeline:
         worst label, its rationale saying so); otherwise the one verdict of the turn."""
         if not self.settings.verify.segment or self.protocol == "ir":
             return [[self._verdict(st)] for st in self.run(items)]
-        from dataclasses import replace
-
         from .segment import capped, turn_label
 
         out = []
@@ -123,14 +127,7 @@ class Pipeline:
             if len(claims) <= 1 and not getattr(claims, "note", None):
                 out.append(claims or [self._verdict(ClaimState(item))])
                 continue
-            label = turn_label(v.label for v in claims)
-            worst = next(v for v in claims if v.label == label)
-            why = {"rule": "turn-summary", "numbers": {"claims": len(claims)}, "window": (worst.rationale or {}).get("window"),
-                   "summary": f"{label}: the worst of {len(claims)} claims (REFUTES > SUPPORTS > NOT ENOUGH INFO); "
-                              f"claim ids {', '.join(v.claim_id for v in claims)}."}
-            out.append(claims + [capped(replace(worst, claim=item.claim, surface=Surface("r0", item.claim), label=label,
-                                         claim_id=claim_id(item.conversation_id, item.turn_id, item.claim), rationale=why),
-                                        claims)])
+            out.append(claims + [capped(turn_summary(item, claims, turn_label(v.label for v in claims)), claims)])
         return out
 
     def check_segments(self, items: list[CheckItem]) -> list[list[Verdict]]:
@@ -152,106 +149,23 @@ class Pipeline:
             out[i].append(v)
         return out
 
-    def check(self, context: list[str], claim: str, conversation_id: str = "cli", turn_id: str = "1") -> Verdict:
-        return self.check_many([CheckItem(conversation_id, turn_id, context, claim)])[0]
-
     def retrieve_many(self, items: list[CheckItem]) -> list[ClaimState]:
         """IR protocol: each state carries `ir_surface`, `retrieval` (bm25, dense) and `problems`."""
         return self.with_options(protocol="ir").run(items) if self.protocol != "ir" else self.run(items)
 
     # ---- verdict ------------------------------------------------------------------------------
     def _verdict(self, st: ClaimState) -> Verdict:
-        if st.label is not None:  # the verify stage's decider (or the check-worthiness stage)
-            label, best, probs = st.label, st.best, st.label_probs
-        else:  # no decider ran (an outage before or in verification): nothing was read or decided
-            label, best, probs = "NOT ENOUGH INFO", None, dict(NO_EVIDENCE)
-        evidence = []
-        for d in shown_windows(best, st.decisions):
-            p = st.passages[d.window.passage_index]
-            evidence.append(Evidence(p.id, p.title, p.text, d.window.text, float(p.score) if p.score else None,
-                                     round(d.window.prescore, 4), float(d.probs[ENTAILMENT]),
-                                     float(d.probs[NEUTRAL]), float(d.probs[CONTRADICTION])))
-        if st.problems:
-            state = "error" if any(s == "error" for s, _ in st.problems) else "degraded"
-            status = Status(state, "; ".join(r for _, r in st.problems))
-        elif st.skip_reason:
-            status = Status("ok", st.skip_reason)
-        elif self.protocol == "e2e" and not st.passages:
-            status = Status("ok", "no passage retrieved")
-        elif self.protocol == "e2e" and best is not None and best.window.prescore < WEAK_EVIDENCE_PRESCORE:
-            status = Status("ok", f"weak evidence: the best window shares little with the claim "
-                                  f"(pre-score {best.window.prescore:.2f} < {WEAK_EVIDENCE_PRESCORE})")
-        else:
-            status = Status("ok")
-        assert label in LABELS
-        return self.scrub.verdict(Verdict(rationale=self._rationale(st, label, best, probs),
-            conversation_id=st.item.conversation_id, turn_id=st.item.turn_id,
-            claim_id=claim_id(st.item.conversation_id, st.item.turn_id, st.item.claim), claim=st.item.claim,
-            surface=st.fv_surface or Surface("r0", st.item.claim), label=label, probabilities=probs,
-            evidence=evidence, model_versions=self.model_versions(), timings_ms=st.timings, status=status))
-
-    def _rationale(self, st: ClaimState, label: str, best, probs: dict[str, float]) -> dict:
-        """Which rule or layer decided, on which numbers, reading which window (verdict.schema.json)."""
-        if any(s == "error" for s, _ in st.problems):
-            rule = "error"
-        elif st.skip_reason:
-            rule = "not-check-worthy"
-        elif not st.decisions:
-            rule = "no-evidence"
-        else:
-            rule = self.decision_rule()
-        numbers: dict = {}
-        window = None
-        if best is not None:
-            e, n, c = (round(float(best.probs[i]), 4) for i in (ENTAILMENT, NEUTRAL, CONTRADICTION))
-            numbers.update(entail=e, neutral=n, contradict=c, prescore=round(best.window.prescore, 4))
-            if rule == "threshold":
-                v = self.settings.verify
-                numbers.update(threshold=v.entail_threshold, win_gap=v.win_gap)
-            p = st.passages[best.window.passage_index]
-            window = {"passage_id": p.id, "title": p.title, "text": best.window.text}
-        if rule.startswith("layer"):
-            numbers.update({f"p_{k.lower().replace(' ', '_')}": round(float(x), 4) for k, x in probs.items()})
-        numbers["windows_read"] = len(st.decisions)
-        what = {"error": "a backend failed, so nothing was decided", "no-evidence": "no evidence window was read",
-                "not-check-worthy": "the turn states no checkable fact"}.get(rule)
-        summary = (f"{label}: {what}." if what else
-                   f"{label} by {rule} over {len(st.decisions)} window(s); deciding window from '{window['title']}' "
-                   f"(entail {numbers['entail']:.2f}, contradict {numbers['contradict']:.2f}).")
-        return {"rule": rule, "numbers": numbers, "window": window, "summary": summary}
+        return self.scrub.verdict(assemble(st, self.verdict_context))
 
     def decision_rule(self) -> str:
-        d = self.decider
-        if d is None:
-            return "none"
-        return f"layer:{d.layer.method}" if d.layer is not None else d.decision
+        return self.decider.rule_name if self.decider is not None else "none"
 
     def model_versions(self) -> dict[str, str]:
         v = {"nli": getattr(self.nli, "version", "?"), "encoder": getattr(self.encoder, "version", "?"),
              "protocol": self.protocol, "surface_mode": self.surface}
         if self.searcher is not None:
             v["search"] = getattr(self.searcher, "name", "?")
-        d = self.decider
-        if d is not None:
-            v["decision"] = f"{d.layer.method}@{Path(d.path).name}" if d.layer is not None else d.decision
+        if self.decider is not None:
+            v["decision"] = self.decider.version
         return v
 
-
-def shown_windows(best, decisions: list, n: int = 3) -> list:
-    """The windows a verdict lists as evidence: the deciding window first, then the most decided
-    (highest entail or contradict) others, each window text once."""
-    ranked = sorted(decisions, key=lambda d: -max(d.probs[ENTAILMENT], d.probs[CONTRADICTION]))
-    first_by_text: dict = {}
-    for d in ([best] if best else []) + ranked:
-        first_by_text.setdefault(d.window.text, d)
-    return list(first_by_text.values())[:n]
-
-
-def load_searcher(settings: Settings, encoder: Encoder | None = None) -> Searcher:
-    if settings.retrieval.backend == "opensearch":
-        from .retrieval.opensearch import OpenSearchSearcher
-
-        return OpenSearchSearcher(settings.retrieval.opensearch_url, settings.retrieval.opensearch_index)
-    from .retrieval.build import ensure_index
-
-    return ensure_index(settings, encoder)

@@ -5,36 +5,47 @@ Why one module: `dialcheck eval` computes its metrics *from the run rows it writ
 the same JSON by construction (tests/test_score.py checks it end to end). Verdicts read from
 chat.verdicts (`dialcheck verdicts --json`) are run rows too: a row is a verdict dict.
 
-Label metrics come from scikit-learn, IR metrics from ir_measures (pytrec_eval, i.e. trec_eval);
+Label metrics are counted here with one F1 definition (`per_class_f1`, also behind the decision
+layer's and the tuner's macro-F1); IR metrics come from ir_measures (pytrec_eval, i.e. trec_eval);
 micro recall has no library measure and stays a two-line sum.
 """
 from __future__ import annotations
 
 from typing import Iterable, Sequence
 
-from schemas import LABELS, claim_id
+from schemas import LABELS
+from schemas.items import response_claim_id
 
 # fields of a verdict that are timings, not results: left out of run files
 TIMING_FIELDS = ("timings_ms", "created_at")
 
 
+def per_class_f1(gold: Sequence[str], pred: Sequence[str], labels: Sequence[str] = LABELS) -> list[float]:
+    """F1 per label as 2PR/(P+R) (0 where P+R is 0): the one definition behind every macro-F1 here.
+    (2TP/(2TP+FP+FN) differs in the last bit, which flips a rounding at exact halves: 15.625 → 15.62
+    instead of the published 15.63.)"""
+    out = []
+    for lab in labels:
+        tp = sum(g == lab and p == lab for g, p in zip(gold, pred))
+        n_pred, n_gold = sum(p == lab for p in pred), sum(g == lab for g in gold)
+        prec, rec = (tp / n_pred if n_pred else 0.0), (tp / n_gold if n_gold else 0.0)
+        out.append(2 * prec * rec / (prec + rec) if prec + rec else 0.0)
+    return out
+
+
+def macro_f1(gold: Sequence[str], pred: Sequence[str], labels: Sequence[str] | None = None) -> float:
+    """Macro-F1 in percent over `labels` (default all three; a set without NEI passes its own)."""
+    labels = labels or LABELS
+    return 100 * sum(per_class_f1(gold, pred, labels)) / len(labels)
+
+
 def label_metrics(gold: Sequence[str], pred: Sequence[str]) -> dict:
     """Accuracy, macro-F1 and per-class F1 (S/R/NEI), in percent like the paper's tables."""
-    from sklearn.metrics import accuracy_score, precision_recall_fscore_support
-
     if len(gold) != len(pred):
         raise ValueError(f"{len(gold)} gold labels but {len(pred)} predictions")
-    if not gold:
-        per = [0.0] * len(LABELS)
-        acc = 0.0
-    else:
-        prec, rec, _, _ = precision_recall_fscore_support(list(gold), list(pred), labels=list(LABELS),
-                                                          average=None, zero_division=0.0)
-        # F1 as 2PR/(P+R) from sklearn's P and R: sklearn's own F1 (2TP/(2TP+FP+FN)) differs in the
-        # last bit, which flips a rounding at exact halves (15.625 → 15.62 instead of the published 15.63)
-        per = [2 * float(p) * float(r) / (float(p) + float(r)) if p + r else 0.0 for p, r in zip(prec, rec)]
-        acc = float(accuracy_score(list(gold), list(pred)))
-    # macro = plain mean of the three per-class F1 (summed in label order, as before the switch)
+    per = per_class_f1(gold, pred) if gold else [0.0] * len(LABELS)
+    acc = sum(g == p for g, p in zip(gold, pred)) / len(gold) if gold else 0.0
+    # macro = plain mean of the three per-class F1 (summed in label order)
     return {"n": len(gold), "accuracy": round(100 * acc, 2),
             "macro_f1": round(100 * sum(per) / len(per), 2),
             "f1": {lab: round(100 * v, 2) for lab, v in zip(LABELS, per)},
@@ -91,11 +102,6 @@ def row_protocol(row: dict) -> str:
 
 def row_surface_mode(row: dict) -> str:
     return row.get("surface_mode") or (row.get("model_versions") or {}).get("surface_mode", "?")
-
-
-def response_claim_id(record) -> str:
-    """The claim id the evaluator and the replay give a DialFact record's response."""
-    return claim_id(record.id, f"{record.id}#response", record.response)
 
 
 def group_rows(rows: Iterable[dict]) -> dict[tuple[str, str], dict[str, dict]]:

@@ -11,16 +11,16 @@ from typing import Protocol
 
 import numpy as np
 
-from schemas import GateDecision, Surface
+from schemas import Surface
 from schemas.items import CheckItem
 from schemas.protocols import Encoder, ModelUnavailable, NLIModel, Passage, Searcher
 from schemas.settings import GateSettings, RetrievalSettings, VerifySettings
 
-from .gate import BiConGate, GateInput
+from .gate import BiConGate, GateInput, gate_decision
 from .retrieval.dense import dense_rescore, merge_context_hits
 from .surfaces import ClaimSurfaces, build_surfaces, parse_batch_ahead
 from .text import last_turns, with_context
-from .verify import NO_EVIDENCE, ClaimDecider, WindowDecision, decide_window
+from .decision import NO_EVIDENCE, ClaimDecider, ClaimEvidence, WindowDecision, decide_window
 from .windows import Window, top_windows
 
 # R4 alternatives (salience order) the gate chooses among. Measured on DialFact with the antecedent
@@ -53,6 +53,7 @@ class ClaimState:
     skip_reason: str = ""  # set when the claim is answered without checking (not check-worthy)
     problems: list[tuple[str, str]] = field(default_factory=list)  # (degraded | error, reason)
     timings: dict[str, float] = field(default_factory=dict)
+    notes: dict = field(default_factory=dict)  # extra rationale entries (the LLM steps: r5, edits)
 
     def use_original(self) -> None:
         self.fv_surface = self.ir_surface = Surface("r0", self.item.claim)
@@ -130,13 +131,13 @@ class GateStage:
                 best[i] = (scored, inp.rewrite)
         for i, s in enumerate(states):
             if i in best:
-                (score, e, c, sim), text = best[i]
-                s.fv_surface = self._decision(s, text, score, e, c, sim, self.settings.tau_fv)
-                s.ir_surface = self._decision(s, text, score, e, c, sim, self.settings.tau_ir)
+                scored, text = best[i]
+                s.fv_surface = self._decision(s, text, scored, self.settings.tau_fv)
+                s.ir_surface = self._decision(s, text, scored, self.settings.tau_ir)
 
     @staticmethod
-    def _decision(s: ClaimState, text: str, score, e, c, sim, tau: float) -> Surface:
-        g = GateDecision(round(score, 6), round(e, 6), round(c, 6), round(sim, 6), tau, score >= tau)
+    def _decision(s: ClaimState, text: str, scored, tau: float) -> Surface:
+        g = gate_decision(scored, tau)
         return Surface("r4g" if g.accepted else "r0", text if g.accepted else s.item.claim,
                        candidate="r4", candidate_text=text, gate=g)
 
@@ -210,15 +211,16 @@ class VerifyStage:
     label from the decider (decision layer by default)."""
     name = "verify"
 
-    def __init__(self, nli: NLIModel, settings: VerifySettings, decider: ClaimDecider):
+    def __init__(self, nli: NLIModel, settings: VerifySettings, decider: ClaimDecider, window_fn=top_windows):
         self.nli, self.settings, self.decider = nli, settings, decider
+        self.window_fn = window_fn  # (passages, fact, keep) → windows; tuning compares variants here
 
     def run(self, states: list[ClaimState]) -> None:
         cfg = self.settings
         premises, hyps = [], []
         for s in states:
             hyp = with_context(s.item.context, s.fv_surface.text, cfg.hypothesis_context_turns)
-            s.windows = top_windows([p.text for p in s.passages], s.fv_surface.text, cfg.max_windows)
+            s.windows = self.window_fn([p.text for p in s.passages], s.fv_surface.text, cfg.max_windows)
             premises += [w.text for w in s.windows]
             hyps += [hyp] * len(s.windows)
         probs = iter(self.nli.predict(premises, hyps) if premises else np.zeros((0, 3)))
@@ -226,12 +228,17 @@ class VerifyStage:
         for s in states:
             s.decisions = [WindowDecision(w, p, decide_window(p, cfg.entail_threshold, cfg.win_gap, rule))
                            for w, p in zip(s.windows, probs)]
-            gate = s.fv_surface.gate.accepted if s.fv_surface.gate is not None else None
-            s.label, s.label_probs, s.best = self.decider.decide(
-                s.fv_surface.text, s.decisions, [p.score for p in s.passages], gate)
+            s.label, s.label_probs, s.best = self.decider.decide(claim_evidence(s), s.decisions)
 
     def on_outage(self, states: list[ClaimState], error: Exception) -> None:
         for s in states:
             s.decisions = []
             if s.windows:
                 s.problems.append(("error", f"NLI model unavailable: {error}"))
+
+
+def claim_evidence(s: ClaimState) -> ClaimEvidence:
+    """What the decision reads of a verified claim (the verify stage and the tuner both call this)."""
+    gate = s.fv_surface.gate.accepted if s.fv_surface.gate is not None else None
+    return ClaimEvidence.of(s.fv_surface.text, s.decisions, [p.score for p in s.passages], gate,
+                            [p.title for p in s.passages])

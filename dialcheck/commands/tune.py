@@ -1,10 +1,14 @@
-"""`dialcheck tune decision | gate | fit`: cross-validated choice of the decision layer, the gate's
-τ and the hypothesis context, and fitting the shipped layer (window probabilities are cached in
-artifacts/tune, so re-runs are fast)."""
+"""`dialcheck tune decision | gate | fit | checkworthy | segment | windows | bm25`: cross-validated
+choice of the decision layer, the gate's τ, the verifier's input and BM25 tokenisation, and fitting
+the shipped layer. Each runs the real Pipeline (workers/tuning/tune.py) with NLI probabilities
+cached in artifacts/tune, so re-runs are fast."""
 from __future__ import annotations
 
 import json
 import sys
+
+
+_DEFAULT_METHODS = ",".join(("threshold", "argmax", "perclass", "logreg"))
 
 
 def register(sub) -> None:
@@ -27,8 +31,14 @@ def register(sub) -> None:
         q.add_argument("--json", action="store_true")
     d.add_argument("--surfaces", default="r0", help="comma list of r0..r4,r4g")
     d.add_argument("--hyp-turns", default=None, help="comma list of hypothesis context turns (default: settings)")
-    d.add_argument("--methods", default=",".join(("threshold", "argmax", "perclass", "logreg")))
+    d.add_argument("--methods", default=_DEFAULT_METHODS)
     d.add_argument("--transfer", default="", help="comma list of foolmetwice,wice (in NLI training data: optimistic)")
+    d.add_argument("--lodo", action="store_true",
+                   help="leave-one-dataset-out over DialFact testsmall, HybriDial dev, FoolMeTwice dev, WiCE dev and "
+                        "TRUE-DialFact valid: each method fitted on all sets but one, scored on the one left out")
+    d.add_argument("--sets", default="dialfact,hybridial,foolmetwice,wice,true_dialfact", help="--lodo: comma list")
+    d.add_argument("--limit-per-set", type=int, default=None,
+                   help="--lodo: at most N claims per set (an even spread over the file); default all")
     d.set_defaults(func=run_decision)
     g.add_argument("--method", default="logreg")
     g.add_argument("--which", choices=["fv", "ir"], default="fv", help="τ_FV (FV labels) or τ_IR (E2E labels)")
@@ -36,6 +46,7 @@ def register(sub) -> None:
     f.add_argument("--method", default="logreg")
     f.add_argument("--surface", default="r4g")
     f.add_argument("--out", default="workers/decision/params/decision.json")
+    f.add_argument("--limit-per-set", type=int, default=None, help="guarded: at most N claims per set")
     f.set_defaults(func=run_fit)
     c.add_argument("--method", default="logreg")
     c.add_argument("--surface", default="r0")
@@ -49,19 +60,21 @@ def register(sub) -> None:
 
 def _tuner(args):
     from schemas.settings import load_settings
-    from workers.decision.tune import Tuner
+    from workers.tuning.tune import Tuner
 
     return Tuner(load_settings(), args.model_dir, args.data)
 
 
 def run_decision(args) -> int:
-    from workers.decision.tune import log, transfer_sets
+    from workers.tuning.tune import log, transfer_sets
 
+    if args.lodo:
+        return run_lodo(args)
     t = _tuner(args)
     methods = [m for m in args.methods.split(",") if m]
     turns = [int(x) for x in args.hyp_turns.split(",")] if args.hyp_turns else [t.settings.verify.hypothesis_context_turns]
     transfer = transfer_sets(t, [x for x in args.transfer.split(",") if x]) if args.transfer else None
-    report = {"model_dir": t.model_dir, "model_fingerprint": t.fp, "data": t.data, "records": len(t.ts.records),
+    report = {"model_dir": t.model_dir, "model_fingerprint": t.fp, "data": t.data, "records": len(t.records),
               "protocol": args.protocol, "folds": args.folds, "grouped_by": "context_id", "metric": "macro_f1",
               "results": {}}
     for surface in [s for s in args.surfaces.split(",") if s]:
@@ -83,8 +96,39 @@ def run_decision(args) -> int:
     return 0
 
 
+def run_lodo(args) -> int:
+    from dialcheck.errors import UsageError
+    from workers.decision import DecisionLayer, load_layer
+    from workers.tuning.datasets import SETS, load_set
+    from workers.tuning.lodo import lodo_report
+
+    names = [x for x in args.sets.split(",") if x]
+    unknown = [x for x in names if x not in SETS]
+    if unknown or len(names) < 2:
+        raise UsageError(f"--sets needs two or more of {','.join(SETS)} (got {args.sets!r})")
+    t = _tuner(args)
+    methods = [m for m in args.methods.split(",") if m] if args.methods != _DEFAULT_METHODS else \
+        ["threshold", "argmax", "guarded", "logreg"]
+    from schemas.settings import load_settings
+
+    try:
+        shipped, _ = load_layer(load_settings().verify, "fv")
+    except (FileNotFoundError, ValueError):
+        shipped = None
+    sets = [load_set(n, t.settings.data.dir, args.limit_per_set) for n in names]
+    report = lodo_report(t, sets, methods, shipped if isinstance(shipped, DecisionLayer) else None, args.folds)
+    if args.json:
+        print(json.dumps(report, indent=1))
+    else:
+        for name, row in report["left_out"].items():
+            for m, r in row.items():
+                print(f"{name:14s} {m:10s} macro-F1 {r['macro_f1']:6.2f}  acc {r['accuracy']:6.2f}  "
+                      f"R-prec {r['refutes_precision']}  NEI-rec {r['nei_recall']}  pred {r['predicted']}")
+    return 0
+
+
 def run_gate(args) -> int:
-    from workers.decision.tune import tune_tau, tune_tau_ir
+    from workers.tuning.tune import tune_tau, tune_tau_ir
 
     if args.which == "ir":
         res = tune_tau_ir(_tuner(args), args.method, k=args.folds)
@@ -94,10 +138,16 @@ def run_gate(args) -> int:
 
 
 def run_fit(args) -> int:
-    from workers.decision.card import fit_and_write
+    from workers.tuning.card import fit_and_write, fit_union_and_write
 
     t = _tuner(args)
-    layer = fit_and_write(t, args.method, args.surface, args.protocol, args.out, args.folds)
+    if args.method == "guarded":  # fitted across domains: the yardstick's sets, not one file
+        from workers.tuning.datasets import SETS, load_set
+
+        sets = [load_set(n, t.settings.data.dir, args.limit_per_set) for n in SETS]
+        layer = fit_union_and_write(t, sets, args.out, args.folds)
+    else:
+        layer = fit_and_write(t, args.method, args.surface, args.protocol, args.out, args.folds)
     print(json.dumps(layer.to_dict()["meta"], indent=1) if args.json else f"wrote {args.out}", file=sys.stdout)
     return 0
 
@@ -108,26 +158,26 @@ def _print(args, res) -> int:
 
 
 def run_checkworthy(args) -> int:
-    from workers.decision.tune import checkworthy_report
+    from workers.tuning.tune import checkworthy_report
 
     return _print(args, checkworthy_report(_tuner(args), args.method, args.folds, args.protocol, args.surface))
 
 
 def run_segment(args) -> int:
-    from workers.decision.tune import segmentation_report
+    from workers.tuning.tune import segmentation_report
 
     return _print(args, segmentation_report(_tuner(args), args.method, args.folds))
 
 
 def run_windows(args) -> int:
-    from workers.decision.tune import window_variants_report
+    from workers.tuning.tune import window_variants_report
 
     return _print(args, window_variants_report(_tuner(args), args.method, args.folds, args.protocol, args.surface))
 
 
 def run_bm25(args) -> int:
     from schemas.settings import load_settings
-    from workers.decision.tune import bm25_tokenizer_report
+    from workers.tuning.tune import bm25_tokenizer_report
 
     print(json.dumps(bm25_tokenizer_report(load_settings(), args.data), indent=1))
     return 0

@@ -1,6 +1,11 @@
-"""Decision layer: window-level NLI probabilities (+ features) → claim label, fitted by grouped
-cross-validation (`dialcheck tune`), shipped as versioned JSON."""
-from .features import FEATURES, ClaimEvidence, features
-from .layer import LABELS, METHODS, DecisionLayer, macro_f1
+"""The runtime decision: window rule, aggregation, fitted layer and the ClaimDecider the verify
+stage calls. The offline half (caches, cross-validation, tuning, the layer's card) is workers/tuning/."""
+from schemas import LABELS
 
-__all__ = ["ClaimEvidence", "DecisionLayer", "FEATURES", "LABELS", "METHODS", "features", "macro_f1"]
+from .decider import ClaimDecider, DecisionModelMismatch, load_layer
+from .features import FEATURES, ClaimEvidence, features
+from .layer import METHODS, DecisionLayer
+from .rule import NO_EVIDENCE, WindowDecision, aggregate, decide_window, label_probs
+
+__all__ = ["ClaimDecider", "DecisionModelMismatch", "ClaimEvidence", "DecisionLayer", "FEATURES", "LABELS", "METHODS", "NO_EVIDENCE",
+           "WindowDecision", "aggregate", "decide_window", "features", "label_probs", "load_layer"]

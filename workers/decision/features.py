@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-E, N, C = 0, 1, 2  # workers.nli.labels order: entailment, neutral, contradiction
+from schemas.protocols import CONTRADICTION as C, ENTAILMENT as E, NEUTRAL as N
 _WORD = re.compile(r"[A-Za-z']+")
 FIRST_PERSON = frozenset("i i'm im i've ive i'd i'll me my mine myself we we're us our ours".split())
 # Opinion / personal-experience markers (DialFact 'personal' responses: "I love ...", "that's cool").
@@ -35,10 +35,37 @@ class ClaimEvidence:
     passage_index: np.ndarray  # (n,) which passage (retrieval rank, 0 = best) each window came from
     passage_scores: list = field(default_factory=list)  # retrieval score per passage (None under FV)
     gate: bool | None = None  # None: no gate candidate; else accepted?
+    window_texts: list = field(default_factory=list)  # (n,) the windows' text (sufficiency)
+    titles: list = field(default_factory=list)  # per passage: its title ("" when unknown)
 
     @property
     def n(self) -> int:
         return int(len(self.probs))
+
+    @property
+    def coverage(self) -> np.ndarray:
+        """(n, 2): per window, the share of the claim's key terms it covers and whether it states a
+        claim number differently (workers/decision/sufficiency.py); full coverage without texts."""
+        if getattr(self, "_coverage", None) is None:
+            from .sufficiency import coverage
+
+            if len(self.window_texts) != self.n:
+                self._coverage = np.tile([1.0, 0.0], (self.n, 1))
+            else:
+                title = lambda i: self.titles[i] if 0 <= i < len(self.titles) else ""  # noqa: E731
+                self._coverage = np.array([coverage(self.claim, w, title(int(i)))
+                                           for w, i in zip(self.window_texts, self.passage_index)],
+                                          dtype=float).reshape(self.n, 2)
+        return self._coverage
+
+    @classmethod
+    def of(cls, claim: str, decisions: list, passage_scores: list, gate: bool | None,
+           titles: list | None = None) -> "ClaimEvidence":
+        """From a claim's window decisions (workers/decision/rule.py `WindowDecision`)."""
+        return cls(claim, np.array([d.probs for d in decisions]).reshape(len(decisions), 3),
+                   np.array([d.window.prescore for d in decisions]),
+                   np.array([d.window.passage_index for d in decisions], dtype=int), list(passage_scores), gate,
+                   [d.window.text for d in decisions], list(titles or []))
 
 
 def claim_words(text: str) -> list[str]:

@@ -1,7 +1,7 @@
 """The decision layer: window-level NLI probabilities (+ features) → claim label.
 
 Methods (compared by grouped cross-validation in `dialcheck tune decision`):
-- threshold: the per-window rule of workers/verify.py + most-confident-decisive aggregation
+- threshold: the per-window rule of workers/decision/rule.py + most-confident-decisive aggregation
 - argmax:    the same aggregation with the plain 3-way argmax per window
 - perclass:  claim-level max entail / max contradict against two thresholds fitted on training data
 - logreg:    multinomial logistic regression over `features.FEATURES` (standardised)
@@ -16,32 +16,31 @@ from typing import Sequence
 
 import numpy as np
 
-from ..verify import WindowDecision, aggregate, decide_window
+from schemas import LABELS
+from schemas.protocols import CONTRADICTION, ENTAILMENT
+
+from ..scoring import macro_f1
 from ..windows import Window
 from .features import FEATURES, ClaimEvidence, feature_matrix
+from .rule import DEFAULT_GAP, DEFAULT_THRESHOLD, NO_EVIDENCE, WindowDecision, aggregate, decide_window, label_probs
 
-LABELS = ("SUPPORTS", "REFUTES", "NOT ENOUGH INFO")
-METHODS = ("threshold", "argmax", "perclass", "logreg")
+METHODS = ("threshold", "argmax", "perclass", "logreg", "guarded")
+RULES = ("threshold", "argmax")  # methods with nothing fitted: the per-window rule + aggregation
 FORMAT = "dialcheck-decision"
 VERSION = 1
 
 
-def macro_f1(gold: Sequence[str], pred: Sequence[str], labels: Sequence[str] | None = None) -> float:
-    """Macro-F1 in percent over `labels` (default all three; transfer sets without NEI pass theirs)."""
-    f = []
-    labels = labels or LABELS
-    for lab in labels:
-        tp = sum(g == lab and p == lab for g, p in zip(gold, pred))
-        fp = sum(g != lab and p == lab for g, p in zip(gold, pred))
-        fn = sum(g == lab and p != lab for g, p in zip(gold, pred))
-        f.append(2 * tp / (2 * tp + fp + fn) if tp else 0.0)
-    return 100 * sum(f) / len(f)
-
-
-def rule_label(ev: ClaimEvidence, rule: str, threshold: float = 0.55, gap: float = 0.15) -> str:
+def rule_decision(ev: ClaimEvidence, rule: str, threshold: float = DEFAULT_THRESHOLD, gap: float = DEFAULT_GAP
+                  ) -> tuple[str, int | None]:
+    """(label, index of the deciding window) by the per-window rule and aggregation."""
     decisions = [WindowDecision(Window(int(i), ""), p, decide_window(p, threshold, gap, rule))
                  for p, i in zip(np.asarray(ev.probs), ev.passage_index)]
-    return aggregate(decisions)[0]
+    label, best = aggregate(decisions)
+    return label, (next(k for k, d in enumerate(decisions) if d is best) if best is not None else None)
+
+
+def rule_label(ev: ClaimEvidence, rule: str, threshold: float = DEFAULT_THRESHOLD, gap: float = DEFAULT_GAP) -> str:
+    return rule_decision(ev, rule, threshold, gap)[0]
 
 
 def _perclass_predict(x_e: np.ndarray, x_c: np.ndarray, t_s: float, t_r: float) -> np.ndarray:
@@ -63,10 +62,19 @@ class DecisionLayer:
             raise ValueError(f"decision method {self.method!r} not in {METHODS}")
 
     # ---- fit / predict ------------------------------------------------------------------------
-    def fit(self, evs: Sequence[ClaimEvidence], labels: Sequence[str], C: float = 1.0) -> "DecisionLayer":
+    def fit(self, evs: Sequence[ClaimEvidence], labels: Sequence[str], C: float = 1.0,
+            sets: Sequence[str] | None = None, spaces: dict | None = None) -> "DecisionLayer":
+        """Fit on claims with gold labels; `sets` names each claim's data set and `spaces` the labels
+        each set has (the guarded rule scores every set over its own labels)."""
+        if self.method == "guarded":
+            from . import guarded
+
+            self.params = guarded.fit(evs, labels, sets, spaces)
+            return self
         y = np.array([LABELS.index(lab) for lab in labels])
-        if self.method in ("threshold", "argmax"):
-            self.params = {"threshold": 0.55, "gap": 0.15} if self.method == "threshold" else {}
+        if self.method in RULES:
+            self.params = {"threshold": self.params.get("threshold", DEFAULT_THRESHOLD),
+                           "gap": self.params.get("gap", DEFAULT_GAP)} if self.method == "threshold" else {}
         elif self.method == "perclass":
             X = feature_matrix(evs)
             xe, xc = X[:, FEATURES.index("max_e")], X[:, FEATURES.index("max_c")]
@@ -101,14 +109,48 @@ class DecisionLayer:
             z -= z.max(1, keepdims=True)
             p = np.exp(z)
             return p / p.sum(1, keepdims=True)
-        if self.method == "perclass":
+        if self.method == "guarded":
+            idx = np.array([self._guarded(e)[0] for e in evs], dtype=int)
+        elif self.method == "perclass":
             X = feature_matrix(evs)
             idx = _perclass_predict(X[:, FEATURES.index("max_e")], X[:, FEATURES.index("max_c")],
                                     self.params["t_supports"], self.params["t_refutes"])
         else:
-            kw = {"threshold": self.params.get("threshold", 0.55), "gap": self.params.get("gap", 0.15)}
+            kw = {"threshold": self.params.get("threshold", DEFAULT_THRESHOLD), "gap": self.params.get("gap", DEFAULT_GAP)}
             idx = np.array([LABELS.index(rule_label(e, self.method, **kw)) for e in evs], dtype=int)
         return np.eye(3)[idx] if len(idx) else np.zeros((0, 3))
+
+    @classmethod
+    def rule(cls, method: str, threshold: float = DEFAULT_THRESHOLD, gap: float = DEFAULT_GAP) -> "DecisionLayer":
+        """A rule method (nothing to fit) with the given threshold and gap."""
+        if method not in RULES:
+            raise ValueError(f"{method!r} is not a rule; rules: {RULES}")
+        return cls(method, {"threshold": threshold, "gap": gap} if method == "threshold" else {})
+
+    def decide(self, ev: ClaimEvidence) -> tuple[str, dict[str, float], int | None]:
+        """One claim: (label, probability per label, index of the window shown first). A rule
+        reports the deciding window's probabilities; a fitted layer its class probabilities."""
+        if ev.n == 0:
+            return "NOT ENOUGH INFO", dict(NO_EVIDENCE), None
+        p = np.asarray(ev.probs)
+        if self.method in RULES:
+            label, best = rule_decision(ev, self.method, self.params.get("threshold", DEFAULT_THRESHOLD),
+                                        self.params.get("gap", DEFAULT_GAP))
+            return label, label_probs(p[best]), best
+        if self.method == "guarded":
+            code, best = self._guarded(ev)
+            return LABELS[code], label_probs(p[best]), best
+        scores = self.scores([ev])[0]
+        label = LABELS[int(np.argmax(scores))]
+        col = {"SUPPORTS": ENTAILMENT, "REFUTES": CONTRADICTION}.get(label)
+        best = int(np.argmax(p[:, col])) if col is not None else \
+            int(np.argmax(np.maximum(p[:, ENTAILMENT], p[:, CONTRADICTION])))
+        return label, {lab: float(x) for lab, x in zip(LABELS, scores)}, best
+
+    def _guarded(self, ev: ClaimEvidence) -> tuple[int, int | None]:
+        from . import guarded
+
+        return guarded.decide(ev, self.params["t_supports"], self.params["t_refutes"], self.params["on_topic"])
 
     def predict(self, evs: Sequence[ClaimEvidence]) -> list[str]:
         return [LABELS[i] for i in self.scores(evs).argmax(1)] if len(evs) else []

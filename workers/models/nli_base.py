@@ -10,7 +10,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ..nli.labels import LABELS
+from schemas.protocols import NLI_LABELS as LABELS
 
 
 def softmax(logits: np.ndarray, temperature: float = 1.0) -> np.ndarray:

@@ -1,8 +1,11 @@
-"""One label order for every NLI component (model head, Triton output, gate, verifier)."""
+"""Training-side label spellings. The label order itself is the NLIModel contract
+(schemas/protocols.py `NLI_LABELS`); it is re-exported here for the training code."""
 from __future__ import annotations
 
-LABELS: tuple[str, str, str] = ("entailment", "neutral", "contradiction")
-ENTAILMENT, NEUTRAL, CONTRADICTION = 0, 1, 2
+from schemas.protocols import CONTRADICTION, ENTAILMENT, NEUTRAL
+from schemas.protocols import NLI_LABELS as LABELS
+
+__all__ = ["CONTRADICTION", "ENTAILMENT", "LABELS", "NEUTRAL", "label_id"]
 
 _ALIASES = {
     "entailment": 0, "e": 0, "supports": 0, "supported": 0, "true": 0, "entailed": 0,

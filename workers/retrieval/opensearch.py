@@ -196,10 +196,6 @@ class OpenSearchSearcher:
         self.client = client or connect(url, timeout_s, retries)
         self._knn: bool | None = None
 
-    @classmethod
-    def from_settings(cls, settings: Any) -> "OpenSearchSearcher":
-        return cls(settings.retrieval.opensearch_url, settings.retrieval.opensearch_index)
-
     def _call(self, fn: Any, **kwargs: Any) -> Any:
         from opensearchpy.exceptions import OpenSearchException
 

@@ -1,20 +1,24 @@
 """Cross-validated tuning behind `dialcheck tune`: decision methods, the gate's τ and the
-verifier's hypothesis context, on cached window probabilities (artifacts/tune)."""
+verifier's hypothesis context. Every number comes from the real `Pipeline` (the same stages the
+stream and `dialcheck eval` run) over cached NLI probabilities (artifacts/tune)."""
 from __future__ import annotations
 
-import hashlib
 import json
 import sys
+from functools import partial
 from pathlib import Path
 
 import numpy as np
 
+from schemas import LABELS
+from schemas.items import CheckItem
+
+from ..decision import ClaimEvidence, DecisionLayer, METHODS
+from ..scoring import macro_f1
+from ..windows import top_windows
 from .cache import DEFAULT_DIR, PairCache
 from .cv import cross_validate, folds
-from .data import CachedNLI, TuneSet, evidence, gate_scores, model_fingerprint, retrieved_passages
-from .features import ClaimEvidence
-from .layer import METHODS, DecisionLayer, macro_f1
-from ..windows import top_windows
+from .data import CachedNLI, MemoSearcher, model_fingerprint
 
 
 def log(msg: str) -> None:
@@ -22,65 +26,82 @@ def log(msg: str) -> None:
 
 
 class Tuner:
-    """One NLI model + one DialFact file, with every expensive piece cached on disk."""
+    """One NLI model + one DialFact file; `states()` runs the real Pipeline over the file with the
+    NLI probabilities cached on disk, `evidence()` turns each claim state into the decision's input."""
 
     def __init__(self, settings, model_dir: str | None = None, data: str | None = None, cache_dir: Path = DEFAULT_DIR):
-        from ..models.onnx_nli import load_local_nli
+        from schemas.items import load_dialfact
 
-        self.settings = settings
+        from ..caches import memoize
+        from ..models.onnx_nli import load_local_nli
+        from ..stages import surfaces_of
+
         self.model_dir = model_dir or settings.models.nli_model_dir
+        # tuning reads window probabilities, not a decision: the cheap rule keeps the shipped
+        # layer out of the loop (and a layer fitted for another model from being loaded)
+        self.settings = settings.updated(models={"nli_model_dir": self.model_dir}, verify={"decision": "threshold"})
         self.data = data or settings.data.dialfact_sample
         self.cache_dir = cache_dir
         self.fp = model_fingerprint(self.model_dir)
         self.cache = PairCache(cache_dir / "pairs.sqlite", self.fp)
         self.nli = CachedNLI(load_local_nli(self.model_dir), self.cache)
-        self.ts = TuneSet.load(self.data, cache_dir)
-        self._encoder = self._gates = self._searcher = None
+        self.records = load_dialfact(self.data)
+        self.surfaces = memoize(surfaces_of, max(settings.perf.cache_entries, 1 << 16))
+        self._encoder = self._searcher = None
+
+    @property
+    def labels(self) -> list[str]:
+        return [r.label for r in self.records]
+
+    @property
+    def groups(self) -> list[str]:
+        return [r.context_id for r in self.records]
 
     @property
     def encoder(self):
         if self._encoder is None:
+            from ..caches import CachedEncoder
             from ..models.encoders import load_local_encoder
 
-            self._encoder = load_local_encoder(self.settings.models.encoder)
+            self._encoder = CachedEncoder(load_local_encoder(self.settings.models.encoder), 1 << 16)
         return self._encoder
 
-    def gates(self) -> dict:
-        if self._gates is None:
-            self._gates = gate_scores(self.ts, self.nli, self.encoder, self.cache, self.settings.gate.context_turns)
-        return self._gates
-
-    def passages(self, surface: str, tau_ir: float | None = None) -> dict:
-        """Retrieved passages per record for `surface` (r4g: routed by τ_IR)."""
+    @property
+    def searcher(self):
         if self._searcher is None:
-            from ..retrieval.build import ensure_index
+            from ..retrieval.factory import load_searcher
 
-            self._searcher = ensure_index(self.settings, self.encoder)
-        tau = self.settings.gate.tau_ir if tau_ir is None else tau_ir
-        gates = self.gates() if surface == "r4g" else {}
+            self._searcher = MemoSearcher(load_searcher(self.settings, self.encoder))
+        return self._searcher
 
-        def surface_of(r):
-            s = self.ts.surfaces[r.id]
-            if surface != "r4g":
-                return s[surface]
-            g = gates.get(r.id)
-            return s["alt"] if g is not None and g[0] >= tau else r.response
-        # the retrieval cache is keyed by the query texts, not the model
-        key = json.dumps([surface_of(r) for r in self.ts.records])
-        tag = f"{Path(self.settings.retrieval.index_dir).resolve()}:{hashlib.sha1(key.encode()).hexdigest()[:12]}"
-        enc_cache = PairCache(self.cache_dir / "pairs.sqlite", "retrieval")
-        return retrieved_passages(self.ts, self._searcher, self.encoder, enc_cache, surface_of, self.settings, tag)
+    def pipeline(self, protocol: str = "fv", surface: str = "r0", window_fn=None, **changes):
+        """The real Pipeline with the cached models; `changes`: settings sections to override."""
+        from ..pipeline import Pipeline
+
+        settings = self.settings.updated(**changes) if changes else self.settings
+        pipe = Pipeline(settings, self.nli, self.encoder, self.searcher if protocol == "e2e" else None,
+                        protocol, surface, self.surfaces)
+        if window_fn is not None:
+            next(st for st in pipe.stages if st.name == "verify").window_fn = window_fn
+        return pipe
+
+    def states(self, items: list[CheckItem], protocol: str = "fv", surface: str = "r0", window_fn=None, **changes):
+        return self.pipeline(protocol, surface, window_fn, **changes).run(items)
+
+    def items(self, protocol: str) -> list[CheckItem]:
+        return [r.to_check_item(protocol) for r in self.records]
 
     def evidence(self, surface: str = "r0", protocol: str = "fv", hyp_turns: int | None = None,
-                 tau_fv: float | None = None, tau_ir: float | None = None, window_fn=top_windows) -> list[ClaimEvidence]:
-        s = self.settings
-        gates = self.gates() if surface == "r4g" else None
-        passages = self.passages(surface, tau_ir) if protocol == "e2e" else None
-        return evidence(self.ts, self.nli, surface, s.verify.hypothesis_context_turns if hyp_turns is None else hyp_turns,
-                        passages, gates, s.gate.tau_fv if tau_fv is None else tau_fv, s.verify.max_windows, window_fn)
+                 tau_fv: float | None = None, tau_ir: float | None = None, window_fn=None) -> list[ClaimEvidence]:
+        from ..stages import claim_evidence
+
+        verify = {"hypothesis_context_turns": hyp_turns}
+        gate = {"tau_fv": tau_fv, "tau_ir": tau_ir}
+        return [claim_evidence(st) for st in
+                self.states(self.items(protocol), protocol, surface, window_fn, verify=verify, gate=gate)]
 
     def cv(self, evs, methods=METHODS, k: int = 5, transfer: dict | None = None) -> dict:
-        return {m: cross_validate(evs, self.ts.labels, self.ts.groups, lambda m=m: DecisionLayer(m), k, transfer)
+        return {m: cross_validate(evs, self.labels, self.groups, lambda m=m: DecisionLayer(m), k, transfer)
                 for m in methods}
 
 
@@ -98,16 +119,19 @@ def transfer_sets(tuner: Tuner, names=("foolmetwice", "wice")) -> dict:
             rows = [json.loads(x) for x in open(d / "wice" / "dev.jsonl", encoding="utf-8") if x.strip()]
             items = [(r["claim"], [" ".join(r["evidence"])], "SUPPORTS" if r["label"] == "supported" else "NOT ENOUGH INFO")
                      for r in rows]
-        plan = [(c, top_windows(p, c, tuner.settings.verify.max_windows), y) for c, p, y in items]
-        probs = tuner.nli.predict([w.text for _, ws, _ in plan for w in ws], [c for c, ws, _ in plan for _ in ws])
-        evs, k = [], 0
-        for c, ws, _ in plan:
-            evs.append(ClaimEvidence(c, probs[k:k + len(ws)], np.array([w.prescore for w in ws]),
-                                     np.array([w.passage_index for w in ws], dtype=int), [None]))
-            k += len(ws)
-        out[name] = (evs, [y for *_, y in plan])
-        log(f"transfer set {name}: {len(evs)} claims")
+        out[name] = (gold_evidence(tuner, [(c, p) for c, p, _ in items]), [y for *_, y in items])
+        log(f"transfer set {name}: {len(items)} claims")
     return out
+
+
+def gold_evidence(tuner: Tuner, claims: list[tuple[str, list[str]]], context: list[str] | None = None
+                  ) -> list[ClaimEvidence]:
+    """Claims without dialogue (claim, passage texts) verified by the real FV pipeline at R0."""
+    from ..stages import claim_evidence
+
+    items = [CheckItem(f"t{i}", f"t{i}#claim", list(context or []), c, [("", p) for p in ps])
+             for i, (c, ps) in enumerate(claims)]
+    return [claim_evidence(st) for st in tuner.states(items, "fv", "r0")]
 
 
 def nested_choice(evs: dict, y, g, taus, method: str, k: int, tie_break_toward: float) -> dict:
@@ -131,7 +155,7 @@ def tune_tau(tuner: Tuner, method: str, taus=tuple(np.round(np.arange(0.40, 0.96
     """τ_FV by nested choice: in each outer fold, pick τ by inner CV on the training folds, fit the
     layer there, score the held-out fold. Also the plain CV curve per τ."""
     evs = {t: tuner.evidence("r4g", protocol, tau_fv=float(t)) for t in taus}
-    y, g = tuner.ts.labels, tuner.ts.groups
+    y, g = tuner.labels, tuner.groups
     curve = {str(t): cross_validate(evs[t], y, g, lambda: DecisionLayer(method), k)["mean"] for t in taus}
     nested = nested_choice(evs, y, g, taus, method, k, tie_break_toward=0.7)
     gated = [e.gate for e in evs[taus[0]] if e.gate is not None]
@@ -160,12 +184,12 @@ def checkworthy_report(tuner: Tuner, method: str = "logreg", k: int = 5, protoco
 
     from ..checkworthy import check_worthiness, features
 
-    recs = tuner.ts.records
+    recs = tuner.records
     gold = np.array([r.type_label == "personal" for r in recs])
     rule = np.array([not check_worthiness(r.response).checkworthy for r in recs])
     X = np.vstack([features(r.response) for r in recs])
     clf_pred = np.zeros(len(recs), bool)
-    for test in folds(tuner.ts.groups, k):
+    for test in folds(tuner.groups, k):
         train = np.setdiff1d(np.arange(len(recs)), test)
         mu, sd = X[train].mean(0), X[train].std(0) + 1e-9
         clf = LogisticRegression(class_weight="balanced", max_iter=2000).fit((X[train] - mu) / sd, gold[train])
@@ -176,12 +200,12 @@ def checkworthy_report(tuner: Tuner, method: str = "logreg", k: int = 5, protoco
         tp = int((pred & gold).sum())
         return {"flagged": int(pred.sum()), "precision": round(100 * tp / max(int(pred.sum()), 1), 1),
                 "recall": round(100 * tp / max(int(gold.sum()), 1), 1),
-                "factual_flagged_by_label": {lab: int((pred & ~gold & (np.array(tuner.ts.labels) == lab)).sum())
-                                             for lab in ("SUPPORTS", "REFUTES", "NOT ENOUGH INFO")}}
+                "factual_flagged_by_label": {lab: int((pred & ~gold & (np.array(tuner.labels) == lab)).sum())
+                                             for lab in LABELS}}
 
     evs = tuner.evidence(surface, protocol)
-    base = oof_predictions(evs, tuner.ts.labels, tuner.ts.groups, method, k)
-    y = tuner.ts.labels
+    base = oof_predictions(evs, tuner.labels, tuner.groups, method, k)
+    y = tuner.labels
     eff = {"none": round(macro_f1(y, base), 2)}
     for name, pred in (("rule", rule), ("classifier_cv", clf_pred)):
         eff[name] = round(macro_f1(y, ["NOT ENOUGH INFO" if f else p for p, f in zip(base, pred)]), 2)
@@ -195,18 +219,16 @@ def segmentation_report(tuner: Tuner, method: str = "logreg", k: int = 5) -> dic
     label = worst segment) against the whole-turn labels, layers fitted out of fold."""
     from ..segment import segment, turn_label
 
-    recs, y, g = tuner.ts.records, tuner.ts.labels, tuner.ts.groups
+    recs, y, g = tuner.records, tuner.labels, tuner.groups
+    from ..stages import claim_evidence
+
     segs = {r.id: segment(r.response) for r in recs}
     multi = [i for i, r in enumerate(recs) if len(segs[r.id]) > 1]
     whole = tuner.evidence("r0", "fv")
-    plan = [(i, s.text, top_windows([t for _, t in recs[i].evidence], s.text, tuner.settings.verify.max_windows))
-            for i in multi for s in segs[recs[i].id]]
-    probs = tuner.nli.predict([w.text for *_, ws in plan for w in ws], [t for _, t, ws in plan for _ in ws])
-    seg_ev, k0 = [], 0
-    for i, text, ws in plan:
-        seg_ev.append((i, ClaimEvidence(text, probs[k0:k0 + len(ws)], np.array([w.prescore for w in ws]),
-                                        np.array([w.passage_index for w in ws], dtype=int), [None] * 3)))
-        k0 += len(ws)
+    owners = [i for i in multi for _ in segs[recs[i].id]]
+    items = [CheckItem(recs[i].id, f"{recs[i].id}#response", list(recs[i].context), s.text, list(recs[i].evidence))
+             for i in multi for s in segs[recs[i].id]]
+    seg_ev = list(zip(owners, (claim_evidence(st) for st in tuner.states(items, "fv", "r0"))))
     base, segmented = [None] * len(y), [None] * len(y)
     for test in folds(g, k):
         train = np.setdiff1d(np.arange(len(y)), test)
@@ -233,16 +255,13 @@ def window_variants_report(tuner: Tuner, method: str = "logreg", k: int = 5, pro
                            surface: str = "r0") -> dict:
     """FV macro-F1 (grouped CV of `method`, and the threshold rule pooled) for each verifier-input
     variant, changed one at a time: regex→spaCy sentencizer, then suffix→Snowball stemmer."""
-    from functools import partial
-
     variants = {"regex+suffix (old)": ("regex", "suffix"), "spacy+suffix": ("spacy", "suffix"),
                 "spacy+snowball": ("spacy", "snowball"), "regex+snowball": ("regex", "snowball")}
     out = {}
     for name, (sp, st) in variants.items():
-        fn = partial(top_windows, splitter=sp, stemmer=st)
-        evs = tuner.evidence(surface, protocol, window_fn=lambda p, f, keep, fn=fn: fn(p, f, keep))
-        cv = cross_validate(evs, tuner.ts.labels, tuner.ts.groups, lambda: DecisionLayer(method), k)
-        rule = macro_f1(tuner.ts.labels, DecisionLayer("threshold").predict(evs))
+        evs = tuner.evidence(surface, protocol, window_fn=partial(top_windows, splitter=sp, stemmer=st))
+        cv = cross_validate(evs, tuner.labels, tuner.groups, lambda: DecisionLayer(method), k)
+        rule = macro_f1(tuner.labels, DecisionLayer("threshold").predict(evs))
         out[name] = {f"{method}_cv_mean": cv["mean"], f"{method}_cv_std": cv["std"], "threshold_rule": round(rule, 2)}
         log(f"{name}: {out[name]}")
     return out
@@ -257,7 +276,7 @@ def bm25_tokenizer_report(settings, data: str | None = None) -> dict:
 
     from schemas.items import load_dialfact
 
-    from ..evaluate import retrieval_metrics
+    from ..scoring import retrieval_metrics
     from ..retrieval.bm25 import tokenize
     from ..text import with_context
 
@@ -304,22 +323,20 @@ def bm25_tokenizer_report(settings, data: str | None = None) -> dict:
 
 def tune_tau_ir(tuner: Tuner, method: str = "logreg", taus=tuple(np.round(np.arange(0.50, 0.96, 0.05), 2)),
                 k: int = 5) -> dict:
-    """τ_IR by the same grouped CV on E2E labels (R4 + gate, τ_FV from settings). Retrieval results
-    are reused: a claim routed to the rewrite at τ ≥ 0.50 was also routed at 0.50 (acceptance is
-    monotone in τ), so its passages are those of the 0.50 run; otherwise those of R0."""
-    gates = tuner.gates()
-    p_r0, p_alt = tuner.passages("r0"), tuner.passages("r4g", tau_ir=0.50)
-    y, g = tuner.ts.labels, tuner.ts.groups
-    curve, evs = {}, {}
+    """τ_IR by the same grouped CV on E2E labels (R4 + gate, τ_FV from settings): the real e2e
+    pipeline per τ (search results and query vectors are remembered across τ)."""
+    y, g = tuner.labels, tuner.groups
+    curve, evs, routed = {}, {}, {}
     for t in taus:
-        mixed = {r.id: (p_alt[r.id] if gates.get(r.id) is not None and gates[r.id][0] >= t else p_r0[r.id])
-                 for r in tuner.ts.records}
-        evs[t] = evidence(tuner.ts, tuner.nli, "r4g", tuner.settings.verify.hypothesis_context_turns, mixed, gates,
-                          tuner.settings.gate.tau_fv, tuner.settings.verify.max_windows)
+        from ..stages import claim_evidence
+
+        states = tuner.states(tuner.items("e2e"), "e2e", "r4g", gate={"tau_ir": float(t)})
+        evs[t] = [claim_evidence(st) for st in states]
         curve[str(t)] = cross_validate(evs[t], y, g, lambda: DecisionLayer(method), k)["mean"]
+        gated = [st.ir_surface.gate for st in states if st.ir_surface.gate is not None]
+        routed[str(t)] = round(100 * float(np.mean([d.accepted for d in gated])), 1) if gated else 0.0
         log(f"tau_ir {t}: {curve[str(t)]}")
     nested = nested_choice(evs, y, g, taus, method, k, tie_break_toward=0.5)
-    routed = {str(t): round(100 * float(np.mean([s[0] >= t for s in gates.values()])), 1) for t in taus}
     return {"method": method, "tau_fv": tuner.settings.gate.tau_fv, "cv_mean_by_tau_ir": curve,
             "routed_share_of_candidates": routed,
             "nested": nested}

@@ -6,7 +6,8 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from .layer import DecisionLayer, macro_f1
+from ..decision import DecisionLayer
+from ..scoring import macro_f1
 
 
 def folds(groups: Sequence[str], k: int = 5) -> list[np.ndarray]:

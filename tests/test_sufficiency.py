@@ -1,0 +1,78 @@
+"""Evidence sufficiency and the guarded rule: off-topic or silent evidence never REFUTES."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from workers.decision import ClaimEvidence, DecisionLayer
+from workers.decision.guarded import fit
+from workers.decision.sufficiency import coverage, key_terms, strength
+
+EIFFEL = "It was built in 1889 for the World's Fair."
+
+
+def ev(claim, windows, probs, titles=None):
+    return ClaimEvidence(claim, np.array(probs, float).reshape(len(probs), 3), np.ones(len(probs)),
+                         np.arange(len(probs)), [None] * len(probs), None, list(windows), list(titles or []))
+
+
+def test_key_terms_skip_chat_fillers_and_keep_names_and_numbers():
+    anchors, content, numbers = key_terms("yeah I think Elvis was born in Tupelo in 1935")
+    assert {"elvi", "tupelo"} <= set(anchors) and numbers == {"1935"} and "think" not in content | anchors
+
+
+def test_a_window_about_something_else_covers_little():
+    off, _ = coverage(EIFFEL, "Disneyland Paris opened in 1992 east of the city.", "Disneyland Paris")
+    on, conflict = coverage(EIFFEL, "The tower was built for the 1889 World's Fair.", "Eiffel Tower")
+    assert off < 0.5 <= on and not conflict
+
+
+def test_a_different_year_in_the_same_slot_is_on_topic_and_a_conflict():
+    cov, conflict = coverage(EIFFEL, "The tower was built for the 1887 World's Fair.")
+    assert cov >= 0.9 and conflict
+
+
+GUARDED = DecisionLayer("guarded", {"t_supports": 0.6, "t_refutes": 0.6, "on_topic": 0.5})
+
+
+@pytest.mark.parametrize("window,title,probs,label", [
+    # the Disneyland-for-Eiffel case: strong contradiction from a window about something else
+    ("Disneyland Paris opened in 1992 east of the city.", "Disneyland Paris", [0.02, 0.08, 0.90], "NOT ENOUGH INFO"),
+    ("The tower was built for the 1887 World's Fair.", "Eiffel Tower", [0.02, 0.08, 0.90], "REFUTES"),
+    ("The tower was built for the 1889 World's Fair.", "Eiffel Tower", [0.90, 0.08, 0.02], "SUPPORTS"),
+    ("The tower is 330 metres tall.", "Eiffel Tower", [0.10, 0.85, 0.05], "NOT ENOUGH INFO"),
+])
+def test_guarded_rule(window, title, probs, label):
+    assert GUARDED.predict([ev(EIFFEL, [window], [probs], [title])]) == [label]
+
+
+def test_guarded_rule_never_refutes_when_a_window_supports():
+    both = ev(EIFFEL, ["The tower was built for the 1889 World's Fair.", "The tower was built for the 1887 World's Fair."],
+              [[0.9, 0.05, 0.05], [0.05, 0.05, 0.9]], ["Eiffel Tower", "Eiffel Tower"])
+    assert GUARDED.decide(both)[0] == "SUPPORTS"
+
+
+def test_evidence_strength():
+    assert strength(None, 0.5) == "none" and strength(0.2, 0.5) == "weak" and strength(0.8, 0.5) == "strong"
+
+
+def test_fit_respects_the_refutes_precision_floor():
+    """Off-topic windows with high contradiction are NEI in gold; a fit that let them refute would
+    fall below the floor, so the fitted on-topic level must exclude them."""
+    rng = np.random.default_rng(0)
+    evs, labels = [], []
+    for i in range(60):
+        c = 0.7 + 0.2 * rng.random()
+        evs.append(ev(EIFFEL, ["Disneyland Paris opened in 1992."], [[0.05, 1 - c - 0.05, c]], ["Disneyland Paris"]))
+        labels.append("NOT ENOUGH INFO")
+    for i in range(30):
+        evs.append(ev(EIFFEL, ["The tower was built for the 1887 World's Fair."], [[0.05, 0.15, 0.8]], ["Eiffel Tower"]))
+        labels.append("REFUTES")
+        evs.append(ev(EIFFEL, ["The tower was built for the 1889 World's Fair."], [[0.8, 0.15, 0.05]], ["Eiffel Tower"]))
+        labels.append("SUPPORTS")
+    params = fit(evs, labels)
+    layer = DecisionLayer("guarded", params)
+    pred = layer.predict(evs)
+    refutes = [g for g, p in zip(labels, pred) if p == "REFUTES"]
+    assert refutes and all(g == "REFUTES" for g in refutes)
+    assert params["on_topic"] > 0.22  # the Disneyland window's coverage

@@ -1,0 +1,84 @@
+"""Evidence sufficiency: is a window about the same thing as the claim?
+
+Why: the NLI model (SNLI annotated "both sentences describe the same event") gives high
+contradiction when evidence is merely about something else, so an off-topic window must not be
+allowed to REFUTE (../shared/docs/verifier-recipes.md §4, §6.1). Coverage is the share of the
+claim's key terms found in the window or its passage title, with anchors (numbers, names) counted
+twice; a number of the claim's kind that the window states differently ("1887" vs "1889") fills
+its slot: that window is on topic *and* conflicts. Stop words are scikit-learn's English list plus
+chat fillers, so "yeah I think" covers nothing."""
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+from ..windows import normalise
+
+_TOKEN = re.compile(r"[A-Za-z][A-Za-z'’-]*|\d[\d,.]*\d|\d")
+_CHAT = {"yeah", "yes", "yep", "oh", "ok", "okay", "wow", "lol", "really", "actually", "pretty", "think", "know",
+         "guess", "like", "love", "cool", "awesome", "great", "nice", "sure", "right", "just", "did", "does", "don't",
+         "didn't", "i'm", "it's", "that's", "thats", "dont", "im", "i've", "i'd", "lot", "lots", "thing", "things",
+         "kind", "sort", "maybe", "probably", "heard", "read", "say", "said", "want", "believe", "feel", "fun"}
+STOP = frozenset(ENGLISH_STOP_WORDS) | _CHAT
+EVIDENCE_STRENGTHS = ("strong", "weak", "none")
+
+
+def _num(tok: str) -> str:
+    return tok.replace(",", "").rstrip(".")
+
+
+@lru_cache(maxsize=65536)
+def key_terms(text: str) -> tuple[frozenset, frozenset, frozenset]:
+    """(anchors, content words, numbers) of a claim, stemmed like the pre-score (windows.normalise)."""
+    anchors, content, numbers = set(), set(), set()
+    for i, m in enumerate(_TOKEN.finditer(text)):
+        tok = m.group()
+        if tok[0].isdigit():
+            numbers.add(_num(tok))
+            continue
+        low = tok.lower().replace("’", "'")
+        if low in STOP or len(low) < 2:
+            continue
+        stems = [t for t in normalise(low) if len(t) > 1]  # "World's" → world (not "s")
+        if not stems:
+            continue
+        sentence_start = i == 0 or text[:m.start()].rstrip()[-1:] in ".!?"
+        (anchors if tok[0].isupper() and not sentence_start else content).update(stems)
+    return frozenset(anchors), frozenset(content - anchors), frozenset(numbers)
+
+
+@lru_cache(maxsize=262144)
+def _window_terms(text: str) -> tuple[frozenset, frozenset]:
+    return frozenset(normalise(text)), frozenset(_num(t) for t in _TOKEN.findall(text) if t[0].isdigit())
+
+
+def _shape(n: str) -> str:
+    """A year (four digits from 1000 to 2999) is only replaced by a year, any other number by a number."""
+    return "year" if len(n) == 4 and n.isdigit() and n[0] in "12" else "number"
+
+
+def coverage(claim: str, window: str, title: str = "") -> tuple[float, bool]:
+    """(share of the claim's key terms the window or title covers, whether a claim number is
+    stated differently in the window). A claim with no key terms is fully covered."""
+    anchors, content, numbers = key_terms(claim)
+    words, nums = _window_terms(f"{title} {window}" if title else window)
+    conflict = False
+    hit = 2 * len(anchors & words) + len(content & words)
+    for n in numbers:
+        if n in nums:
+            hit += 2
+        elif any(_shape(m) == _shape(n) for m in nums):
+            hit += 2
+            conflict = True
+    total = 2 * len(anchors) + len(content) + 2 * len(numbers)
+    return (hit / total if total else 1.0), conflict
+
+
+def strength(cov: float | None, on_topic: float) -> str:
+    """The verdict's `status.evidence`: none (nothing read), weak (the deciding window is off the
+    claim's topic) or strong."""
+    if cov is None:
+        return "none"
+    return "strong" if cov >= on_topic else "weak"

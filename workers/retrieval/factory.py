@@ -1,0 +1,48 @@
+"""The one place a retrieval backend is chosen: `load_searcher` (pipeline, tuning, CLI) and
+`build_index` (the `dialcheck index build` command). A new backend is a `Searcher`
+(schemas/protocols.py) plus one branch in each function here and one value in
+`RetrievalSettings.backend` (schemas/settings.py)."""
+from __future__ import annotations
+
+from typing import Iterable
+
+from schemas.protocols import Encoder, Searcher
+from schemas.settings import Settings
+
+from .collection import DEFAULT_SOURCES
+
+
+def load_searcher(settings: Settings, encoder: Encoder | None = None) -> Searcher:
+    """The configured backend: OpenSearch, or the embedded index (built with defaults on first use)."""
+    if settings.retrieval.backend == "opensearch":
+        from .opensearch import OpenSearchSearcher
+
+        return OpenSearchSearcher(settings.retrieval.opensearch_url, settings.retrieval.opensearch_index)
+    from .build import ensure_index
+
+    return ensure_index(settings, encoder)
+
+
+def build_index(settings: Settings, sources: Iterable[str] = DEFAULT_SOURCES, tsv: str | None = None,
+                with_vectors: bool = True, keep: int = 1) -> dict:
+    """Index the collection into the configured backend; returns what was built (for the CLI's JSON)."""
+    sources = list(sources)
+    if settings.retrieval.backend == "opensearch":
+        from .build import encode_passages
+        from .collection import build_collection
+        from .opensearch import build_versioned_index
+
+        passages = build_collection(settings.data.dir, sources, tsv)
+        vectors = None
+        if with_vectors:
+            from ..models.encoders import load_local_encoder
+
+            vectors = encode_passages(load_local_encoder(settings.models.encoder), passages)
+        result = build_versioned_index(passages, vectors, settings.retrieval.opensearch_url,
+                                       settings.retrieval.opensearch_index, keep=keep,
+                                       k1=settings.retrieval.bm25_k1, b=settings.retrieval.bm25_b)
+        return {"backend": "opensearch", **result}
+    from .build import build_index as build_embedded
+
+    index = build_embedded(settings, sources=sources, tsv=tsv, with_vectors=with_vectors)
+    return {"backend": "embedded", "dir": settings.retrieval.index_dir, **index.meta}

@@ -1,0 +1,113 @@
+"""The evaluation sets of the cross-domain yardstick, as CheckItems with gold labels (FV protocol:
+each claim with its gold evidence). Loaders read ../shared/data; nothing here is copied into the repo.
+
+| set | labels it has | evidence | groups (kept on one side of a split) |
+|---|---|---|---|
+| dialfact      | S / R / NEI (DialFact testsmall, with context)  | evidence_list      | context_id |
+| hybridial     | S / R / NEI (HybriDial dev, with context)       | evidence_list      | dialogue   |
+| foolmetwice   | S / R (an NEI answer is wrong)                  | gold_evidence      | wikipedia_page |
+| wice          | S / NEI (supported → S, partially/not → NEI)     | the cited page     | claim |
+| true_dialfact | S / not S (TRUE's DialFact valid, no context)   | grounding          | grounding text |
+"""
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from schemas import LABELS
+from schemas.items import CheckItem, load_dialfact
+
+NOT_SUPPORTS = "NOT SUPPORTS"  # the gold label of a binary set's negative class (REFUTES or NEI)
+SETS = ("dialfact", "hybridial", "foolmetwice", "wice", "true_dialfact")
+# sources that are also in the NLI model's training pairs (workers/nli/data.py): scores there are optimistic
+IN_NLI_TRAINING = {"foolmetwice": "FoolMeTwice dev is an NLI training source", "wice": "WiCE dev claims are an NLI training source"}
+
+
+@dataclass
+class EvalSet:
+    name: str
+    items: list[CheckItem]
+    labels: list[str]  # gold: LABELS, or NOT_SUPPORTS for a binary set
+    groups: list[str]
+    label_space: tuple[str, ...]  # the labels macro-F1 is taken over
+    type_labels: list[str] = field(default_factory=list)  # DialFact-format 'factual' / 'personal'
+
+    @property
+    def binary(self) -> bool:
+        return NOT_SUPPORTS in self.label_space
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def subset(self, idx) -> "EvalSet":
+        idx = list(idx)
+        return EvalSet(self.name, [self.items[i] for i in idx], [self.labels[i] for i in idx],
+                       [self.groups[i] for i in idx], self.label_space,
+                       [self.type_labels[i] for i in idx] if self.type_labels else [])
+
+
+def _read_jsonl(path: Path) -> list[dict]:
+    return [json.loads(x) for x in open(path, encoding="utf-8") if x.strip()]
+
+
+def _dialfact_format(name: str, path: Path) -> EvalSet:
+    recs = load_dialfact(path)
+    return EvalSet(name, [r.to_check_item("fv") for r in recs], [r.label for r in recs],
+                   [r.context_id for r in recs], LABELS, [r.type_label for r in recs])
+
+
+def load_set(name: str, data_dir: str | Path, limit: int | None = None) -> EvalSet:
+    d = Path(data_dir)
+    if name == "dialfact":
+        s = _dialfact_format(name, d / "dialfact" / "testsmall.jsonl")
+    elif name == "hybridial":
+        s = _dialfact_format(name, d / "hybridial" / "dev.jsonl")
+    elif name == "foolmetwice":
+        rows = _read_jsonl(d / "foolmetwice" / "dev.jsonl")
+        s = EvalSet(name, [CheckItem(f"fmt-{r['id']}", f"fmt-{r['id']}#claim", [], r["text"],
+                                     [(r["wikipedia_page"], " ".join(g["text"] for g in r["gold_evidence"]))])
+                           for r in rows],
+                    [r["label"] for r in rows], [r["wikipedia_page"] for r in rows], ("SUPPORTS", "REFUTES"))
+    elif name == "wice":
+        rows = _read_jsonl(d / "wice" / "dev.jsonl")
+        s = EvalSet(name, [CheckItem(f"wice-{i}", f"wice-{i}#claim", [], r["claim"], [("", " ".join(r["evidence"]))])
+                           for i, r in enumerate(rows)],
+                    ["SUPPORTS" if r["label"] == "supported" else "NOT ENOUGH INFO" for r in rows],
+                    [f"wice-{i}" for i in range(len(rows))], ("SUPPORTS", "NOT ENOUGH INFO"))
+    elif name == "true_dialfact":
+        with open(d / "dialfact" / "true_dialfact_valid.csv", encoding="utf-8", newline="") as f:
+            rows = list(csv.DictReader(f))
+        s = EvalSet(name, [CheckItem(f"true-{r['']}", f"true-{r['']}#claim", [], r["generated_text"],
+                                     [("", r["grounding"])]) for r in rows],
+                    ["SUPPORTS" if r["label"] == "1" else NOT_SUPPORTS for r in rows],
+                    [hashlib.sha1(r["grounding"].encode()).hexdigest()[:12] for r in rows],
+                    ("SUPPORTS", NOT_SUPPORTS))
+    else:
+        raise ValueError(f"unknown set {name!r}: one of {', '.join(SETS)}")
+    if limit is not None and limit < len(s):
+        # a deterministic spread over the file (every k-th record), not its head
+        step = len(s) / limit
+        s = s.subset(sorted({int(i * step) for i in range(limit)}))
+    return s
+
+
+def set_metrics(s: EvalSet, pred: list[str]) -> dict:
+    """The yardstick's numbers for one set: macro-F1 over the labels it has, accuracy, REFUTES
+    precision (a binary set: REFUTES whose gold is not SUPPORTS) and NOT ENOUGH INFO recall."""
+    from ..scoring import macro_f1
+
+    gold = s.labels
+    seen = [p if not s.binary else ("SUPPORTS" if p == "SUPPORTS" else NOT_SUPPORTS) for p in pred]
+    refutes = [g for g, p in zip(gold, pred) if p == "REFUTES"]
+    right_r = sum(g != "SUPPORTS" for g in refutes) if s.binary else sum(g == "REFUTES" for g in refutes)
+    nei_gold = [p for g, p in zip(gold, pred) if g == "NOT ENOUGH INFO"]
+    return {"n": len(gold), "macro_f1": round(macro_f1(gold, seen, s.label_space), 2),
+            "accuracy": round(100 * sum(g == p for g, p in zip(gold, seen)) / max(len(gold), 1), 2),
+            "refutes_precision": round(100 * right_r / len(refutes), 1) if refutes else None,
+            "refutes_predicted": len(refutes),
+            "nei_recall": round(100 * sum(p == "NOT ENOUGH INFO" for p in nei_gold) / len(nei_gold), 1)
+            if nei_gold else None,
+            "predicted": {lab: sum(p == lab for p in pred) for lab in LABELS}}

@@ -1,0 +1,81 @@
+"""Leave-one-dataset-out: the cross-domain yardstick behind `dialcheck tune decision --lodo`.
+
+Every decision method is fitted on all sets but one and scored on the one left out (sklearn's
+LeaveOneGroupOut with the set as the group), so no reported number was tuned on its own records.
+DialFact testsmall is also scored by grouped CV inside it (fit on the other sets plus the other
+folds of testsmall, grouped by conversation). Rules with nothing to fit (threshold, argmax) are
+the baselines; `shipped` is the decision the settings load today, applied as is."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..decision import DecisionLayer
+from ..decision.layer import RULES
+from .cv import folds
+from .datasets import IN_NLI_TRAINING, EvalSet, set_metrics
+from .tune import Tuner, log
+
+FITTED = ("guarded", "logreg")
+
+
+def set_evidence(tuner: Tuner, s: EvalSet) -> list:
+    """The real FV pipeline at R0 over a set's claims with their gold evidence."""
+    from ..stages import claim_evidence
+
+    log(f"{s.name}: {len(s)} claims through the FV pipeline")
+    out = []
+    for start in range(0, len(s), 1000):  # bounded memory; the NLI pairs are cached on disk
+        out += [claim_evidence(st) for st in tuner.states(s.items[start:start + 1000], "fv", "r0")]
+    return out
+
+
+def _fit(method: str, train: list[tuple[EvalSet, list]]) -> DecisionLayer:
+    if method in RULES:
+        return DecisionLayer.rule(method)
+    if method == "logreg":  # a 3-way classifier: binary sets have no R/NEI label to learn from
+        train = [(s, e) for s, e in train if not s.binary]
+    evs = [e for _, es in train for e in es]
+    labels = [lab for s, _ in train for lab in s.labels]
+    sets = [s.name for s, es in train for _ in es]
+    return DecisionLayer(method).fit(evs, labels, sets=sets, spaces={s.name: s.label_space for s, _ in train})
+
+
+def lodo_report(tuner: Tuner, sets: list[EvalSet], methods=("threshold", "argmax", "guarded", "logreg"),
+                shipped: DecisionLayer | None = None, k: int = 5) -> dict:
+    evs = {s.name: set_evidence(tuner, s) for s in sets}
+    report: dict = {"nli_model": tuner.model_dir, "nli_fingerprint": tuner.fp, "protocol": "fv", "surface": "r0",
+                    "sets": {s.name: {"n": len(s), "labels": list(s.label_space),
+                                      "in_nli_training": IN_NLI_TRAINING.get(s.name, False)} for s in sets},
+                    "left_out": {}}
+    for held in sets:
+        train = [(s, evs[s.name]) for s in sets if s.name != held.name]
+        row = {}
+        for m in methods:
+            layer = _fit(m, train)
+            row[m] = {**set_metrics(held, layer.predict(evs[held.name])),
+                      **({"params": layer.params} if m == "guarded" else {})}
+        if shipped is not None:
+            row["shipped"] = set_metrics(held, shipped.predict(evs[held.name]))
+        report["left_out"][held.name] = row
+        log(f"left out {held.name}: " + ", ".join(f"{m} {r['macro_f1']}" for m, r in row.items()))
+    inner = next((s for s in sets if s.name == "dialfact"), None)
+    if inner is not None:
+        report["dialfact_grouped_cv"] = _grouped_cv(inner, evs, sets, methods, k)
+    return report
+
+
+def _grouped_cv(inner: EvalSet, evs: dict, sets: list[EvalSet], methods, k: int) -> dict:
+    """DialFact testsmall by grouped CV: each fold predicted by a decision fitted on the other sets
+    plus the other folds (pooled out-of-fold predictions)."""
+    others = [(s, evs[s.name]) for s in sets if s.name != inner.name]
+    out = {}
+    for m in methods:
+        pred: list = [None] * len(inner)
+        for test in folds(inner.groups, k):
+            train_idx = np.setdiff1d(np.arange(len(inner)), test)
+            part = inner.subset(train_idx)
+            layer = _fit(m, others + [(part, [evs[inner.name][i] for i in train_idx])])
+            for i, p in zip(test, layer.predict([evs[inner.name][i] for i in test])):
+                pred[i] = p
+        out[m] = set_metrics(inner, pred)
+    return out

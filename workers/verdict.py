@@ -1,0 +1,137 @@
+"""Verdict assembly: a claim's final `ClaimState` → the published `Verdict` (schemas/verdict.schema.json).
+
+Kept apart from the runner (workers/pipeline.py) so that what a chat app reads — label,
+probabilities, evidence shown, status, rationale — is decided in one place, whichever entry point
+(stream worker, `dialcheck check`, `dialcheck eval`) produced the state."""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from schemas import LABELS, Evidence, Status, Surface, Verdict, claim_id
+from schemas.items import CheckItem
+from schemas.protocols import CONTRADICTION, ENTAILMENT, NEUTRAL
+from schemas.settings import VerifySettings
+
+from .decision import NO_EVIDENCE
+from .decision.sufficiency import coverage, strength
+from .stages import ClaimState
+
+# e2e: below this lexical pre-score the deciding window hardly mentions the claim's words; the
+# verdict stays ok (a decision was made) but says so in its status reason
+WEAK_EVIDENCE_PRESCORE = 0.15
+
+
+@dataclass(frozen=True)
+class VerdictContext:
+    """What a verdict says about how it was made (the same for every claim of a pipeline)."""
+    protocol: str
+    rule: str  # the decision's name in the rationale: 'layer:logreg', 'threshold', 'argmax', 'none'
+    model_versions: dict
+    verify: VerifySettings
+    decision_params: dict | None = None  # the decision's numbers (guarded: t_supports, t_refutes, on_topic)
+
+    @property
+    def on_topic(self) -> float:
+        """Coverage from which a window counts as about the claim (the guarded rule's, else 0.5)."""
+        return float((self.decision_params or {}).get("on_topic", 0.5))
+
+
+def assemble(st: ClaimState, ctx: VerdictContext) -> Verdict:
+    if st.label is not None:  # the verify stage's decider (or the check-worthiness stage)
+        label, best, probs = st.label, st.best, st.label_probs
+    else:  # no decider ran (an outage before or in verification): nothing was read or decided
+        label, best, probs = "NOT ENOUGH INFO", None, dict(NO_EVIDENCE)
+    evidence = []
+    for d in shown_windows(best, st.decisions):
+        p = st.passages[d.window.passage_index]
+        evidence.append(Evidence(p.id, p.title, p.text, d.window.text, float(p.score) if p.score else None,
+                                 round(d.window.prescore, 4), float(d.probs[ENTAILMENT]),
+                                 float(d.probs[NEUTRAL]), float(d.probs[CONTRADICTION])))
+    assert label in LABELS
+    cov = deciding_coverage(st, best)
+    return Verdict(rationale=rationale(st, label, best, probs, ctx, cov),
+                   conversation_id=st.item.conversation_id, turn_id=st.item.turn_id,
+                   claim_id=claim_id(st.item.conversation_id, st.item.turn_id, st.item.claim), claim=st.item.claim,
+                   surface=st.fv_surface or Surface("r0", st.item.claim), label=label, probabilities=probs,
+                   evidence=evidence, model_versions=dict(ctx.model_versions), timings_ms=st.timings,
+                   status=status(st, best, ctx.protocol, strength(cov, ctx.on_topic)))
+
+
+def deciding_coverage(st: ClaimState, best) -> float | None:
+    """Share of the claim's key terms the deciding window (or its passage title) covers; None when
+    no window was read."""
+    if best is None or st.fv_surface is None:
+        return None
+    title = st.passages[best.window.passage_index].title if best.window.passage_index < len(st.passages) else ""
+    return coverage(st.fv_surface.text, best.window.text, title)[0]
+
+
+def status(st: ClaimState, best, protocol: str, evidence: str = "none") -> Status:
+    if st.problems:
+        state = "error" if any(s == "error" for s, _ in st.problems) else "degraded"
+        return Status(state, "; ".join(r for _, r in st.problems), evidence)
+    if st.skip_reason:
+        return Status("ok", st.skip_reason, "none")
+    if protocol == "e2e" and not st.passages:
+        return Status("ok", "no passage retrieved", "none")
+    if protocol == "e2e" and best is not None and best.window.prescore < WEAK_EVIDENCE_PRESCORE:
+        return Status("ok", f"weak evidence: the best window shares little with the claim "
+                            f"(pre-score {best.window.prescore:.2f} < {WEAK_EVIDENCE_PRESCORE})", evidence)
+    return Status("ok", None, evidence)
+
+
+def rationale(st: ClaimState, label: str, best, probs: dict[str, float], ctx: VerdictContext,
+              cov: float | None = None) -> dict:
+    """Which rule or layer decided, on which numbers, reading which window (verdict.schema.json)."""
+    if any(s == "error" for s, _ in st.problems):
+        rule = "error"
+    elif st.skip_reason:
+        rule = "not-check-worthy"
+    elif not st.decisions:
+        rule = "no-evidence"
+    else:
+        rule = ctx.rule
+    numbers: dict = {}
+    window = None
+    if best is not None:
+        e, n, c = (round(float(best.probs[i]), 4) for i in (ENTAILMENT, NEUTRAL, CONTRADICTION))
+        numbers.update(entail=e, neutral=n, contradict=c, prescore=round(best.window.prescore, 4))
+        if rule == "threshold":
+            numbers.update(threshold=ctx.verify.entail_threshold, win_gap=ctx.verify.win_gap)
+        if rule == "layer:guarded":
+            numbers.update(coverage=round(cov, 4), **{k: (ctx.decision_params or {}).get(k)
+                                                        for k in ("t_supports", "t_refutes", "on_topic")})
+        p = st.passages[best.window.passage_index]
+        window = {"passage_id": p.id, "title": p.title, "text": best.window.text}
+    if rule.startswith("layer") and rule != "layer:guarded":
+        numbers.update({f"p_{k.lower().replace(' ', '_')}": round(float(x), 4) for k, x in probs.items()})
+    numbers["windows_read"] = len(st.decisions)
+    what = {"error": "a backend failed, so nothing was decided", "no-evidence": "no evidence window was read",
+            "not-check-worthy": "the turn states no checkable fact"}.get(rule)
+    summary = (f"{label}: {what}." if what else
+               f"{label} by {rule} over {len(st.decisions)} window(s); deciding window from '{window['title']}' "
+               f"(entail {numbers['entail']:.2f}, contradict {numbers['contradict']:.2f}).")
+    if rule == "layer:guarded" and label == "NOT ENOUGH INFO" and cov is not None and cov < ctx.on_topic:
+        summary += (f" The windows read are off the claim's topic (coverage {cov:.2f} < {ctx.on_topic:g}), "
+                    "so their contradiction cannot refute it.")
+    return {"rule": rule, "numbers": numbers, "window": window, "summary": summary, **st.notes}
+
+
+def turn_summary(item: CheckItem, claims: list[Verdict], label: str) -> Verdict:
+    """The turn's own verdict over its claims' verdicts: the worst label, that claim's evidence."""
+    worst = next(v for v in claims if v.label == label)
+    why = {"rule": "turn-summary", "numbers": {"claims": len(claims)}, "window": (worst.rationale or {}).get("window"),
+           "summary": f"{label}: the worst of {len(claims)} claims (REFUTES > SUPPORTS > NOT ENOUGH INFO); "
+                      f"claim ids {', '.join(v.claim_id for v in claims)}."}
+    return replace(worst, claim=item.claim, surface=Surface("r0", item.claim), label=label,
+                   claim_id=claim_id(item.conversation_id, item.turn_id, item.claim), rationale=why)
+
+
+def shown_windows(best, decisions: list, n: int = 3) -> list:
+    """The windows a verdict lists as evidence: the deciding window first, then the most decided
+    (highest entail or contradict) others, each window text once."""
+    ranked = sorted(decisions, key=lambda d: -max(d.probs[ENTAILMENT], d.probs[CONTRADICTION]))
+    first_by_text: dict = {}
+    for d in ([best] if best else []) + ranked:
+        first_by_text.setdefault(d.window.text, d)
+    return list(first_by_text.values())[:n]

@@ -2,8 +2,9 @@
 
 Why a closed list: a user who mistypes a path or points at a stopped broker needs the fix in one
 line, while a real bug needs its traceback (`--debug` shows it for the mistakes too). `main()`
-asks `one_line(error, args)`; None means "a bug: re-raise". Exit codes: 2 for a usage or input
-mistake (as argparse), 3 for a service that does not answer (broker, Triton, OpenSearch).
+asks `one_line(error, args)`; None means "a bug: re-raise". One style for every usage or
+environment error (issue 20): one `dialcheck: ...` line, exit 2 (as argparse), whether the user
+mistyped an option or a service does not answer (broker, Triton, OpenSearch: the line names it).
 """
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from typing import Any
 from schemas.protocols import ModelUnavailable, SearchUnavailable
 from schemas.settings import SettingsInvalid, load_settings, redact
 
-USAGE, UNREACHABLE = 2, 3
+USAGE = UNREACHABLE = 2
 # options that name a file the user gives us to read
 INPUT_FILE_OPTIONS = ("data", "gold", "file", "tsv")
 # options that count records: 0 would silently mean "all" further down, so it is refused here
@@ -79,6 +80,8 @@ def one_line(error: BaseException, args: argparse.Namespace | None) -> tuple[int
     if isinstance(error, ValueError) and any(str(error).startswith(f"{p}:") for p in files):
         return USAGE, str(error).splitlines()[0]  # readers name the file and line: 'data.jsonl:3: ...'
     if _is(error, "streams.observability", "MetricsBindError"):
+        return USAGE, str(error)
+    if _is(error, "workers.decision.decider", "DecisionModelMismatch"):
         return USAGE, str(error)
     if _is(error, "kafka.errors", "NoBrokersAvailable") or _is(error, "kafka.errors", "KafkaConnectionError"):
         return UNREACHABLE, f"Kafka broker unavailable: {redact(str(error)) or type(error).__name__}"

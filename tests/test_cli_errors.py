@@ -1,8 +1,9 @@
 """Everyday mistakes give one line on stderr and a non-zero exit; bugs keep their traceback.
 
 Each case really runs (`main()` in this process): a file that is not there, malformed input, a
-broker and a Triton that do not answer (port 9 on loopback: nothing listens there), a bad
-setting, a misspelt source, a zero count. README.md's "Everyday mistakes" table is generated
+broker and a Triton that do not answer (port 9 on loopback: nothing listens there), no broker
+at all, a bad setting, a misspelt source, surface or choice, a zero count. One style for all (issue
+20): one `dialcheck: ...` line on stderr, exit 2. README.md's "Everyday mistakes" table is generated
 from these cases (`python tests/test_cli_errors.py`), and a test checks that it still matches.
 """
 from __future__ import annotations
@@ -26,10 +27,19 @@ CASES = [
     ("`--data` file missing", ["eval", "--data", "missing.jsonl"], {}, 2),
     ("malformed JSONL", ["eval", "--data", "bad.jsonl"], {}, 2),
     ("malformed `--file`", ["check", "--file", "bad.json"], {}, 2),
-    ("broker does not answer", ["replay", "--broker", "127.0.0.1:9"], {"DIALCHECK_BROKER_WAIT_S": "1"}, 3),
-    ("Triton does not answer", ["check", "--models", "triton://127.0.0.1:9", "--claim", "Paris is in France."], {}, 3),
+    ("broker does not answer", ["replay", "--broker", "127.0.0.1:9"], {"DIALCHECK_BROKER_WAIT_S": "1"}, 2),
+    ("no broker configured", ["verdicts"], {}, 2),
+    ("no broker configured (replay)", ["replay"], {}, 2),
+    ("no broker configured (page)", ["ui"], {}, 2),
+    ("Triton does not answer", ["check", "--models", "triton://127.0.0.1:9", "--claim", "Paris is in France."], {}, 2),
     ("unknown model backend", ["check", "--models", "bogus", "--claim", "x"], {}, 2),
+    ("unknown surface", ["check", "--surface", "r9", "--claim", "x"], {}, 2),
+    ("unknown eval surface", ["eval", "--surfaces", "r0,r9"], {}, 2),
+    ("fv without evidence", ["check", "--protocol", "fv", "--claim", "He was born in Tupelo."], {}, 2),
+    ("misspelt choice", ["check", "--protocol", "fw", "--claim", "x"], {}, 2),
+    ("not a number", ["eval", "--limit", "ten"], {}, 2),
     ("misspelt source", ["index", "build", "--sources", "dialfct"], {}, 2),
+    ("own corpus, no file", ["index", "build", "--sources", ""], {}, 2),
     ("`--data-dir` missing", ["nli", "quantize", "--data-dir", "missing-dir"], {}, 2),
     ("`--limit 0`", ["eval", "--limit", "0"], {}, 2),
     ("`--records 0`", ["replay", "--records", "0", "--broker", "127.0.0.1:9"], {}, 2),
@@ -37,10 +47,19 @@ CASES = [
 ]
 
 
+def _main(argv) -> int:
+    """main() as the console script sees it: argparse's own errors end in SystemExit."""
+    try:
+        return main(list(argv))
+    except SystemExit as e:
+        return e.code
+
+
 def run_case(argv, env, monkeypatch, capsys) -> tuple[int, str]:
+    monkeypatch.delenv("DIALCHECK_KAFKA_BOOTSTRAP", raising=False)  # "no broker configured" means none
     for k, v in env.items():
         monkeypatch.setenv(k, v)
-    code = main(list(argv))
+    code = _main(argv)
     return code, capsys.readouterr().err
 
 
@@ -108,11 +127,11 @@ def readme_rows(cases=CASES) -> list[str]:
                 os.environ.update(env)
                 err = io.StringIO()
                 with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
-                    code = main(list(argv))
+                    code = _main(argv)
                 for k, v in old.items():
                     os.environ.pop(k) if v is None else os.environ.__setitem__(k, v)
                 prefix = " ".join(f"{k}={v}" for k, v in env.items())
-                cmd = " ".join(["dialcheck", *[a if " " not in a else repr(a) for a in argv]])
+                cmd = " ".join(["dialcheck", *[a if a and " " not in a else repr(a) for a in argv]])
                 line = err.getvalue().strip().replace("|", "\\|")
                 rows.append(f"| {what} | `{(prefix + ' ' if prefix else '') + cmd}` | `{line}` | {code} |")
         finally:

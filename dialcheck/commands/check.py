@@ -39,7 +39,7 @@ def _read_file(path: str) -> tuple[list[str], str | None, list[tuple[str, str]]]
 def run(args) -> int:
     from schemas.items import CheckItem
     from schemas.settings import load_settings
-    from workers.pipeline import Pipeline
+    from workers.pipeline import SURFACES, Pipeline
 
     if args.file:
         context, claim, evidence = _read_file(args.file)
@@ -47,6 +47,11 @@ def run(args) -> int:
         context, claim, evidence = args.context, args.claim, [("evidence", e) for e in args.evidence]
     if not claim:
         raise UsageError("no claim given (--claim TEXT or --file F)")
+    if args.surface not in SURFACES:
+        raise UsageError(f"unknown --surface {args.surface}: choose from {','.join(SURFACES)}")
+    if args.protocol == "fv" and not evidence:
+        raise UsageError("--protocol fv checks the claim against evidence you give: add --evidence TEXT "
+                         "(or a --file with 'evidence'), or use --protocol e2e to retrieve it")
     pipe = Pipeline.from_settings(load_settings(models={"backend": args.models}), protocol=args.protocol, surface=args.surface)
     item = CheckItem("cli", "1", list(context), claim, evidence if args.protocol == "fv" else None)
     verdict = pipe.check_many([item])[0]

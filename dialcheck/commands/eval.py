@@ -7,11 +7,13 @@ from __future__ import annotations
 import json
 import sys
 
+from dialcheck.errors import UsageError
+
 
 def register(sub) -> None:
     p = sub.add_parser("eval", help="evaluate the pipeline on a DialFact-format JSONL file")
     p.add_argument("--protocol", choices=["fv", "e2e", "ir"], default="fv")
-    p.add_argument("--surfaces", default="r0,r4,r4g", help="comma list of r0,r1,r2,r3,r4,r4g")
+    p.add_argument("--surfaces", default="r0,r4,r4g", help="comma list of r0,r1,r2,r3,r4,r4g,r5,r5g (r5, r5g: the LLM rewrite, DIALCHECK_LLM_URL)")
     p.add_argument("--data", default=None, help="DialFact JSONL (default: <data-dir>/dialfact/testsmall.jsonl)")
     p.add_argument("--index", default=None, help="embedded index directory (e2e, ir)")
     p.add_argument("--limit", type=int, default=None, help="first N records only")
@@ -34,9 +36,8 @@ def run(args) -> int:
     records = load_dialfact(data, args.limit)
     surfaces = [s.strip() for s in args.surfaces.split(",") if s.strip()]
     bad = [s for s in surfaces if s not in SURFACES]
-    if bad:
-        print(f"unknown surfaces {bad}; choose from {SURFACES}", file=sys.stderr)
-        return 2
+    if bad or not surfaces:
+        raise UsageError(f"unknown --surfaces {','.join(bad) or '(none)'}: choose from {','.join(SURFACES)}")
     base = Pipeline.from_settings(settings, protocol=args.protocol, surface=surfaces[0])
     rows: list[dict] = []
     rates: dict[str, float] = {}

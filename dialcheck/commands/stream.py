@@ -13,8 +13,10 @@ def _settings(args) -> Settings:
 
 def _need_broker(s: Settings) -> Settings:
     if not s.kafka.bootstrap:
-        sys.exit("no broker: pass --broker HOST:PORT or set DIALCHECK_KAFKA_BOOTSTRAP "
-                 "(`dialcheck worker` without one starts an embedded broker and prints its address)")
+        from dialcheck.errors import UsageError
+
+        raise UsageError("no broker: pass --broker HOST:PORT or set DIALCHECK_KAFKA_BOOTSTRAP "
+                         "('dialcheck worker' without one starts an embedded broker and prints its address)")
     return s
 
 
@@ -24,11 +26,20 @@ def cmd_worker(args) -> int:
     from streams.worker import run_worker
 
     settings = _settings(args)
+    if args.pipeline is None:
+        from workers.pipeline import SURFACES
+
+        if args.surface not in SURFACES:
+            from dialcheck.errors import UsageError
+
+            raise UsageError(f"unknown --surface {args.surface}: choose from {','.join(SURFACES)}")
     # load models before joining the group: a 20 s load inside the worker would stall a rebalance
     checker = load_checker(settings, args.pipeline, protocol=args.protocol, surface=args.surface)
     with kafka_for(settings) as s:
         if not settings.kafka.bootstrap:
             print(f"embedded broker at {s.kafka.bootstrap} (memory storage; gone when this worker stops)", flush=True)
+        s.stream.state_path.mkdir(parents=True, exist_ok=True)
+        print(f"worker state dir: {s.stream.state_path} (DIALCHECK_STATE_DIR)", flush=True)
         return run_worker(s, checker, loglevel=args.loglevel)
 
 
@@ -71,8 +82,9 @@ def cmd_verdicts(args) -> int:
             pass
     if args.gold:  # the evaluator's scoring, as `dialcheck score` runs it on `verdicts --json` lines
         if not vlog.verdicts:
-            print("no verdicts on the topic to score", file=sys.stderr)
-            return 1
+            from dialcheck.errors import UsageError
+
+            raise UsageError(f"no verdicts on {s.kafka.topic_verdicts} to score (is a worker running on this broker?)")
         from dialcheck.commands.score import load_gold, print_scored, score_rows, usable_rows
 
         topic = s.kafka.topic_verdicts  # hostile rows and gold lines: one line, exit 2 (commands/score.py)
@@ -89,8 +101,35 @@ def _demo_metrics(verdicts: dict, records: list) -> dict:
 
     if not verdicts:
         return {}
+    if not any((v.model_versions or {}).get("protocol") for v in verdicts.values()):
+        return {}  # a stand-in checker (tests) says no protocol: nothing to score against
     result = score_run([v.to_dict() for v in verdicts.values()], records, "")
     return next(iter(result["surfaces"].values()))
+
+
+def demo_text(summary: dict) -> str:
+    """The demo summary for people: verdicts, accuracy, latency, and what the dead letters are."""
+    m = summary["metrics"]
+    status = ", ".join(f"{n} {state}" for state, n in summary["status"].items()) or "none"
+    lines = [f"demo: {summary['verdicts']}/{summary['claims']} verdicts ({status}; "
+             f"{summary['duplicates_dropped']} duplicates dropped) in {summary['elapsed_s']} s "
+             f"(worker start {summary.get('worker_ready_s')} s), broker {summary['broker_address']}"]
+    if m:
+        lines.append(f"  accuracy {m.get('accuracy')}  macro-F1 {m.get('macro_f1')} (against the records' gold labels)")
+    if summary.get("latency_p50_s") is not None:
+        lines.append(f"  produce→verdict latency p50 {summary['latency_p50_s']} s, p95 {summary['latency_p95_s']} s, "
+                     f"max {summary['latency_max_s']} s; {summary['claims_per_second']} claims/s "
+                     f"({summary['claims']} claims sent at once: later ones wait for the batches before them)")
+    if summary["deadletter_expected"]:
+        reasons = "; ".join(r.split(":")[0] for r in summary["deadletter_reasons"])
+        lines.append(f"  {summary['deadletter']}/{summary['deadletter_expected']} dead letters ({reasons}): "
+                     f"{summary['deadletter_note']}")
+    elif summary["deadletter"]:
+        lines.append(f"  {summary['deadletter']} dead letters: {'; '.join(summary['deadletter_reasons'])}")
+    if summary["missing"]:
+        lines.append(f"  {summary['missing']} claims got no verdict (worker alive: {summary.get('worker_alive')}); "
+                     f"worker log tail:\n{summary.get('worker_log_tail', '')}")
+    return "\n".join(lines)
 
 
 def cmd_demo(args) -> int:
@@ -105,11 +144,7 @@ def cmd_demo(args) -> int:
     if args.json:
         print(json.dumps(summary, indent=2))
     else:
-        m = summary["metrics"]
-        print(f"demo: {summary['verdicts']}/{summary['claims']} verdicts "
-              f"({summary['duplicates_dropped']} duplicates dropped), {summary['deadletter']} dead letters, "
-              f"status {summary['status']}, accuracy {m.get('accuracy')}, macro-F1 {m.get('macro_f1')}, "
-              f"{summary['elapsed_s']} s")
+        print(demo_text(summary))
     return 0 if summary["ok"] else 1
 
 

@@ -1,8 +1,6 @@
 """`dialcheck ui`: the live verdict page (streams/ui) against any broker."""
 from __future__ import annotations
 
-import sys
-
 
 def register(sub) -> None:
     p = sub.add_parser("ui", help="web page following chat.turns and chat.verdicts (Server-Sent Events)")
@@ -23,7 +21,8 @@ def run(args) -> int:
     s = load_settings(kafka={"bootstrap": args.broker or None},
                       ui={"host": args.host, "port": args.port, "max_conversations": args.max_conversations})
     if not s.kafka.bootstrap:
-        print("no broker: pass --broker HOST:PORT or set DIALCHECK_KAFKA_BOOTSTRAP "
-              "(`dialcheck demo --ui` runs everything embedded)", file=sys.stderr)
-        return 2
+        from dialcheck.errors import UsageError
+
+        raise UsageError("no broker: pass --broker HOST:PORT or set DIALCHECK_KAFKA_BOOTSTRAP "
+                         "('dialcheck demo --ui' runs everything embedded)")
     return serve(s, s.ui.host, s.ui.port, s.ui.max_conversations, from_beginning=not args.from_now)

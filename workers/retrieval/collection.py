@@ -82,4 +82,6 @@ def build_collection(data_dir: str | Path, sources: Iterable[str] = DEFAULT_SOUR
             if p.id not in seen:
                 seen.add(p.id)
                 out.append(p)
+    if tsv and not any(True for _ in tsv_passages(Path(tsv))):
+        raise ValueError(f"{tsv}: no passages in it (expected rows id<TAB>title<TAB>text)")
     return out

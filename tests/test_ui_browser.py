@@ -269,6 +269,20 @@ def test_ui_survives_hostile_verdicts_in_chromium(tmp_path):
         assert {r["where"].split("/")[0] for r in state["last_rejected"]} == {k.topic_verdicts}
         assert "Traceback" not in (tmp_path / "ui.log").read_text()
 
+        # the page's own guard, for items the server never sends: a snapshot fed to the page directly
+        errors = driver.execute_script("""
+          applySnapshot({conversations: [
+            {turns: [{conversation_id: 5, turn_id: "1"}],
+             verdicts: [{conversation_id: "odd", turn_id: "1", claim_id: "z", label: "REFUTES",
+                         surface: {gate: {accepted: true}}, evidence: [1, {text: 7, entail: "x"}]}]},
+            "not an object",
+            {turns: [{conversation_id: "fine", turn_id: "1", speaker: "user", text: "still drawn"}], verdicts: []}]});
+          return renderErrors;""")
+        assert errors == 2  # the turn without a string conversation id, and the conversation that is a string
+        assert "still drawn" in driver.find_element(By.CSS_SELECTOR, 'section[data-conversation-id="fine"]').text
+        odd = driver.find_element(By.CSS_SELECTOR, 'section[data-conversation-id="odd"] button.badge')
+        assert odd.get_attribute("data-label") == "REFUTES"
+
         # the headers and the Host allow-list of the real `dialcheck ui`
         with urllib.request.urlopen(ui.url, timeout=10) as r:
             assert "default-src 'self'" in r.headers["Content-Security-Policy"]

@@ -187,6 +187,9 @@ def install_record_scrubber(scrub: Scrubber, max_bytes: int = 16384) -> None:
 
     def factory(*args, **kwargs) -> logging.LogRecord:
         record = base(*args, **kwargs)
+        scrub = _factory_state.get("scrub")
+        if scrub is None:
+            return record
         try:
             msg = record.getMessage()
             if record.exc_info:
@@ -194,7 +197,7 @@ def install_record_scrubber(scrub: Scrubber, max_bytes: int = 16384) -> None:
                 record.exc_info, record.exc_text = None, None
         except Exception:  # noqa: BLE001 - a broken log call must not break the caller
             return record
-        record.msg, record.args = bound(_factory_state["scrub"](msg), _factory_state["max_bytes"]), ()
+        record.msg, record.args = bound(scrub(msg), _factory_state.get("max_bytes", 16384)), ()
         return record
 
     logging.setLogRecordFactory(factory)

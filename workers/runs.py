@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import asdict
-from typing import Sequence
+from typing import Callable, Sequence
 
 from schemas.items import DialFactRecord
 from schemas.secrets import Scrubber
@@ -17,14 +17,17 @@ from .pipeline import Pipeline
 from .retrieval.dense import unique_docs
 
 
-def label_rows(pipeline: Pipeline, records: Sequence[DialFactRecord], batch: int = 32) -> tuple[list[dict], float]:
-    """One row per record (FV / E2E), and the seconds it took."""
+def label_rows(pipeline: Pipeline, records: Sequence[DialFactRecord], batch: int = 32,
+               progress: Callable[[int], None] | None = None) -> tuple[list[dict], float]:
+    """One row per record (FV / E2E), and the seconds it took. `progress(n)` after each batch of n."""
     scrub = Scrubber.from_settings(pipeline.settings)
     t = time.perf_counter()
     items = [r.to_check_item(pipeline.protocol) for r in records]
     verdicts = []
     for s in range(0, len(items), batch):
         verdicts.extend(pipeline.check_many(items[s:s + batch]))
+        if progress:
+            progress(len(items[s:s + batch]))
     secs = time.perf_counter() - t
     # verdicts come scrubbed from the Pipeline; scrubbing the row again keeps run files safe whatever made them
     rows = [scrub.row({"protocol": pipeline.protocol, "surface_mode": pipeline.surface,
@@ -32,7 +35,8 @@ def label_rows(pipeline: Pipeline, records: Sequence[DialFactRecord], batch: int
     return rows, secs
 
 
-def ir_rows(pipeline: Pipeline, records: Sequence[DialFactRecord], batch: int = 32) -> tuple[list[dict], float]:
+def ir_rows(pipeline: Pipeline, records: Sequence[DialFactRecord], batch: int = 32,
+            progress: Callable[[int], None] | None = None) -> tuple[list[dict], float]:
     """One row per IR query (factual claims with gold evidence): ranked, de-duplicated document ids
     of BM25 (+ context union) and of dense re-scoring, the surface and its gate decision."""
     from schemas import claim_id
@@ -44,6 +48,8 @@ def ir_rows(pipeline: Pipeline, records: Sequence[DialFactRecord], batch: int = 
     results = []
     for s in range(0, len(items), batch):
         results.extend(pipeline.retrieve_many(items[s:s + batch]))
+        if progress:
+            progress(len(items[s:s + batch]))
     secs = time.perf_counter() - t
     versions = pipeline.model_versions()
     rows = []

@@ -52,12 +52,49 @@ def run(args) -> int:
     if args.protocol == "fv" and not evidence:
         raise UsageError("--protocol fv checks the claim against evidence you give: add --evidence TEXT "
                          "(or a --file with 'evidence'), or use --protocol e2e to retrieve it")
-    pipe = Pipeline.from_settings(load_settings(models={"backend": args.models}), protocol=args.protocol, surface=args.surface)
-    item = CheckItem("cli", "1", list(context), claim, evidence if args.protocol == "fv" else None)
-    verdict = pipe.check_many([item])[0]
+    with Status("loading models and checking (the first check of a process loads NLI, encoder and spaCy)"):
+        pipe = Pipeline.from_settings(load_settings(models={"backend": args.models}), protocol=args.protocol,
+                                      surface=args.surface)
+        item = CheckItem("cli", "1", list(context), claim, evidence if args.protocol == "fv" else None)
+        verdict = pipe.check_many([item])[0]
     fmt = args.format or ("text" if sys.stdout.isatty() else "json")
     print(verdict.to_json().decode() if fmt == "json" else format_text(verdict))
     return 0
+
+
+class Status:
+    """A one-line status with elapsed seconds on stderr while the block runs, on a terminal only
+    (stdout stays the verdict alone; a pipe or log file gets nothing). Why: a first check is silent
+    for ~20 s while models load."""
+
+    def __init__(self, text: str, stream=None):
+        self.text, self.stream = text, stream or sys.stderr
+        self.on = hasattr(self.stream, "isatty") and self.stream.isatty()
+        self._stop = None
+
+    def _run(self) -> None:
+        import time
+
+        t0 = time.monotonic()
+        while not self._stop.wait(0.5):
+            self.stream.write(f"\r{self.text} ... {time.monotonic() - t0:.0f} s")
+            self.stream.flush()
+
+    def __enter__(self) -> "Status":
+        if self.on:
+            import threading
+
+            self._stop = threading.Event()
+            self._thread = threading.Thread(target=self._run, daemon=True)
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._stop is not None:
+            self._stop.set()
+            self._thread.join()
+            self.stream.write("\r\033[K")  # clear the line: the verdict follows on stdout
+            self.stream.flush()
 
 
 def _short(text: str, n: int = 160) -> str:

@@ -27,7 +27,7 @@ def register(sub) -> None:
 def run(args) -> int:
     from schemas.items import load_dialfact
     from schemas.settings import load_settings
-    from workers.scoring import score_run
+    from workers.scoring import ir_records, score_run
     from workers.runs import ir_rows, label_rows
     from workers.pipeline import SURFACES, Pipeline
 
@@ -41,12 +41,20 @@ def run(args) -> int:
     base = Pipeline.from_settings(settings, protocol=args.protocol, surface=surfaces[0])
     rows: list[dict] = []
     rates: dict[str, float] = {}
+    from tqdm import tqdm
+
     for name in surfaces:
         pipe = base.with_options(surface=name)
-        got, secs = (ir_rows if args.protocol == "ir" else label_rows)(pipe, records)
+        run_rows = ir_rows if args.protocol == "ir" else label_rows
+        total = len(ir_records(records)) if args.protocol == "ir" else len(records)
+        # a bar on a terminal (tqdm leaves it off when stderr is a file or pipe); the done line always
+        with tqdm(total=total, desc=f"[eval] {args.protocol} {name}", unit="claim", file=sys.stderr,
+                  disable=None, leave=False, dynamic_ncols=True) as bar:
+            got, secs = run_rows(pipe, records, progress=bar.update)
         rows.extend(got)
         rates[name] = round(len(got) / secs, 2) if secs > 0 else 0.0
-        print(f"[eval] {args.protocol} {name} done", file=sys.stderr)
+        print(f"[eval] {args.protocol} {name}: {len(got)} {'queries' if args.protocol == 'ir' else 'claims'} "
+              f"in {secs:.1f} s ({rates[name]}/s)", file=sys.stderr)
     result = score_run(rows, records, data, protocol=args.protocol)
     rate_key = "queries_per_second" if args.protocol == "ir" else "claims_per_second"
     for name, m in result["surfaces"].items():

@@ -50,7 +50,7 @@ def test_stack_shape(compose):
     assert triton["build"]["args"]["TRITON_IMAGE"].endswith("-py3")
     assert "./triton_models:/models:ro" in triton["volumes"]
     assert "--model-repository=/models" in triton["command"]
-    gpu = triton["deploy"]["resources"]["reservations"]["devices"][0]
+    gpu = s["triton-gpu"]["deploy"]["resources"]["reservations"]["devices"][0]
     assert gpu["driver"] == "nvidia" and "gpu" in gpu["capabilities"]
     for name in ("kafka", "opensearch", "triton"):
         assert "healthcheck" in s[name], name
@@ -227,3 +227,117 @@ def test_image_install_steps_in_a_fresh_virtualenv(tmp_path):
             assert str(venv) in installed  # the installed package ran, not the checkout
         finally:
             terminate(proc, grace_s=30, kill_wait_s=None)
+
+
+# --- issue 20: a stack chat apps outside the compose network can reach, a GPU profile, a ui
+# service, a build context without the virtualenv, and the same pins in the Triton image
+
+
+def _listeners(value: str) -> dict[str, str]:
+    """'NAME://host:port,...' → {NAME: 'host:port'}."""
+    return dict(item.split("://", 1) for item in value.split(","))
+
+
+def test_kafka_has_an_external_listener_with_a_variable_address(compose):
+    kafka = compose["services"]["kafka"]
+    env = kafka["environment"]
+    listeners, advertised = _listeners(env["KAFKA_LISTENERS"]), _listeners(env["KAFKA_ADVERTISED_LISTENERS"])
+    protocols = dict(pair.split(":") for pair in env["KAFKA_LISTENER_SECURITY_PROTOCOL_MAP"].split(","))
+    assert set(listeners) <= set(protocols), "every listener needs a security protocol"
+    assert advertised["PLAINTEXT"] == "kafka:9092" == compose["x-dialcheck-env"]["DIALCHECK_KAFKA_BOOTSTRAP"]
+    assert advertised["EXTERNAL"] == "${KAFKA_EXTERNAL_HOST:-localhost}:${KAFKA_EXTERNAL_PORT:-29092}"
+    container_port = listeners["EXTERNAL"].rsplit(":", 1)[1]
+    published = [p for p in kafka["ports"] if p.endswith(f":{container_port}")]
+    assert published == ["${KAFKA_EXTERNAL_BIND:-127.0.0.1}:${KAFKA_EXTERNAL_PORT:-29092}:29092"]
+    assert "9092" not in " ".join(kafka["ports"]).replace("29092", ""), "the internal listener stays internal"
+
+
+def test_gpu_profile_builds_and_mounts_the_gpu_repository(compose, tmp_path):
+    s = compose["services"]
+    assert "profiles" not in s["triton"] and s["triton-gpu"]["profiles"] == s["gpu-repository"]["profiles"] == ["gpu"]
+    builder = s["gpu-repository"]
+    script = builder["command"][1]
+    mounts = {v.split(":")[1]: v.split(":")[0] for v in builder["volumes"]}
+    host_script = REPO / script.replace("/src/infra", mounts["/src/infra"].lstrip("./").rstrip("/") or "infra")
+    assert host_script.resolve() == (REPO / "infra" / "make_gpu_repository.py").resolve()
+    out_volume = mounts[builder["command"][2]]
+    assert f"{out_volume}:/models:ro" in s["triton-gpu"]["volumes"] and out_volume in compose["volumes"]
+    assert s["triton-gpu"]["depends_on"]["gpu-repository"]["condition"] == "service_completed_successfully"
+    assert s["triton-gpu"]["command"] == s["triton"]["command"]
+    assert "deploy" not in s["triton"], "the default Triton runs anywhere (KIND_CPU repository)"
+    # what each mounts: the shipped repository is CPU-only, the built one puts the NLI ONNX on the GPU
+    kinds = lambda root: {p.parent.name: re.findall(r"KIND_\w+", p.read_text()) for p in root.glob("*/config.pbtxt")}
+    assert {k for ks in kinds(REPO / "triton_models").values() for k in ks} == {"KIND_CPU"}
+    sys.path.insert(0, str(REPO / "infra"))
+    from make_gpu_repository import make  # the builder's script, run for real (it copies files)
+
+    built = kinds(make(tmp_path / "gpu-models"))
+    assert "KIND_GPU" in built["nli_onnx"] and (tmp_path / "gpu-models" / "nli_onnx" / "1" / "model.onnx").exists()
+    env = compose["x-dialcheck-env"]
+    assert env["DIALCHECK_MODELS"] == "triton://${DIALCHECK_TRITON_HOST:-triton}:8001"
+
+
+def test_ui_service_serves_the_page_on_loopback(compose):
+    from dialcheck.cli import build_parser
+
+    ui = compose["services"]["ui"]
+    args = build_parser().parse_args(ui["command"][1:])
+    assert args.func.__module__ == "dialcheck.commands.ui"
+    assert args.broker == compose["x-dialcheck-env"]["DIALCHECK_KAFKA_BOOTSTRAP"] and args.host == "0.0.0.0"
+    assert ui["ports"] == [f"127.0.0.1:${{DIALCHECK_UI_HOST_PORT:-8765}}:{args.port}"]
+    assert ui["depends_on"]["kafka-init"]["condition"] == "service_completed_successfully"
+
+
+def test_topic_partitions_agree(compose):
+    init = " ".join(compose["services"]["kafka-init"]["command"])
+    assert f"--partitions {compose['x-dialcheck-env']['DIALCHECK_TOPIC_PARTITIONS']} " in init
+
+
+def test_host_ports_are_unique_and_every_variable_has_a_default(compose):
+    text = (REPO / "docker-compose.yml").read_text()
+    body = "\n".join(ln for ln in text.splitlines() if not ln.lstrip().startswith("#"))
+    bare = re.findall(r"\$\{(\w+)\}", body)
+    assert not bare, f"variables without a default make `docker compose up` fail on a fresh host: {bare}"
+    host_ports = [p.rsplit(":", 2)[-2] for svc in compose["services"].values() for p in svc.get("ports", [])]
+    assert len(host_ports) == len(set(host_ports)), host_ports
+
+
+def _dockerignore() -> list[str]:
+    return [ln.strip().rstrip("/") for ln in (REPO / ".dockerignore").read_text().splitlines()
+            if ln.strip() and not ln.startswith("#")]
+
+
+def _ignored(path: str, patterns: list[str]) -> bool:
+    import fnmatch
+
+    parts = path.rstrip("/").split("/")
+    prefixes = ["/".join(parts[:i]) for i in range(1, len(parts) + 1)]
+    return any(fnmatch.fnmatch(p, pat) or fnmatch.fnmatch(p, pat.removeprefix("**/")) for p in prefixes for pat in patterns)
+
+
+def test_dockerignore_keeps_the_virtualenv_out_and_every_copy_in():
+    patterns = _dockerignore()
+    for heavy in (".venv", ".git", "artifacts", "dialcheck.egg-info", "workers/__pycache__"):
+        assert _ignored(heavy, patterns), heavy
+    sources = []
+    for dockerfile in (REPO / "infra" / "docker").glob("*.Dockerfile"):
+        for line in dockerfile.read_text().splitlines():
+            if line.startswith("COPY ") and "--from" not in line:
+                sources += line.split()[1:-1]
+    assert sources
+    for src in sources:
+        assert (REPO / src).exists() and not _ignored(src, patterns), src
+
+
+def test_triton_image_pins_match_pyproject():
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    ours = dict(d.split("==", 1) for d in project["dependencies"] if "==" in d)
+    ours = {k.split("[")[0]: v for k, v in ours.items()}
+    image = dict(re.findall(r'"([A-Za-z0-9_.-]+)==([^"]+)"', (REPO / "infra" / "docker" / "triton.Dockerfile").read_text()))
+    assert image
+    known = {"onnxruntime-gpu": "onnxruntime"}  # the GPU build of the same library: same major version
+    for name, version in image.items():
+        if name in known:
+            assert version.split(".")[0] == ours[known[name]].split(".")[0], (name, version, ours[known[name]])
+        else:
+            assert ours.get(name) == version, (name, version, ours.get(name))

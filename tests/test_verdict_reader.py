@@ -74,3 +74,45 @@ def test_collect_verdicts_resumes_after_a_stall_and_loses_nothing(settings, hang
     log = collect_verdicts(settings, ids, timeout_s=60, start=start, call_timeout_s=2.0)
     assert log.stalls == 1 and len(hang_first_poll) >= 2
     assert ids <= log.verdicts.keys() and log.duplicates == 0
+
+
+def test_verdicts_gold_scores_the_topic_and_refuses_a_hostile_gold_file(settings, tmp_path, capsys):
+    """`dialcheck verdicts --gold` on a real topic: records it cannot score (these tests' error
+    verdicts carry no protocol) are counted and left out, the rest scored with the coverage line;
+    a gold file with an unknown label is one line, exit 2."""
+    import json
+
+    from kafka import KafkaProducer
+
+    from dialcheck.cli import main
+    from schemas.items import DialFactRecord, response_claim_id
+
+    gold_rows = [{"id": f"vg{i}", "context": ["Where is Paris?"], "response": text, "response_label": label}
+                 for i, (text, label) in enumerate([("Paris is in France.", "SUPPORTS"), ("Paris is in Peru.", "REFUTES")])]
+    gold = tmp_path / "gold.jsonl"
+    gold.write_text("".join(json.dumps(r) + "\n" for r in gold_rows))
+    rec = DialFactRecord(id="vg0", context_id="vg0", context=gold_rows[0]["context"], response=gold_rows[0]["response"],
+                         label="SUPPORTS", type_label="", evidence=[])
+    item = CheckItem("vg0", "vg0#response", rec.context, rec.response)
+    v = error_verdict(item, "test")
+    assert v.claim_id == response_claim_id(rec)
+    v.label, v.model_versions = "SUPPORTS", {"protocol": "fv", "surface_mode": "r0"}
+    v.status.state, v.status.reason = "ok", None
+    producer = KafkaProducer(bootstrap_servers=settings.kafka.bootstrap, acks="all")
+    producer.send(settings.kafka.topic_verdicts, key=b"vg0", value=v.to_json())
+    producer.flush()
+    producer.close()
+    publish(settings, 2, "foreign-")  # no protocol: cannot be scored
+
+    code = main(["verdicts", "--broker", settings.kafka.bootstrap, "--gold", str(gold)])
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    assert out.out.splitlines()[-1].strip() == "r0   1 of 2 scored, 1 missing"
+    assert "verdicts on chat.verdicts cannot be scored and are left out" in out.err
+
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps({**gold_rows[0], "response_label": "BANANA"}) + "\n")
+    code = main(["verdicts", "--broker", settings.kafka.bootstrap, "--gold", str(bad)])
+    out = capsys.readouterr()
+    assert code == 2 and out.out == "" and out.err == f"dialcheck: {bad}:1: unknown response_label 'BANANA' " \
+        "(one of SUPPORTS, REFUTES, NOT ENOUGH INFO)\n"

@@ -64,6 +64,10 @@ def cmd_verdicts(args) -> int:
         for d in read_dead_letters(s):
             print(json.dumps(d.to_dict(), ensure_ascii=False))
         return 0
+    if args.gold:  # a bad gold file is one line before anything is read (commands/score.py)
+        from dialcheck.commands.score import load_gold
+
+        gold_records = load_gold(args.gold)
     vlog = VerdictLog(window=s.stream.verdicts_dedup_window if args.follow and not args.gold else None)
     with TopicReader(s, s.kafka.topic_verdicts) as reader:
         records_iter = iter(()) if args.follow else reader.drain()
@@ -85,11 +89,11 @@ def cmd_verdicts(args) -> int:
             from dialcheck.errors import UsageError
 
             raise UsageError(f"no verdicts on {s.kafka.topic_verdicts} to score (is a worker running on this broker?)")
-        from dialcheck.commands.score import load_gold, print_scored, score_rows, usable_rows
+        from dialcheck.commands.score import print_scored, score_rows, usable_rows
 
         topic = s.kafka.topic_verdicts  # hostile rows and gold lines: one line, exit 2 (commands/score.py)
         rows = usable_rows([v.to_dict() for v in vlog.verdicts.values()], topic)
-        (result,) = score_rows(rows, load_gold(args.gold), args.gold, [None], topic)
+        (result,) = score_rows(rows, gold_records, args.gold, [None], topic)
         print(f"[verdicts] {len(vlog.verdicts)} verdicts, {vlog.duplicates} duplicates dropped", file=sys.stderr)
         print_scored(result, args.json)
     return 0

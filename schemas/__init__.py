@@ -10,6 +10,7 @@ import re
 import time
 import unicodedata
 from dataclasses import asdict, dataclass, field
+from enum import StrEnum
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
@@ -23,11 +24,32 @@ Label = Literal["SUPPORTS", "REFUTES", "NOT ENOUGH INFO"]
 LABELS: tuple[str, str, str] = ("SUPPORTS", "REFUTES", "NOT ENOUGH INFO")
 
 
-class InvalidEvent(ValueError):
-    """Input that must go to the dead-letter topic; `reason` says why."""
+class Reason(StrEnum):
+    """Why a record went to the dead-letter topic (or a batch got error verdicts): the one list of
+    machine codes. A code rides with every dead letter (header `dialcheck.reason.code`, next to the
+    short human reason) and is the `reason` label of `dialcheck_dead_letters_total`; it is never
+    parsed back out of the human text. A new reason is a member here, raised where it is detected."""
 
-    def __init__(self, reason: str):
+    TOMBSTONE = "tombstone"            # null value (a Kafka delete marker)
+    KEY = "key"                        # key missing, too large, or not the conversation_id
+    INVALID_UTF8 = "invalid_utf8"      # value is not UTF-8
+    MALFORMED_JSON = "malformed_json"  # not JSON, a duplicate key, or nested too deep
+    SCHEMA = "schema"                  # JSON that breaks the JSON Schema (chat_turn, verdict)
+    TOO_LARGE = "too_large"            # event bytes or text characters over the limit
+    EMPTY_TEXT = "empty_text"          # nothing visible left after NFKC and invisibles removed
+    INVALID_FIELD = "invalid_field"    # an id, speaker or ts the schema allows but the rules do not
+    UNREADABLE = "unreadable"          # validation itself failed on the input (never seen; guarded)
+    POISON = "poison"                  # the pipeline call crashed the worker `poison_attempts` times
+    DEADLINE = "deadline"              # a pipeline batch ran past `batch_deadline_s` (error verdicts, no dead letter)
+
+
+class InvalidEvent(ValueError):
+    """Input that must go to the dead-letter topic: `code` (a Reason) for machines, `reason` (short,
+    may quote the input) for people."""
+
+    def __init__(self, code: Reason, reason: str):
         super().__init__(reason)
+        self.code = Reason(code)
         self.reason = reason
 
 
@@ -44,7 +66,7 @@ def validate(name: str, obj: Any) -> None:
     if err is not None:
         where = "/".join(str(p) for p in err.absolute_path) or "(root)"
         msg = err.message if len(err.message) <= 200 else err.message[:200] + "…"
-        raise InvalidEvent(f"schema {name}: {where}: {msg}")
+        raise InvalidEvent(Reason.SCHEMA, f"schema {name}: {where}: {msg}")
 
 
 @dataclass(frozen=True)
@@ -100,7 +122,7 @@ def _no_duplicate_keys(pairs: list) -> dict:
     keys = [k for k, _ in pairs]
     if len(set(keys)) != len(keys):
         dup = next(k for k in keys if keys.count(k) > 1)
-        raise InvalidEvent(f"duplicate JSON key {dup[:64]!r} (readers disagree on which value wins)")
+        raise InvalidEvent(Reason.MALFORMED_JSON, f"duplicate JSON key {dup[:64]!r} (readers disagree on which value wins)")
     return dict(pairs)
 
 
@@ -113,41 +135,41 @@ def parse_turn(raw: bytes | str, max_text_chars: int = 4000, max_bytes: int | No
     if isinstance(raw, str):
         raw = raw.encode("utf-8", "surrogatepass")
     if max_bytes is not None and len(raw) > max_bytes:
-        raise InvalidEvent(f"event too large: {len(raw)} bytes > {max_bytes}")
+        raise InvalidEvent(Reason.TOO_LARGE, f"event too large: {len(raw)} bytes > {max_bytes}")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as e:
-        raise InvalidEvent(f"invalid UTF-8 at byte {e.start}") from None
+        raise InvalidEvent(Reason.INVALID_UTF8, f"invalid UTF-8 at byte {e.start}") from None
     try:
         obj = orjson.loads(raw)
     except orjson.JSONDecodeError as e:
-        raise InvalidEvent(f"malformed JSON: {str(e)[:200]}") from None
+        raise InvalidEvent(Reason.MALFORMED_JSON, f"malformed JSON: {str(e)[:200]}") from None
     depth = json_depth(obj)
     if depth > max_depth:
-        raise InvalidEvent(f"JSON nested too deep: {depth} > {max_depth} levels")
+        raise InvalidEvent(Reason.MALFORMED_JSON, f"JSON nested too deep: {depth} > {max_depth} levels")
     try:
         json.loads(text, object_pairs_hook=_no_duplicate_keys)
     except InvalidEvent:
         raise
     except (ValueError, RecursionError) as e:  # orjson accepted it; json should too
-        raise InvalidEvent(f"malformed JSON: {str(e)[:200]}") from None
+        raise InvalidEvent(Reason.MALFORMED_JSON, f"malformed JSON: {str(e)[:200]}") from None
     validate("chat_turn", obj)
     for name in ("conversation_id", "turn_id"):
         if any(_invisible(ch) or ch in "\n\t" for ch in obj[name]) or not obj[name].strip():
-            raise InvalidEvent(f"{name} contains control or invisible characters, or only blanks")
+            raise InvalidEvent(Reason.INVALID_FIELD, f"{name} contains control or invisible characters, or only blanks")
     speaker = normalise_role(obj["speaker"])
     if not SPEAKER_PATTERN.fullmatch(speaker):
-        raise InvalidEvent(f"speaker {obj['speaker'][:64]!r} is not a plain role ([a-z][a-z0-9_.-]*, "
+        raise InvalidEvent(Reason.INVALID_FIELD, f"speaker {obj['speaker'][:64]!r} is not a plain role ([a-z][a-z0-9_.-]*, "
                            "after NFKC, casefold and removal of invisible characters)")
     if len(obj["text"]) > 4 * max_text_chars:  # before normalising: NFKC of a huge text is wasted work
-        raise InvalidEvent(f"text too long: {len(obj['text'])} > {max_text_chars} characters")
+        raise InvalidEvent(Reason.TOO_LARGE, f"text too long: {len(obj['text'])} > {max_text_chars} characters")
     clean = clean_text(obj["text"])
     if not clean.strip():
-        raise InvalidEvent("empty text (after NFKC and removal of invisible characters)")
+        raise InvalidEvent(Reason.EMPTY_TEXT, "empty text (after NFKC and removal of invisible characters)")
     if len(clean) > max_text_chars:
-        raise InvalidEvent(f"text too long: {len(clean)} > {max_text_chars} characters")
+        raise InvalidEvent(Reason.TOO_LARGE, f"text too long: {len(clean)} > {max_text_chars} characters")
     if obj.get("ts") is not None and not math.isfinite(obj["ts"]):
-        raise InvalidEvent("ts is not a finite number")
+        raise InvalidEvent(Reason.INVALID_FIELD, "ts is not a finite number")
     return ChatTurn(**{**obj, "speaker": speaker, "text": clean})
 
 

@@ -12,7 +12,7 @@ import queue
 import threading
 from typing import Callable, Sequence
 
-from schemas import ChatTurn, InvalidEvent, Status, Surface, Verdict, claim_id, parse_turn
+from schemas import ChatTurn, InvalidEvent, Reason, Status, Surface, Verdict, claim_id, parse_turn
 from schemas.secrets import ELLIPSIS, Scrubber, ScrubbingFilter, bound  # noqa: F401 - the one scrubber, re-exported
 
 log = logging.getLogger("dialcheck.stream")
@@ -53,24 +53,24 @@ class DaemonExecutor(concurrent.futures.Executor):
 
 def validate_event(key: bytes | None, value: bytes | None, max_text_chars: int, max_bytes: int | None = None,
                    max_depth: int = 16) -> ChatTurn:
-    """Wire bytes → ChatTurn, or InvalidEvent(reason); nothing else escapes. The key must be the
+    """Wire bytes → ChatTurn, or InvalidEvent(code, reason); nothing else escapes. The key must be the
     conversation id: the context table is partitioned like the input, so a turn keyed otherwise
     would find another partition's (or no) context."""
     try:
         if value is None:
-            raise InvalidEvent("null value (tombstone)")
+            raise InvalidEvent(Reason.TOMBSTONE, "null value (tombstone)")
         if max_bytes is not None and key is not None and len(key) > max_bytes:
-            raise InvalidEvent(f"key too large: {len(key)} bytes > {max_bytes}")
+            raise InvalidEvent(Reason.KEY, f"key too large: {len(key)} bytes > {max_bytes}")
         turn = parse_turn(bytes(value), max_text_chars, max_bytes=max_bytes, max_depth=max_depth)
         if key is None:
-            raise InvalidEvent("missing key: the key must be the conversation_id")
+            raise InvalidEvent(Reason.KEY, "missing key: the key must be the conversation_id")
         if bytes(key) != turn.conversation_id.encode("utf-8"):
-            raise InvalidEvent(f"key {bytes(key)[:80]!r} does not match conversation_id {turn.conversation_id[:80]!r}")
+            raise InvalidEvent(Reason.KEY, f"key {bytes(key)[:80]!r} does not match conversation_id {turn.conversation_id[:80]!r}")
         return turn
     except InvalidEvent:
         raise
     except Exception as e:  # noqa: BLE001 - validation raises only InvalidEvent, whatever the input did
-        raise InvalidEvent(f"unreadable event ({type(e).__name__})") from None
+        raise InvalidEvent(Reason.UNREADABLE, f"unreadable event ({type(e).__name__})") from None
 
 
 def error_verdict(item, reason: str, max_reason_bytes: int = 1024) -> Verdict:

@@ -4,6 +4,10 @@ Why headers: the value stays byte-identical to what the producer sent (even inva
 fixed event can be re-driven by producing the value again; the reason and the source coordinates
 ride in `dialcheck.*` headers (the Kafka Connect convention for dead-letter queues).
 
+Headers: `dialcheck.reason` (short, for people; may quote the input), `dialcheck.reason.code` (one
+of `schemas.Reason`, for machines: metrics and alerts key on it), `dialcheck.source.topic`,
+`.partition`, `.offset`, and `dialcheck.truncated` when key or value was cut.
+
 Why a bounded prefix: a dead letter of a 1 MB record (plus its reason) exceeded the producer's
 request size, the send raised and the whole batch was lost. Key and value longer than
 `stream.deadletter_max_bytes` keep a prefix; `dialcheck.truncated` says so and gives the original
@@ -14,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 H_REASON = "dialcheck.reason"
+H_CODE = "dialcheck.reason.code"
 H_TOPIC = "dialcheck.source.topic"
 H_PARTITION = "dialcheck.source.partition"
 H_OFFSET = "dialcheck.source.offset"
@@ -22,6 +27,7 @@ H_TRUNCATED = "dialcheck.truncated"
 
 @dataclass(frozen=True)
 class DeadLetter:
+    code: str  # a schemas.Reason value ("" when read from a record written before codes existed)
     reason: str
     topic: str
     partition: int
@@ -31,7 +37,8 @@ class DeadLetter:
     truncated: str = ""  # "key=N,value=M": original lengths of what was cut to a prefix
 
     def headers(self) -> list[tuple[str, bytes]]:
-        h = [(H_REASON, self.reason.encode("utf-8", "replace")), (H_TOPIC, self.topic.encode()),
+        h = [(H_REASON, self.reason.encode("utf-8", "replace")), (H_CODE, str(self.code).encode()),
+             (H_TOPIC, self.topic.encode()),
              (H_PARTITION, str(self.partition).encode()), (H_OFFSET, str(self.offset).encode())]
         return h + ([(H_TRUNCATED, self.truncated.encode())] if self.truncated else [])
 
@@ -41,7 +48,7 @@ class DeadLetter:
                if b is not None and len(b) > max_bytes]
         if not cut:
             return self
-        return DeadLetter(self.reason, self.topic, self.partition, self.offset,
+        return DeadLetter(self.code, self.reason, self.topic, self.partition, self.offset,
                           None if self.key is None else bytes(self.key[:max_bytes]),
                           None if self.value is None else bytes(self.value[:max_bytes]), ",".join(cut))
 
@@ -53,7 +60,7 @@ class DeadLetter:
             v = h.get(name, b"")
             return v.decode("utf-8", "replace") if isinstance(v, (bytes, bytearray)) else str(v)
 
-        return cls(reason=text(H_REASON), topic=text(H_TOPIC), partition=int(text(H_PARTITION) or -1),
+        return cls(code=text(H_CODE), reason=text(H_REASON), topic=text(H_TOPIC), partition=int(text(H_PARTITION) or -1),
                    offset=int(text(H_OFFSET) or -1), key=key, value=value, truncated=text(H_TRUNCATED))
 
     def to_dict(self) -> dict:
@@ -65,7 +72,7 @@ class DeadLetter:
                 return b.decode("utf-8")
             except UnicodeDecodeError:
                 return {"hex": b.hex()}
-        return {"reason": self.reason, "source": {"topic": self.topic, "partition": self.partition,
+        return {"code": self.code, "reason": self.reason, "source": {"topic": self.topic, "partition": self.partition,
                                                   "offset": self.offset},
                 **({"truncated": self.truncated} if self.truncated else {}),
                 "key": show(self.key), "value": show(self.value)}

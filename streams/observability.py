@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 import socket
 import threading
 import time
+from dataclasses import asdict
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable, Iterable
 
+from schemas import Reason
 from schemas.settings import Settings, redact
 
 log = logging.getLogger("dialcheck.observability")
@@ -28,30 +29,6 @@ METRICS_MARKER = "dialcheck metrics at"
 # verdict.timings_ms keys are pipeline stages; one histogram with a `stage` label (seconds)
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
-
-# dead-letter reasons are free text (and quote user input): classes come from the fixed start of
-# each reason streams/ and schemas/ write, never from the quoted part
-_REASON_CLASSES = (
-    ("poison", re.compile(r"^poison\b")),
-    ("tombstone", re.compile(r"^null value")),
-    ("key", re.compile(r"^(missing key|key )")),
-    ("invalid_utf8", re.compile(r"^invalid UTF-8")),
-    ("malformed_json", re.compile(r"^(malformed JSON|duplicate JSON key|JSON nested too deep)")),
-    ("schema", re.compile(r"^schema ")),
-    ("too_large", re.compile(r"^(event too large|text too long)")),
-    ("empty_text", re.compile(r"^empty text")),
-    ("invalid_field", re.compile(r"^((conversation_id|turn_id) contains|speaker |ts is not)")),
-    ("unreadable", re.compile(r"^unreadable event")),
-)
-
-
-def reason_class(reason: str) -> str:
-    """'schema chat_turn: text: ...' → 'schema'; unknown reasons → 'other'."""
-    for name, pattern in _REASON_CLASSES:
-        if pattern.match(reason or ""):
-            return name
-    return "other"
-
 
 def _host_port(address: str, default_port: int = 9092) -> tuple[str, int]:
     address = address.strip()
@@ -127,7 +104,7 @@ class Observability:
         self.turns_checked = Counter("dialcheck_turns_checked", "Turns sent to the checker.", registry=r)
         self.verdicts = Counter("dialcheck_verdicts", "Verdicts published, by label and status.",
                                 ["label", "status"], registry=r)
-        self.dead_letters = Counter("dialcheck_dead_letters", "Records sent to the dead-letter topic, by reason class.",
+        self.dead_letters = Counter("dialcheck_dead_letters", "Records sent to the dead-letter topic, by reason code.",
                                     ["reason"], registry=r)
         self.batch_size = Histogram("dialcheck_batch_size", "Turns per checker call.", buckets=BATCH_BUCKETS, registry=r)
         self.stage_latency = Histogram("dialcheck_stage_latency_seconds",
@@ -136,21 +113,24 @@ class Observability:
         self.models_loaded = False
         self.app = None
         self.table = None
+        self.counters = None  # the worker's Counters (a dataclass), exported as dialcheck_worker_events
         self._server: ThreadingHTTPServer | None = None
         self.port: int | None = None
         r.register(_StateCollector(self))
 
     # hooks (called on the event loop by streams/app.py)
-    def attach(self, app, table) -> None:
-        """The Faust app and context table the gauges and /readyz read; the checker is already loaded."""
-        self.app, self.table = app, table
+    def attach(self, app, table, counters=None) -> None:
+        """The Faust app, context table and worker counters the gauges and /readyz read; the
+        checker is already loaded."""
+        self.app, self.table, self.counters = app, table, counters
         self.models_loaded = True
 
     def turn_in(self) -> None:
         self.turns_in.inc()
 
-    def dead_letter(self, reason: str) -> None:
-        self.dead_letters.labels(reason_class(reason)).inc()
+    def dead_letter(self, code: Reason) -> None:
+        """One dead letter, labelled by its code (schemas.Reason), never by its free-text reason."""
+        self.dead_letters.labels(Reason(code).value).inc()
 
     def checked(self, items: list, verdicts: Iterable) -> None:
         self.turns_checked.inc(len(items))
@@ -245,7 +225,7 @@ class _StateCollector:
         worker = CounterMetricFamily("dialcheck_worker_events", "The worker's own counters (status line), by name: "
                                      "evicted, evicted_lru, deadline_expired, poison, send_retries, isolated_batches, ...",
                                      labels=["counter"])
-        for name, value in _safe(lambda: dict(getattr(app, "dialcheck_counters", None) or {}), {}).items():
+        for name, value in _safe(lambda: asdict(self.obs.counters) if self.obs.counters else {}, {}).items():
             if isinstance(value, (int, float)):
                 worker.add_metric([name], value)
         for tp, value in _safe(lambda: _lags(app), []):

@@ -16,11 +16,12 @@ from pathlib import Path
 from schemas.protocols import Checker
 from schemas.settings import REPO_ROOT, Settings
 
-from .app import READY_MARKER, STATUS_MARKER, create_app
+from .app import READY_MARKER, create_app
 from .broker import track
 from .processes import die_with_parent, terminate
 from .observability import logging_config
 from .topics import ensure_topics, partition_count
+from .turn_worker import STATUS_MARKER
 
 
 def run_worker(settings: Settings, checker: Checker, loglevel: str = "info") -> int:

@@ -8,16 +8,19 @@ JSON logs are switched on for this worker, so its dead-letter warning must be a 
 from __future__ import annotations
 
 import json
+import re
 import time
 import urllib.error
 import urllib.request
+from pathlib import Path
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from schemas import Reason
 from schemas.settings import load_settings
 from streams.broker import EmbeddedBroker
-from streams.observability import METRICS_MARKER, reason_class
+from streams.observability import METRICS_MARKER
 from streams.replay import TurnProducer, load_records, record_turns, replay
 from streams.topics import ensure_topics
 from streams.worker import WorkerProcess
@@ -119,11 +122,26 @@ def test_healthz_fails_when_the_broker_is_gone(stack):
     assert json.loads(body)["broker_reachable"] is False
 
 
-@pytest.mark.parametrize("reason,cls", [
-    ("malformed JSON: unexpected character", "malformed_json"), ("invalid UTF-8 at byte 3", "invalid_utf8"),
-    ("schema chat_turn: text: 'text' is a required property", "schema"), ("empty text", "empty_text"),
-    ("text too long: 5000 > 4000 characters", "too_large"), ("something new", "other"),
-    ("speaker 'malformed JSON poison' is not a plain role", "invalid_field"),  # quoted input is not the class
-    ("key b'x' does not match conversation_id 'y'", "key"), ("poison: 3 failed attempts", "poison")])
-def test_reason_classes(reason, cls):
-    assert reason_class(reason) == cls
+def test_dead_letter_metric_is_labelled_by_code_not_by_text():
+    """The label is the InvalidEvent's code: a reason text that quotes another class's words
+    (the old regexes read the text) still counts under its own code."""
+    from streams.observability import Observability
+
+    obs = Observability(load_settings())
+    obs.dead_letter(Reason.INVALID_FIELD)  # e.g. "speaker 'malformed JSON poison' is not a plain role"
+    obs.dead_letter(Reason.POISON)
+    obs.dead_letter(Reason.POISON)
+    got = {s.labels["reason"]: s.value for fam in obs.registry.collect() if fam.name == "dialcheck_dead_letters"
+           for s in fam.samples if s.name.endswith("_total")}
+    assert got == {"invalid_field": 1.0, "poison": 2.0}
+    with pytest.raises(ValueError):
+        obs.dead_letter("other")  # not a code: a new reason must be declared in schemas.Reason first
+
+
+def test_readme_lists_every_dead_letter_code():
+    """README's metrics table names the label values; they are the Reason codes that dead-letter
+    (deadline gives error verdicts, not dead letters)."""
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    row = next(ln for ln in readme.splitlines() if ln.startswith("| `dialcheck_dead_letters_total`"))
+    listed = set(re.findall(r"`([a-z_0-9]+)`", row.split("|")[3].split("(", 1)[1]))  # the values in (...)
+    assert listed == {r.value for r in Reason} - {Reason.DEADLINE.value}

@@ -133,6 +133,15 @@ def bad_kinds() -> list[tuple[str, bytes | None, bytes | None, str]]:
 
 
 BAD = bad_kinds()
+# reason fragment → the dead letter's machine code (schemas.Reason); the metric label is this code
+CODE_OF = {
+    "malformed JSON": "malformed_json", "nested too deep": "malformed_json", "duplicate JSON key": "malformed_json",
+    "schema": "schema", "text": "schema", "speaker": "schema", "turn_id": "schema", "conversation_id": "schema",
+    "check": "schema", "ts": "schema", "meta": "schema", "Additional properties": "schema",
+    "event too large": "too_large", "too long": "too_large", "empty text": "empty_text",
+    "plain role": "invalid_field", "control or invisible": "invalid_field", "invalid UTF-8": "invalid_utf8",
+    "does not match": "key", "missing key": "key", "key too large": "key", "null value": "tombstone",
+}
 
 
 def test_there_are_at_least_40_kinds():
@@ -145,6 +154,7 @@ def test_each_kind_is_rejected_with_its_reason_and_only_invalid_event(name, key,
     with pytest.raises(InvalidEvent) as e:
         validate_event(key, value, MAX_TEXT, MAX_EVENT, 16)
     assert reason in e.value.reason and len(e.value.reason.encode()) <= 1024
+    assert e.value.code == CODE_OF[reason]
 
 
 def test_hygiene_normalises_what_it_accepts():
@@ -212,6 +222,7 @@ def test_every_bad_record_dead_lettered_and_every_good_turn_checked(settings, wo
     for pos, (name, value, reason) in where.items():
         d = by_offset[pos]
         assert reason in d.reason, (name, reason, d.reason)
+        assert d.code == CODE_OF[reason], (name, d.code, d.reason)
         assert len(d.reason.encode()) <= 1024 and d.topic == settings.kafka.topic_turns
         assert len(d.value) <= settings.stream.deadletter_max_bytes
         assert (value or b"").startswith(d.value), name  # the original bytes, or a prefix of them

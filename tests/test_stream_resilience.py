@@ -17,7 +17,7 @@ import pytest
 
 from schemas import ChatTurn, claim_id
 from schemas.settings import Settings, load_settings
-from streams.app import partition_of
+from streams.turn_worker import partition_of
 from streams.replay import TurnProducer
 from streams.topics import ensure_topics
 from streams.verdicts import VerdictLog, collect_verdicts, end_offsets, read_dead_letters
@@ -138,6 +138,7 @@ def test_turn_that_kills_the_worker_every_time_is_dead_lettered_as_poison(broker
                 w.start().wait_ready(180)
             time.sleep(1)
         assert crashes == 2 and dead[0].reason.startswith("poison: 2 failed attempts")
+        assert dead[0].code == "poison"  # the machine code beside the human reason (schemas.Reason)
         assert dead[0].value == kill.to_json() and len(dead) == 1
         vlog = collect_verdicts(s, good, 120, start=start_v, alive=w.alive)
         assert good <= vlog.verdicts.keys()

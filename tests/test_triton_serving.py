@@ -124,3 +124,17 @@ def test_pipeline_same_verdicts_and_outage_recovery(server, records, local_nli, 
     server.start()
     assert nli.ready()
     _assert_same(in_process.check_many(items[:5]), pipe.check_many(items[:5]))
+
+
+def test_a_request_the_server_rejects_propagates(server):
+    """A real tritonserver's INVALID_ARGUMENT (an input the model does not have) is a bug in the
+    request, not an outage: raised as it is, once, never turned into ModelUnavailable."""
+    from tritonclient.utils import InferenceServerException
+    from workers.models.triton import Endpoint, TritonTransport
+
+    for url in (server.grpc_url, server.http_url):
+        t = TritonTransport(Endpoint.parse(url + "?retries=2&backoff_s=0.01"), "nli")
+        with pytest.raises(InferenceServerException) as e:
+            t.infer({"NO_SUCH_INPUT": np.array([[b"a"]], dtype=np.object_)}, ["LOGITS"])
+        assert not isinstance(e.value, ModelUnavailable) and e.value.status() in ("StatusCode.INVALID_ARGUMENT", "400")
+        t.close()

@@ -3,6 +3,8 @@
 The served models (triton_models/nli, triton_models/embed) take raw text, so these clients only
 split work into batches, bound the requests in flight (backpressure), time out, retry with
 backoff, and turn an outage into ModelUnavailable (the pipeline degrades on it, never drops).
+Only an outage is retried (`is_outage`: refused or dropped connections, timeouts, "unavailable"
+statuses); anything else, a bug in the request or here included, propagates as it is.
 
 URLs: `triton://HOST:PORT` (gRPC, default), `triton+grpc://HOST:PORT`, `triton+http://HOST:PORT`.
 Optional query: `?timeout_s=10&retries=3&batch_size=32&max_in_flight=4`.
@@ -24,6 +26,25 @@ from .nli_base import NLIClassifier
 
 NLI_MODEL = "nli"
 EMBED_MODEL = "embed"
+
+# statuses that say "not serving right now", not "your request is wrong": gRPC codes as tritonclient
+# writes them, and HTTP codes (Triton answers 400 for a bad request, 500 for a model that raised)
+OUTAGE_STATUSES = frozenset({
+    "StatusCode.UNAVAILABLE", "StatusCode.DEADLINE_EXCEEDED", "StatusCode.RESOURCE_EXHAUSTED",
+    "StatusCode.ABORTED", "429", "502", "503", "504",
+})
+
+
+def is_outage(e: BaseException) -> bool:
+    """True for what a retry may cure and ModelUnavailable declares: the server unreachable,
+    overloaded, or still loading the model; a connection refused, reset or timed out. False for
+    everything else: a request the server rejects (INVALID_ARGUMENT, 400), a client-side error
+    (tritonclient raises those without a status), a TypeError in our code."""
+    from tritonclient.utils import InferenceServerException
+
+    if isinstance(e, InferenceServerException):
+        return e.status() in OUTAGE_STATUSES
+    return isinstance(e, OSError)  # ConnectionError (refused, reset), TimeoutError, socket errors
 
 
 @dataclass(frozen=True)
@@ -126,6 +147,8 @@ class TritonTransport:
             params = self.model_config().get("parameters", {})
         except Exception as e:
             self._drop_client()
+            if not is_outage(e):
+                raise
             raise ModelUnavailable(f"triton {self.endpoint.address}/{self.model}: {e}") from e
         return {k: v.get("string_value", "") for k, v in params.items()}
 
@@ -150,14 +173,16 @@ class TritonTransport:
         return {n: res.as_numpy(n) for n in outputs}
 
     def infer(self, inputs: dict[str, np.ndarray], outputs: Sequence[str]) -> dict[str, np.ndarray]:
-        """One request with retries and exponential backoff; ModelUnavailable when exhausted."""
+        """One request; an outage (`is_outage`) is retried with exponential backoff and becomes
+        ModelUnavailable when the retries are spent; any other exception propagates at once."""
         retrying = tenacity.Retrying(
+            retry=tenacity.retry_if_exception(is_outage),
             stop=tenacity.stop_after_attempt(self.opts.retries + 1),
             wait=tenacity.wait_exponential(multiplier=self.opts.backoff_s, exp_base=2),
             before_sleep=lambda _: self._drop_client(), reraise=False)
         try:
             return retrying(self._infer_once, inputs, outputs)
-        except tenacity.RetryError as e:  # transport errors, deadline, server-side model errors
+        except tenacity.RetryError as e:  # outages only: connection, deadline, unavailable, overloaded
             self._drop_client()
             last = e.last_attempt.exception()
             raise ModelUnavailable(f"triton {self.endpoint.address}/{self.model} failed after "

@@ -1,7 +1,8 @@
 """docs/integration.md end to end, as a chat-app developer would run it: their own corpus indexed
 alone (`index build --sources "" --tsv`), a real `dialcheck worker` started from another directory
 against a real embedded Tansu broker, then examples/produce_turns.py and examples/consume_verdicts.py
-(kafka-python only, run as separate processes exactly as documented) get a verdict back.
+(kafka-python only, run as separate processes exactly as documented) and the Node.js example
+(examples/node/chat_backend.js, kafkajs) get a verdict back.
 
 Why each assertion: the verdict must come from the user's corpus (evidence titles from the TSV)
 and decide the claim the example sends; the consumer must see exactly one verdict (the user turn
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -48,47 +50,76 @@ def test_own_corpus_alone_is_indexed(own_index):
     assert titles == {ln.split("\t")[1] for ln in CORPUS.read_text().splitlines()[1:] if ln.strip()}
 
 
-def test_python_example_gets_a_verdict(own_index, fresh_broker, tmp_path):
+@pytest.fixture(scope="module")
+def worker(own_index, broker, tmp_path_factory):
+    """`dialcheck worker` as a user starts it: from a directory of their own, on their index."""
     from streams.app import READY_MARKER
     from streams.processes import terminate
 
-    cwd, xdg = tmp_path / "app-dir", tmp_path / "xdg-state"
+    tmp = tmp_path_factory.mktemp("worker")
+    cwd, xdg = tmp / "app-dir", tmp / "xdg-state"
     cwd.mkdir()
-    log_path = tmp_path / "worker.log"
+    log_path = tmp / "worker.log"
     env = _env(DIALCHECK_INDEX_DIR=str(own_index), XDG_STATE_HOME=str(xdg))
     env.pop("DIALCHECK_STATE_DIR", None)
     with open(log_path, "wb") as log:
-        worker = subprocess.Popen([sys.executable, "-u", "-m", "dialcheck.cli", "worker", "--broker", fresh_broker.bootstrap],
-                                  cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        proc = subprocess.Popen([sys.executable, "-u", "-m", "dialcheck.cli", "worker", "--broker", broker.bootstrap],
+                                cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 600
         while READY_MARKER not in log_path.read_text(errors="replace"):
-            assert worker.poll() is None, log_path.read_text(errors="replace")[-3000:]
+            assert proc.poll() is None, log_path.read_text(errors="replace")[-3000:]
             assert time.monotonic() < deadline, "worker not ready"
             time.sleep(0.5)
-
-        conv = "integration-example-1"
-        produced = subprocess.run([sys.executable, str(EXAMPLES / "produce_turns.py"), "--bootstrap",
-                                   fresh_broker.bootstrap, "--conversation", conv],
-                                  capture_output=True, text=True, timeout=120)
-        assert produced.returncode == 0, produced.stderr
-        assert json.loads(produced.stdout) == {"conversation_id": conv, "turns": 2, "checked_turn": f"{conv}/2"}
-
-        consumed = subprocess.run([sys.executable, str(EXAMPLES / "consume_verdicts.py"), "--bootstrap",
-                                   fresh_broker.bootstrap, "--conversation", conv, "--count", "1", "--timeout", "300"],
-                                  capture_output=True, text=True, timeout=400)
-        assert consumed.returncode == 0, consumed.stdout + consumed.stderr + log_path.read_text(errors="replace")[-3000:]
-        lines = [json.loads(ln) for ln in consumed.stdout.splitlines()]
-        assert len(lines) == 1, lines
-        shown = lines[0]
-        assert shown["turn_id"] == f"{conv}/2" and shown["status"] == "ok", shown
-        assert shown["label"] == "SUPPORTS", shown  # "he was born in Tupelo, Mississippi" vs the Elvis passage
-        corpus_titles = {ln.split("\t")[1] for ln in CORPUS.read_text().splitlines()[1:]}
-        assert shown["evidence_title"] in corpus_titles, shown
-        assert 0.0 < shown["confidence"] <= 1.0
+        yield {"bootstrap": broker.bootstrap, "cwd": cwd, "xdg": xdg, "log": log_path}
     finally:
-        terminate(worker, grace_s=30)
-    log_text = log_path.read_text(errors="replace")
-    assert not (cwd / "dialcheck-data").exists(), os.listdir(cwd)
-    assert list(cwd.iterdir()) == [], os.listdir(cwd)
-    assert f"worker state dir: {xdg / 'dialcheck' / 'dialcheck'}" in log_text
+        terminate(proc, grace_s=30)
+
+
+def _check_shown(shown: dict, conv: str) -> None:
+    assert shown["turn_id"] == f"{conv}/2" and shown["status"] == "ok", shown
+    assert shown["label"] == "SUPPORTS", shown  # "he was born in Tupelo, Mississippi" vs the Elvis passages
+    corpus_titles = {ln.split("\t")[1] for ln in CORPUS.read_text().splitlines()[1:]}
+    assert shown["evidence_title"] in corpus_titles, shown
+    assert 0.0 < shown["confidence"] <= 1.0
+
+
+def test_python_example_gets_a_verdict(worker):
+    conv = "integration-example-py"
+    produced = subprocess.run([sys.executable, str(EXAMPLES / "produce_turns.py"), "--bootstrap",
+                               worker["bootstrap"], "--conversation", conv],
+                              capture_output=True, text=True, timeout=120)
+    assert produced.returncode == 0, produced.stderr
+    assert json.loads(produced.stdout) == {"conversation_id": conv, "turns": 2, "checked_turn": f"{conv}/2"}
+
+    consumed = subprocess.run([sys.executable, str(EXAMPLES / "consume_verdicts.py"), "--bootstrap",
+                               worker["bootstrap"], "--conversation", conv, "--count", "1", "--timeout", "300"],
+                              capture_output=True, text=True, timeout=400)
+    assert consumed.returncode == 0, consumed.stdout + consumed.stderr + worker["log"].read_text(errors="replace")[-3000:]
+    lines = [json.loads(ln) for ln in consumed.stdout.splitlines()]
+    assert len(lines) == 1, lines  # the user turn is context, not checked
+    _check_shown(lines[0], conv)
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="no Node.js on this machine: the kafkajs example cannot run")
+def test_node_example_gets_a_verdict(worker):
+    """examples/node/chat_backend.js (kafkajs, pinned in its package.json) against the same worker."""
+    node_dir = EXAMPLES / "node"
+    if not (node_dir / "node_modules" / "kafkajs").exists():
+        done = subprocess.run(["npm", "ci", "--no-audit", "--no-fund"], cwd=node_dir, capture_output=True, text=True,
+                              timeout=600)
+        assert done.returncode == 0, done.stderr[-2000:]
+    conv = "integration-example-node"
+    ran = subprocess.run(["node", "chat_backend.js", "--bootstrap", worker["bootstrap"], "--conversation", conv,
+                          "--timeout", "300"], cwd=node_dir, capture_output=True, text=True, timeout=400)
+    assert ran.returncode == 0, ran.stdout + ran.stderr + worker["log"].read_text(errors="replace")[-3000:]
+    lines = [json.loads(ln) for ln in ran.stdout.splitlines()]
+    assert len(lines) == 1, lines
+    _check_shown(lines[0], conv)
+
+
+def test_worker_leaves_the_current_directory_alone(worker):
+    assert list(worker["cwd"].iterdir()) == [], os.listdir(worker["cwd"])  # no ./dialcheck-data
+    state = worker["xdg"] / "dialcheck" / "dialcheck"
+    assert f"worker state dir: {state} (DIALCHECK_STATE_DIR)" in worker["log"].read_text(errors="replace")
+    assert state.is_dir()

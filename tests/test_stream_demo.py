@@ -27,5 +27,29 @@ def test_demo_runs_embedded_and_exits_cleanly(tmp_path):
     assert out["claims"] == 20 and out["verdicts"] == 20 and out["missing"] == 0
     assert out["deadletter"] == out["deadletter_expected"] == 2
     assert 0.0 <= out["metrics"]["accuracy"] <= 100.0 and "macro_f1" in out["metrics"]
-    assert out["broker"] == "embedded"
+    assert out["broker"] == "embedded" and out["broker_address"].startswith("127.0.0.1:")
     assert out["off_schema_verdicts"] == 0
+    # produce→verdict latency of every claim, and the dead letters explained (issue 20)
+    assert 0 < out["latency_p50_s"] <= out["latency_p95_s"] <= out["latency_max_s"] and out["claims_per_second"] > 0
+    assert out["deadletter_note"].startswith("intentional")
+    assert "verdicts" in proc.stderr and "worker ready in" in proc.stderr and "broker at 127.0.0.1:" in proc.stderr
+
+
+def test_latency_summary_and_demo_text():
+    """The summary's latency numbers come from send and arrival times as given, and the text names
+    them and explains the dead letters (no timing measured here)."""
+    from dialcheck.commands.stream import demo_text
+    from streams.demo import DEADLETTER_NOTE, latency_summary
+
+    sent = {f"c{i}": 100.0 for i in range(20)}
+    got = {f"c{i}": 100.0 + (i + 1) for i in range(20)}  # latencies 1..20 s
+    lat = latency_summary(sent, {**got, "not-sent": 5.0})
+    assert lat == {"latency_p50_s": 10.5, "latency_p95_s": 19.05, "latency_max_s": 20.0, "claims_per_second": 1.0}
+    summary = {"verdicts": 20, "claims": 20, "status": {"ok": 20}, "duplicates_dropped": 0, "elapsed_s": 30.0,
+               "worker_ready_s": 8.0, "broker_address": "127.0.0.1:9092", "metrics": {"accuracy": 60.0, "macro_f1": 55.0},
+               "deadletter": 2, "deadletter_expected": 2, "missing": 0, "deadletter_note": DEADLETTER_NOTE,
+               "deadletter_reasons": ["malformed JSON: x", "empty text (after NFKC)"], **lat}
+    text = demo_text(summary)
+    assert "20/20 verdicts (20 ok" in text and "broker 127.0.0.1:9092" in text
+    assert "p50 10.5 s, p95 19.05 s" in text and "1.0 claims/s" in text
+    assert "2/2 dead letters (malformed JSON; empty text (after NFKC)): intentional" in text

@@ -27,7 +27,8 @@ from typing import Any, Iterable
 
 MASK = "***"
 ELLIPSIS = "…"
-_SCHEME = re.compile(r"[a-zA-Z][a-zA-Z0-9+.-]*://")
+_SCHEME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+.-")
+_MAX_SCHEME = 32
 # the authority (userinfo@host:port) ends at the path, query or fragment, a line end, a quote or bracket
 _AUTHORITY_END = re.compile(r"[/?#\r\n\"'<>`]")
 _HOST_START = re.compile(r"[A-Za-z0-9\[]")
@@ -35,28 +36,42 @@ _MAX_USERINFO = 256  # a longer "userinfo" is not one; keeps the scan linear on 
 _MIN_SECRET = 4  # shorter configured values would mask ordinary words
 
 
+def _scheme_start(text: str, sep: int) -> int:
+    """Where the scheme ending at `sep` (the index of "://") starts, or -1 when there is none.
+    A walk back, not a regex: a regex scheme search is quadratic on long runs of letters."""
+    j = sep
+    while j > max(0, sep - _MAX_SCHEME) and text[j - 1] in _SCHEME_CHARS:
+        j -= 1
+    while j < sep and not text[j].isalpha():  # a scheme starts with a letter (all of _SCHEME_CHARS are ASCII)
+        j += 1
+    return j if j < sep else -1
+
+
 def mask_urls(text: str) -> str:
-    """Every URL's whole userinfo → ***: `https://admin:p@ss word@os:9200/x` → `https://***@os:9200/x`."""
+    """Every URL's whole userinfo → ***: `https://admin:p@ss word@os:9200/x` → `https://***@os:9200/x`.
+    Linear in the text (log lines and reasons may be large and hostile)."""
     if "://" not in text or "@" not in text:
         return text
-    out, pos = [], 0
-    for m in _SCHEME.finditer(text):
-        start = m.end()
-        if m.start() < pos:
+    out, pos, sep = [], 0, text.find("://")
+    while sep >= 0:
+        start = sep + 3
+        if _scheme_start(text, sep) < 0:
+            sep = text.find("://", start)
             continue
         limit = min(len(text), start + _MAX_USERINFO)
         end_m = _AUTHORITY_END.search(text, start, limit)
         end = end_m.start() if end_m else limit
-        nxt = _SCHEME.search(text, start, end)
-        if nxt:
-            end = nxt.start()
+        nxt = text.find("://", start, end)
+        nxt_start = _scheme_start(text, nxt) if nxt >= 0 else -1
+        if nxt_start >= 0:  # the next URL begins inside this one's span: stop at its scheme
+            end = max(start, nxt_start)
         at = text.rfind("@", start, end)
         while at >= start and not _HOST_START.match(text, at + 1):
             at = text.rfind("@", start, at)
-        if at < start:
-            continue
-        out += [text[pos:start], MASK]
-        pos = at  # the '@' and the host stay
+        if at >= start:
+            out += [text[pos:start], MASK]
+            pos = at  # the '@' and the host stay
+        sep = text.find("://", start)
     out.append(text[pos:])
     return "".join(out)
 

@@ -140,3 +140,21 @@ def test_probe_pages_are_held_out(real_records):
     train = {r.page for r in real_records if not is_probe_page(r.page)}
     assert probe and train and not probe & train
     assert 0.05 < len(probe) / (len(probe) + len(train)) < 0.15
+
+
+def test_page_swap_probe_pairs_claims_with_another_pages_sentences(data_dir):
+    from workers.jsonl import read_jsonl
+    from workers.nli.hard_pairs import page_swap_probe_pairs
+
+    rows = list(read_jsonl(data_dir / "foolmetwice" / "dev.jsonl"))
+    page_of_claim = {r["text"].strip(): r["wikipedia_page"] for r in rows}
+    page_sents = {}
+    for r in rows:
+        for e in r.get("retrieved_evidence", []) + r.get("gold_evidence", []):
+            page_sents.setdefault(e["text"], set()).add(r["wikipedia_page"])
+    pairs = page_swap_probe_pairs(data_dir, n=50)
+    assert len(pairs) >= 45 and all(p.label == NEUTRAL for p in pairs)
+    for p in pairs:
+        own = page_of_claim[p.hypothesis]
+        assert not any(own in page_sents.get(s, set()) and len(page_sents[s]) == 1
+                       for s in page_sents if s in p.premise)

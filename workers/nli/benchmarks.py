@@ -56,7 +56,7 @@ def evaluate_model(model: OnnxNLI, data_dir: str | Path, limit: int | None = Non
     model.batch_size = saved
     out["pairs_per_second"] = round(len(bench) / (time.perf_counter() - t), 1)
     out["pairs_per_second_setup"] = "batch 32, SNLI test pairs, ONNX Runtime CPU, this machine"
-    from .hard_pairs import silent_probe, silent_probe_pairs
+    from .hard_pairs import page_swap_probe_pairs, silent_probe, silent_probe_pairs
 
     probe = silent_probe(model, silent_probe_pairs(data_dir, per_kind=min(limit or 400, 400)))
     out["silent_probe_false_contradiction"] = probe["false_contradiction_argmax"]
@@ -66,6 +66,12 @@ def evaluate_model(model: OnnxNLI, data_dir: str | Path, limit: int | None = Non
                                  "nearest other page's most claim-like sentence, or two sentences of a random page "
                                  "(neutral by construction; never trained on); share called contradiction "
                                  "(argmax; calibrated P ≥ 0.55)")
+    swap = silent_probe(model, page_swap_probe_pairs(data_dir, n=min(limit or 400, 400)))
+    out["swap_probe_false_contradiction"] = swap["false_contradiction_argmax"]
+    out["swap_probe_false_contradiction_p55"] = swap["false_contradiction_p55"]
+    out["swap_probe_pairs"] = swap["pairs"]
+    out["swap_probe_setup"] = ("FoolMeTwice dev claims (an evaluation set; the shipped and h200 models trained on "
+                               "them with their own evidence) each with two sentences of an unrelated page")
     cal = read_calibration(model.dir)
     for k in ("validation_ece_before", "validation_ece_after", "quantization"):
         if k in cal:

@@ -274,6 +274,31 @@ def silent_probe_pairs(root: str | Path, per_kind: int = 400, seed: int = 7) -> 
     return out
 
 
+def page_swap_probe_pairs(root: str | Path, n: int = 400, seed: int = 11) -> list[NLIPair]:
+    """Evaluation only (FoolMeTwice dev is an evaluation set, never a source of hard pairs): each
+    claim with two retrieved sentences of another, unrelated Wikipedia page, like the issue's
+    page-swap probe on FoolMeTwice test. Neutral by construction; a different domain and claim
+    style from the VitaminC-built probe, so it checks that the lesson transfers."""
+    rng = random.Random(seed)
+    rows = [r for r in read_jsonl(Path(root) / "foolmetwice" / "dev.jsonl") if r.get("wikipedia_page")]
+    sents: dict[str, list[str]] = defaultdict(list)
+    for r in rows:
+        for e in r.get("retrieved_evidence", []) + r.get("gold_evidence", []):
+            if e.get("text") and e["text"] not in sents[r["wikipedia_page"]]:
+                sents[r["wikipedia_page"]].append(e["text"])
+    pages = sorted(sents)
+    out = []
+    for r in rng.sample(rows, min(n, len(rows))):
+        subj = _subject_words(clean_title(r["wikipedia_page"]))
+        for _ in range(5):
+            other = rng.choice(pages)
+            cands = [x for x in sents[other] if not tokens(x) & subj]
+            if other != r["wikipedia_page"] and len(cands) >= 2:
+                out.append(NLIPair(" ".join(rng.sample(cands, 2)), r["text"].strip(), NEUTRAL, "fmt_page_swap"))
+                break
+    return out
+
+
 def silent_probe(model, pairs: Sequence[NLIPair], threshold: float = 0.55) -> dict:
     """False-contradiction rate on silent pairs: share called contradiction by argmax, and share
     with calibrated P(contradiction) ≥ threshold; overall and per kind (source)."""

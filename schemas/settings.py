@@ -167,6 +167,21 @@ class KafkaSettings(_Section):
 class StreamSettings(_Section):
     app_id: str = _env("STREAM_APP_ID", "dialcheck", "Faust app id: consumer group and changelog topic prefix.",
                        pattern=r"^[A-Za-z0-9._-]+$")
+    state_dir: str = _env("STATE_DIR", "",
+                          "Worker state directory (Faust's data dir; the tables live in Kafka changelogs). Empty: "
+                          "$XDG_STATE_HOME/dialcheck/<app id>, else ~/.local/state/dialcheck/<app id>; never the "
+                          "current directory.")
+
+    @property
+    def state_path(self) -> Path:
+        """The state directory this worker uses (the setting, or the XDG default)."""
+        import os
+
+        if self.state_dir:
+            return Path(self.state_dir).expanduser()
+        base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+        return Path(base) / "dialcheck" / self.app_id
+
     context_turns: int = _env("CONTEXT_TURNS", 10, "Turns kept per conversation.", ge=1, le=1000)
     context_idle_s: float = _env("CONTEXT_IDLE_S", 3600.0, "Evict a conversation idle this long (0: never).", ge=0)
     check_roles: str = _env("CHECK_ROLES", "assistant,bot", "Speaker roles whose turns are checked (comma list).")

@@ -46,6 +46,7 @@ def create_app(settings: Settings, checker: Checker) -> faust.App:
         producer_max_batch_size=1,
         consumer_auto_offset_reset="earliest",
         store="memory://",
+        datadir=str(st.state_path),  # Faust's default is ./<app id>-data in the current directory
         topic_partitions=settings.kafka.topic_partitions,
         topic_replication_factor=settings.kafka.topic_replication,
         topic_allow_declare=True,

@@ -10,8 +10,9 @@ def register(sub) -> None:
     isub = p.add_subparsers(dest="index_command", required=True)
     b = isub.add_parser("build", help="build the passage index")
     b.add_argument("--out", default=None, help="index directory (embedded backend)")
-    b.add_argument("--sources", default="dialfact,foolmetwice", help="comma list of dialfact,foolmetwice,wice")
-    b.add_argument("--tsv", default=None, help="Wikipedia passage dump: id<TAB>title<TAB>text")
+    b.add_argument("--sources", default="dialfact,foolmetwice", help="comma list of dialfact,foolmetwice,wice; \"\" with --tsv: your own corpus alone")
+    b.add_argument("--tsv", default=None, help="your passages: id<TAB>title<TAB>text (a header row 'id ...' is skipped); "
+                                                "added to --sources, or alone with --sources \"\"")
     b.add_argument("--no-vectors", action="store_true", help="skip encoder vectors (BM25 only)")
     b.add_argument("--backend", choices=["embedded", "opensearch"], default="embedded")
     b.add_argument("--url", default=None, help="OpenSearch URL (backend opensearch)")
@@ -24,35 +25,25 @@ def register(sub) -> None:
 
 def run_build(args) -> int:
     from schemas.settings import load_settings, redact
-    from workers.retrieval.build import build_index
-
     from workers.retrieval.collection import ALL_SOURCES
+    from workers.retrieval.factory import build_index
 
     from dialcheck.errors import UsageError
 
     settings = load_settings(retrieval={"index_dir": args.out, "opensearch_url": args.url, "opensearch_index": args.index_name})
     sources = [s.strip() for s in args.sources.split(",") if s.strip()]
     unknown = [s for s in sources if s not in ALL_SOURCES]
-    if unknown or not sources:
-        raise UsageError(f"unknown --sources {','.join(unknown) or '(none)'}: choose from {','.join(ALL_SOURCES)}")
+    if unknown:
+        raise UsageError(f"unknown --sources {','.join(unknown)}: choose from {','.join(ALL_SOURCES)} "
+                         "(or --sources \"\" with --tsv for your own corpus alone)")
+    if not sources and not args.tsv:
+        raise UsageError("nothing to index: --sources \"\" needs --tsv YOUR.tsv (id<TAB>title<TAB>text)")
     if args.keep < 0:
         raise UsageError(f"--keep must be at least 0 (got {args.keep})")
-    if args.backend == "opensearch":
-        from workers.retrieval.build import encode_passages
-        from workers.retrieval.collection import build_collection
-        from workers.retrieval.opensearch import build_versioned_index
-
-        passages = build_collection(settings.data.dir, sources, args.tsv)
-        vectors = None
-        if not args.no_vectors:
-            from workers.models.encoders import load_local_encoder
-
-            vectors = encode_passages(load_local_encoder(settings.models.encoder), passages)
-        result = build_versioned_index(passages, vectors, settings.retrieval.opensearch_url,
-                                       settings.retrieval.opensearch_index, keep=args.keep,
-                                       k1=settings.retrieval.bm25_k1, b=settings.retrieval.bm25_b)
-        print(json.dumps({"backend": "opensearch", "url": redact(settings.retrieval.opensearch_url), **result}))
-        return 0
-    index = build_index(settings, sources=sources, tsv=args.tsv, with_vectors=not args.no_vectors)
-    print(json.dumps({"backend": "embedded", "dir": settings.retrieval.index_dir, **index.meta}), file=sys.stdout)
+    settings = settings.updated(retrieval={"backend": args.backend})
+    result = build_index(settings, sources, args.tsv, with_vectors=not args.no_vectors, keep=args.keep)
+    if result["backend"] == "opensearch":
+        result = {"backend": "opensearch", "url": redact(settings.retrieval.opensearch_url), **result}
+    print(json.dumps(result), file=sys.stdout)
     return 0
+

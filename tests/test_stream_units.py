@@ -215,3 +215,76 @@ def test_log_filter_scrubs_message_arguments_and_tracebacks():
     assert ScrubbingFilter(Scrubber(["hunter22"]), max_bytes=60).filter(rec)
     text = logging.Formatter().format(rec)
     assert "hunter22" not in text and text.startswith("failed: pw *** (3)") and len(text.encode()) <= 60
+
+
+class _TwoClaims:
+    """A ClaimChecker stand-in: per turn, one verdict per claim and then the turn summary."""
+
+    def check_many(self, items):
+        return [turn[-1] for turn in self.check_turns(items)]
+
+    def check_turns(self, items):
+        return [[error_verdict(i, f"claim {k} of {i.turn_id}") for k in range(2)] + [error_verdict(i, "summary")]
+                for i in items]
+
+
+class _Hangs:
+    def __init__(self):
+        import threading
+
+        self.release = threading.Event()
+
+    def check_many(self, items):
+        self.release.wait(30)
+        return [error_verdict(i, "late") for i in items]
+
+
+def _turn_worker(checker, **stream):
+    from streams.observability import Observability
+    from streams.turn_worker import AttemptsTable, TurnWorker
+
+    s = load_settings(stream=stream)
+    return TurnWorker(None, s, checker, table={}, attempts=AttemptsTable({}), verdicts_topic=None, dead_topic=None,
+                      obs=Observability(s))
+
+
+def test_worker_publishes_every_verdict_of_a_claim_checker_in_order():
+    import asyncio
+
+    out = asyncio.run(_turn_worker(_TwoClaims()).run_pipeline([item(0), item(1)]))
+    assert [(v.turn_id, v.status.reason) for v in out] == [
+        ("t0", "claim 0 of t0"), ("t0", "claim 1 of t0"), ("t0", "summary"),
+        ("t1", "claim 0 of t1"), ("t1", "claim 1 of t1"), ("t1", "summary")]
+
+
+def test_worker_deadline_gives_error_verdicts_and_a_fresh_thread():
+    import asyncio
+
+    hangs = _Hangs()
+    w = _turn_worker(hangs, batch_deadline_s=0.5)
+    first = w.executor
+    try:
+        out = asyncio.run(w.run_pipeline([item(0), item(1)]))
+    finally:
+        hangs.release.set()
+    assert [v.status.state for v in out] == ["error", "error"]
+    assert all(v.status.reason.startswith(f"{Reason.DEADLINE}: ") for v in out)
+    assert w.counters.deadline_expired == 1 and w.executor is not first
+
+
+def test_attempts_table_counts_per_record_and_forgets():
+    from types import SimpleNamespace
+
+    from streams.turn_worker import AttemptsTable
+
+    table = {}
+    a = AttemptsTable(table)
+    m1, m2 = (SimpleNamespace(topic="chat.turns", partition=0, offset=n) for n in (7, 8))
+    a.set(b"c", m1, a.prior(b"c", m1) + 1)
+    a.set(b"c", m2, 1)
+    a.set(b"c", m1, a.prior(b"c", m1) + 1)
+    assert (a.prior(b"c", m1), a.prior(b"c", m2)) == (2, 1)
+    a.set(b"c", m1, None)
+    assert table == {b"c": {"chat.turns/0/8": 1}}
+    a.set(b"c", m2, None)
+    assert table == {}  # a key holding nothing is deleted (the changelog gets a tombstone)

@@ -3,8 +3,9 @@
 
 Only kafka-python and the standard library. Verdicts arrive on `chat.verdicts` keyed by
 conversation id; delivery is at-least-once, so the same verdict can come twice: deduplicate by
-`claim_id`. Rejected input arrives on `chat.deadletter` with the reason in the `dialcheck.reason`
-header and the original bytes as the value.
+`claim_id`. Rejected input arrives on `chat.deadletter` with a machine code in the
+`dialcheck.reason.code` header, the reason for people in `dialcheck.reason`, and the original bytes
+as the value.
 
     python examples/consume_verdicts.py --bootstrap 127.0.0.1:9092 [--conversation ID --count 1]
 
@@ -59,7 +60,8 @@ def main() -> int:
                         continue
                     if rec.topic == args.deadletter_topic:
                         headers = {k: v.decode("utf-8", "replace") for k, v in rec.headers or []}
-                        print(json.dumps({"dead_letter": key, "reason": headers.get("dialcheck.reason")}))
+                        print(json.dumps({"dead_letter": key, "code": headers.get("dialcheck.reason.code"),
+                                          "reason": headers.get("dialcheck.reason")}))
                         continue
                     v = json.loads(rec.value)
                     if v["claim_id"] in seen:

@@ -101,6 +101,24 @@ def test_python_example_gets_a_verdict(worker):
     _check_shown(lines[0], conv)
 
 
+def test_python_consumer_shows_dead_letters(worker):
+    """A turn the contract refuses comes back on chat.deadletter with its code and reason."""
+    from kafka import KafkaProducer
+
+    conv = "integration-example-bad"
+    producer = KafkaProducer(bootstrap_servers=worker["bootstrap"], acks="all")
+    producer.send("chat.turns", key=conv.encode(), value=json.dumps(
+        {"conversation_id": conv, "turn_id": "1", "speaker": "assistant"}).encode()).get(timeout=30)
+    producer.close()
+    consumed = subprocess.run([sys.executable, str(EXAMPLES / "consume_verdicts.py"), "--bootstrap",
+                               worker["bootstrap"], "--conversation", conv, "--timeout", "20"],
+                              capture_output=True, text=True, timeout=120)
+    lines = [json.loads(ln) for ln in consumed.stdout.splitlines()]
+    assert lines[0]["dead_letter"] == conv and lines[0]["code"] == "schema", lines
+    assert "'text' is a required property" in lines[0]["reason"]
+    assert lines[-1] == {"timeout": True, "verdicts": 0}  # no verdict for a refused turn
+
+
 @pytest.mark.skipif(shutil.which("node") is None, reason="no Node.js on this machine: the kafkajs example cannot run")
 def test_node_example_gets_a_verdict(worker):
     """examples/node/chat_backend.js (kafkajs, pinned in its package.json) against the same worker."""

@@ -34,8 +34,10 @@ async function main() {
       eachMessage: async ({ topic, message }) => {
         if (!message.key || message.key.toString() !== conversation) return;
         if (topic === "chat.deadletter") {
-          const reason = message.headers["dialcheck.reason"];
-          console.log(JSON.stringify({ dead_letter: conversation, reason: reason && reason.toString() }));
+          const header = (name) => (message.headers[name] ? message.headers[name].toString() : null);
+          console.log(JSON.stringify({
+            dead_letter: conversation, code: header("dialcheck.reason.code"), reason: header("dialcheck.reason"),
+          }));
           return;
         }
         const v = JSON.parse(message.value.toString());

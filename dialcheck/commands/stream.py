@@ -123,7 +123,8 @@ def demo_text(summary: dict) -> str:
     if summary.get("latency_p50_s") is not None:
         lines.append(f"  produce→verdict latency p50 {summary['latency_p50_s']} s, p95 {summary['latency_p95_s']} s, "
                      f"max {summary['latency_max_s']} s; {summary['claims_per_second']} claims/s "
-                     f"({summary['claims']} claims sent at once: later ones wait for the batches before them)")
+                     f"({summary['claims']} claims sent at once: later ones wait for the batches before them, "
+                     f"and the first batch also warms the models up)")
     if summary["deadletter_expected"]:
         reasons = "; ".join(r.split(":")[0] for r in summary["deadletter_reasons"])
         lines.append(f"  {summary['deadletter']}/{summary['deadletter_expected']} dead letters ({reasons}): "

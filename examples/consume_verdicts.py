@@ -30,6 +30,8 @@ def for_display(v: dict) -> dict:
         "status": v["status"]["state"], "reason": v["status"].get("reason"),
         "evidence_title": best and best["title"], "evidence": best and best["window"],
         "checked_text": v["surface"]["text"],
+        # produce→publish in ms (from the turn's ts, else the record timestamp; newer workers only)
+        "latency_ms": v.get("latency_ms"), "ts": v.get("ts"),
     }
 
 

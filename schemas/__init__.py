@@ -232,12 +232,22 @@ class Verdict:
     created_at: float = field(default_factory=time.time)
     rationale: dict | None = None  # why this label: rule or layer, its numbers, the window it read (schema)
     schema_version: str = "2"  # verdict.schema.json's version; 1 had no rationale
+    # set by the stream worker as it publishes (null from `check`/`eval`): the producer's `ts` echoed,
+    # and milliseconds from that `ts` (or the record's Kafka timestamp) to publishing
+    ts: float | None = None
+    latency_ms: float | None = None
 
     def to_dict(self) -> dict:
         return asdict(self)
 
     def to_json(self) -> bytes:
-        return orjson.dumps(self.to_dict(), option=orjson.OPT_SERIALIZE_NUMPY)
+        """The published form: probabilities rounded to 4 places (run files keep full precision)."""
+        d = self.to_dict()
+        d["probabilities"] = {k: round(float(p), 4) for k, p in d["probabilities"].items()}
+        for e in d["evidence"]:
+            for k in ("entail", "neutral", "contradict"):
+                e[k] = round(float(e[k]), 4)
+        return orjson.dumps(d, option=orjson.OPT_SERIALIZE_NUMPY)
 
     @classmethod
     def from_dict(cls, d: dict) -> "Verdict":

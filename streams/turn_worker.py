@@ -27,7 +27,7 @@ import logging
 import os
 import sys
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 from schemas import InvalidEvent, Reason
 from schemas.items import CheckItem
@@ -51,6 +51,15 @@ def partition_of(key: bytes, partitions: int) -> int:
     from aiokafka.partitioner import murmur2
 
     return (murmur2(key) & 0x7FFFFFFF) % partitions
+
+
+def stamped(v, ts: float | None, record_ts: float | None, now: float | None = None):
+    """The verdict as published (issue 20): the producer's `ts` echoed, and `latency_ms` from that
+    `ts` (else the record's Kafka timestamp; both seconds) to now. A producer clock ahead of ours
+    can make it negative: it is reported as measured, not hidden."""
+    origin = ts if ts is not None else record_ts
+    now = time.time() if now is None else now
+    return replace(v, ts=ts, latency_ms=None if origin is None else round((now - origin) * 1000.0, 1))
 
 
 def fatal(what: str) -> None:
@@ -188,8 +197,10 @@ class TurnWorker:
         key = None if dl.key is None else bytes(dl.key)
         return (self.dead_topic, key, bytes(dl.value) if dl.value is not None else b"", dl.headers())
 
-    def verdict_record(self, v) -> tuple:
+    def verdict_record(self, v, stamp: tuple | None = None) -> tuple:
         # what dialcheck wrote (status reason, model_versions) is scrubbed; users' text never is (issue 19)
+        if stamp is not None:
+            v = stamped(v, *stamp)
         raw = safe_verdict(v, self.scrub, self.st.max_reason_bytes).to_json()
         return (self.verdicts_topic, v.conversation_id.encode("utf-8"), raw, None)
 
@@ -213,8 +224,9 @@ class TurnWorker:
             return [error_verdict(it, f"{Reason.DEADLINE.value}: pipeline batch exceeded {st.batch_deadline_s:g} s",
                                   st.max_reason_bytes) for it in items]
 
-    async def check_group(self, group: list) -> None:
-        """One pipeline call: count the attempt durably first, deliver, then forget the count."""
+    async def check_group(self, group: list, stamps: dict | None = None) -> None:
+        """One pipeline call: count the attempt durably first, deliver, then forget the count.
+        `stamps`: (conversation id, turn id) → (the turn's ts, its record timestamp) for `stamped`."""
         for key, msg, _ in group:
             self.attempts.set(key, msg, self.attempts.prior(key, msg) + 1)
         try:
@@ -224,7 +236,8 @@ class TurnWorker:
         except Exception as e:  # noqa: BLE001
             fatal(f"could not write pipeline attempts to the changelog: {bound(self.scrub(repr(e)), 300)}")
         verdicts = await self.run_pipeline([item for _, _, item in group])
-        await self.deliver([self.verdict_record(v) for v in verdicts])
+        stamps = stamps or {}
+        await self.deliver([self.verdict_record(v, stamps.get((v.conversation_id, v.turn_id))) for v in verdicts])
         self.counters.verdicts += len(verdicts)
         self.obs.checked(group, verdicts)
         for key, msg, _ in group:
@@ -241,6 +254,7 @@ class TurnWorker:
         now = time.time()
         dead: list[tuple] = []
         to_check: list[tuple] = []  # (conversation key, message, CheckItem)
+        stamps: dict[tuple[str, str], tuple] = {}  # checked turn → (its ts, its record timestamp)
         owned = self.owned_partitions()
         for ev in events:
             msg = ev.message
@@ -257,6 +271,7 @@ class TurnWorker:
             self.recency.touch(key)
             if should_check(turn, self.roles):
                 to_check.append((key, msg, CheckItem(turn.conversation_id, turn.turn_id, context, turn.text)))
+                stamps[(turn.conversation_id, turn.turn_id)] = (turn.ts, getattr(msg, "timestamp", None))
         for old in self.recency.overflow(st.max_conversations):
             if old in self.table and self._partition(old) in owned:
                 del self.table[old]
@@ -281,7 +296,7 @@ class TurnWorker:
             else:
                 groups = [[(k, m, i) for k, m, i, _ in fresh]] if fresh else []
             for group in groups:
-                await self.check_group(group)
+                await self.check_group(group, stamps)
         for m in held:
             m.ack(self.app.consumer)
 

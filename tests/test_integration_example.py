@@ -99,6 +99,8 @@ def test_python_example_gets_a_verdict(worker):
     lines = [json.loads(ln) for ln in consumed.stdout.splitlines()]
     assert len(lines) == 1, lines  # the user turn is context, not checked
     _check_shown(lines[0], conv)
+    # the producer's ts is echoed and the produce→publish latency is measured from it
+    assert isinstance(lines[0]["ts"], float) and lines[0]["latency_ms"] > 0, lines[0]
 
 
 def test_python_consumer_shows_dead_letters(worker):
@@ -141,3 +143,25 @@ def test_worker_leaves_the_current_directory_alone(worker):
     state = worker["xdg"] / "dialcheck" / "dialcheck"
     assert f"worker state dir: {state} (DIALCHECK_STATE_DIR)" in worker["log"].read_text(errors="replace")
     assert state.is_dir()
+
+
+def test_published_verdict_echoes_ts_measures_latency_and_rounds():
+    """streams/turn_worker.stamped and Verdict.to_json without a broker: the fields a chat app reads
+    (`ts`, `latency_ms`, 4-place probabilities) are in the published JSON and valid in the schema."""
+    from schemas import Evidence, Status, Surface, Verdict, parse_verdict
+    from streams.turn_worker import stamped
+
+    v = Verdict("c1", "t1", "id1", "claim", Surface("r0", "claim"), "SUPPORTS",
+                {"SUPPORTS": 0.986170854218692, "REFUTES": 0.012464936084397938, "NOT ENOUGH INFO": 0.0013642096969100814},
+                [Evidence("p1", "T", "text", "text", 0.9, 0.5, 0.8414738178253174, 0.07547307014465332, 0.08305307477712631)],
+                {}, {}, Status())
+    assert stamped(v, 100.0, 99.0, now=102.5).latency_ms == 2500.0      # from the producer's ts
+    assert stamped(v, None, 99.0, now=102.5).latency_ms == 3500.0       # else the record timestamp
+    assert stamped(v, None, None, now=102.5).latency_ms is None
+    published = json.loads(stamped(v, 100.0, 99.0, now=102.5).to_json())
+    assert published["ts"] == 100.0 and published["latency_ms"] == 2500.0
+    assert published["probabilities"] == {"SUPPORTS": 0.9862, "REFUTES": 0.0125, "NOT ENOUGH INFO": 0.0014}
+    assert published["evidence"][0]["entail"] == 0.8415
+    back = parse_verdict(stamped(v, 100.0, 99.0, now=102.5).to_json())  # validates against the schema
+    assert back.latency_ms == 2500.0 and back.ts == 100.0
+    assert v.to_dict()["probabilities"]["SUPPORTS"] == 0.986170854218692  # run files keep full precision

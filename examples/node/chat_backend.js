@@ -48,6 +48,7 @@ async function main() {
           conversation_id: v.conversation_id, turn_id: v.turn_id, claim_id: v.claim_id, label: v.label,
           confidence: Math.round((v.probabilities[v.label] || 0) * 1000) / 1000, status: v.status.state,
           evidence_title: best ? best.title : null, evidence: best ? best.window : null,
+          latency_ms: v.latency_ms === undefined ? null : v.latency_ms, // produce→publish (newer workers)
         }));
         clearTimeout(timer);
         resolve();

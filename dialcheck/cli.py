@@ -83,6 +83,9 @@ def run() -> None:
 
     try:
         code = main()
+    except BrokenPipeError:  # `dialcheck verdicts --json | head`: the reader left, which is not an error
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        code = 0
     except SystemExit as e:  # argparse's exit (usage, --help, --version)
         code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
         if not isinstance(e.code, int) and e.code is not None:

@@ -158,3 +158,18 @@ def test_page_swap_probe_pairs_claims_with_another_pages_sentences(data_dir):
         own = page_of_claim[p.hypothesis]
         assert not any(own in page_sents.get(s, set()) and len(page_sents[s]) == 1
                        for s in page_sents if s in p.premise)
+
+
+def test_nli_evaluate_reports_the_probes(capsys, data_dir):
+    import json
+
+    from dialcheck.cli import main
+
+    assert main(["nli", "evaluate", "--limit", "30", "--json", "--data-dir", str(data_dir)]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["silent_probe"]["pairs"] == 90 and set(out["silent_probe"]["by_kind"]) == {
+        "hard_same_page", "hard_nearest_page", "hard_random_page"}
+    assert out["silent_probe_false_contradiction"] == out["silent_probe"]["false_contradiction_argmax"]
+    # P(contradiction) >= 0.55 makes contradiction the argmax, so the p55 rate never exceeds the argmax rate
+    assert 0.0 <= out["silent_probe_false_contradiction_p55"] <= out["silent_probe_false_contradiction"]
+    assert out["swap_probe_pairs"] >= 27 and 0.0 <= out["swap_probe_false_contradiction"] <= 1.0

@@ -31,6 +31,7 @@ CASES = [
     ("no broker configured", ["verdicts"], {}, 2),
     ("no broker configured (replay)", ["replay"], {}, 2),
     ("no broker configured (page)", ["ui"], {}, 2),
+    ("`--limit` without `--gold`", ["verdicts", "--limit", "5"], {}, 2),
     ("Triton does not answer", ["check", "--models", "triton://127.0.0.1:9", "--claim", "Paris is in France."], {}, 2),
     ("unknown model backend", ["check", "--models", "bogus", "--claim", "x"], {}, 2),
     ("unknown surface", ["check", "--surface", "r9", "--claim", "x"], {}, 2),

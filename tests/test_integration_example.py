@@ -165,3 +165,21 @@ def test_published_verdict_echoes_ts_measures_latency_and_rounds():
     back = parse_verdict(stamped(v, 100.0, 99.0, now=102.5).to_json())  # validates against the schema
     assert back.latency_ms == 2500.0 and back.ts == 100.0
     assert v.to_dict()["probabilities"]["SUPPORTS"] == 0.986170854218692  # run files keep full precision
+
+
+def test_verdicts_gold_limit_wait_scores_what_was_replayed(worker):
+    """`replay --records 3` then `verdicts --gold F --limit 3 --wait S --json`: it waits for those
+    three verdicts and scores 3 of 3 (without --limit it would score them against all 300 records).
+    Labels come from the tiny own corpus, so only the coverage is asserted."""
+    from schemas.settings import load_settings
+
+    data = load_settings().data.dialfact_sample
+    cli = [sys.executable, "-m", "dialcheck.cli"]
+    replayed = subprocess.run([*cli, "replay", "--broker", worker["bootstrap"], "--records", "3", "--quiet"],
+                              capture_output=True, text=True, env=_env(), cwd=REPO, timeout=300)
+    assert replayed.returncode == 0, replayed.stderr
+    scored = subprocess.run([*cli, "verdicts", "--broker", worker["bootstrap"], "--gold", data, "--limit", "3",
+                             "--wait", "300", "--json"], capture_output=True, text=True, env=_env(), cwd=REPO, timeout=400)
+    assert scored.returncode == 0, scored.stderr
+    (m,) = json.loads(scored.stdout)["surfaces"].values()
+    assert (m["n"], m["missing"]) == (3, 0), m

@@ -59,6 +59,10 @@ def cmd_replay(args) -> int:
 def cmd_verdicts(args) -> int:
     from streams.verdicts import TopicReader, VerdictLog, read_dead_letters
 
+    if (args.limit or args.wait is not None) and not args.gold:
+        from dialcheck.errors import UsageError
+
+        raise UsageError("--limit and --wait go with --gold (score the first N records once their verdicts are in)")
     s = _need_broker(_settings(args))
     if args.deadletter:
         for d in read_dead_letters(s):
@@ -67,10 +71,21 @@ def cmd_verdicts(args) -> int:
     if args.gold:  # a bad gold file is one line before anything is read (commands/score.py)
         from dialcheck.commands.score import load_gold
 
-        gold_records = load_gold(args.gold)
+        gold_records = load_gold(args.gold, args.limit)
     vlog = VerdictLog(window=s.stream.verdicts_dedup_window if args.follow and not args.gold else None)
+    if args.gold and args.wait is not None:  # until the gold records' verdicts are all in, or --wait s
+        from streams.replay import iter_claim_ids
+        from streams.verdicts import collect_verdicts
+
+        expected = set(iter_claim_ids(gold_records))
+        bar = _progress_bar(len(expected), "verdicts")
+        try:
+            collect_verdicts(s, expected, args.wait, log=vlog,
+                             alive=lambda: bar.update(len(expected & vlog.verdicts.keys()) - bar.n) or True)
+        finally:
+            bar.close()
     with TopicReader(s, s.kafka.topic_verdicts) as reader:
-        records_iter = iter(()) if args.follow else reader.drain()
+        records_iter = iter(()) if args.follow or (args.gold and args.wait is not None) else reader.drain()
         try:
             while True:
                 recs = reader.poll(0.5) if args.follow else list(records_iter)
@@ -97,6 +112,13 @@ def cmd_verdicts(args) -> int:
         print(f"[verdicts] {len(vlog.verdicts)} verdicts, {vlog.duplicates} duplicates dropped", file=sys.stderr)
         print_scored(result, args.json)
     return 0
+
+
+def _progress_bar(total: int, desc: str):
+    """A bar on a terminal's stderr; nothing when stderr is a file or a pipe."""
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc=desc, unit="claim", file=sys.stderr, disable=None, dynamic_ncols=True)
 
 
 def _demo_metrics(verdicts: dict, records: list) -> dict:
@@ -182,6 +204,10 @@ def register(sub) -> None:
     p.add_argument("--gold", help="DialFact JSONL with gold labels: print metrics instead of verdicts")
     p.add_argument("--json", action="store_true")
     p.add_argument("--deadletter", action="store_true", help="print the dead-letter topic instead")
+    p.add_argument("--limit", type=int, default=None,
+                   help="with --gold: the first N records only (as `replay --records N` sent them)")
+    p.add_argument("--wait", type=float, default=None,
+                   help="with --gold: wait up to S seconds for those records' verdicts (a bar on a terminal)")
     p.set_defaults(func=cmd_verdicts)
 
     p = sub.add_parser("demo", help="Broker, worker, replay and scoring, all embedded; prints a summary.")

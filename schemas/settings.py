@@ -30,7 +30,9 @@ def _env(name: str, default: Any, doc: str, **constraints) -> Any:
 
 
 class _Section(BaseSettings):
-    """One settings section: frozen, reads its own DIALCHECK_* variables, refuses unknown keys."""
+    """One settings section: frozen, reads its own DIALCHECK_* variables. Other environment
+    variables are ignored (`extra="ignore"`: the environment holds much else); a key that is not a
+    setting is refused where code passes one (`Settings.updated`)."""
     model_config = SettingsConfigDict(frozen=True, populate_by_name=True, extra="ignore",
                                       env_ignore_empty=False, case_sensitive=True)
     _secret_urls: tuple[str, ...] = ()
@@ -241,6 +243,25 @@ class UISettings(_Section):
     max_conversations: int = _env("UI_MAX_CONVERSATIONS", 200,
                                   "Conversations the ui keeps in memory (least recently active dropped first).",
                                   ge=1, le=100000)
+    # issue 19: every bound of the live page (README "Security: the live page")
+    max_turns: int = _env("UI_MAX_TURNS", 100, "Turns the ui keeps per conversation (oldest dropped first, with "
+                          "their verdicts).", ge=1, le=100000)
+    max_verdicts: int = _env("UI_MAX_VERDICTS", 100, "Verdicts the ui keeps per conversation, turns it never saw "
+                             "included (oldest dropped first).", ge=1, le=100000)
+    max_snapshot_bytes: int = _env("UI_MAX_SNAPSHOT_BYTES", 16 << 20,
+                                   "Serialised size of everything the ui keeps (= a page's snapshot); least recently "
+                                   "active conversations are dropped beyond it.", ge=65536, le=1 << 32)
+    max_verdict_bytes: int = _env("UI_MAX_VERDICT_BYTES", 1 << 20, "Larger chat.verdicts records are rejected "
+                                  "(counted in /api/state; turns use DIALCHECK_MAX_EVENT_BYTES).", ge=1024, le=1 << 28)
+    max_clients: int = _env("UI_MAX_CLIENTS", 16, "Live pages (SSE streams) served at once; more get 503.",
+                            ge=1, le=10000)
+    client_queue_bytes: int = _env("UI_CLIENT_QUEUE_BYTES", 4 << 20, "Events queued for one page; a page that reads "
+                                   "slower is dropped (its EventSource reconnects to a fresh snapshot).",
+                                   ge=4096, le=1 << 32)
+    send_timeout_s: float = _env("UI_SEND_TIMEOUT_S", 30.0, "A page that takes longer to accept one write "
+                                 "(snapshot or event) is disconnected.", gt=0, le=3600)
+    allowed_hosts: str = _env("UI_ALLOWED_HOSTS", "", "Host header names the ui answers besides localhost, "
+                              "127.0.0.1 and [::1] (comma list; others get 421, against DNS rebinding).")
 
 
 class PerfSettings(_Section):
@@ -252,10 +273,34 @@ class PerfSettings(_Section):
                               "(0: no caches).", ge=0, le=10_000_000)
 
 
+class LLMSettings(_Section):
+    """The LLM steps (R5 rewrite, evidence-guided editing) through any OpenAI-compatible endpoint."""
+    _secret_urls = ("url",)
+    url: str = _env("LLM_URL", "", "Base URL of an OpenAI-compatible API, up to /v1 (vLLM http://HOST:8000/v1, "
+                    "llama.cpp http://HOST:8080/v1, Ollama http://HOST:11434/v1). Empty: no LLM; r5/r5g take the "
+                    "R4 path with a degraded status.")
+    model: str = _env("LLM_MODEL", "", "Model name sent with each request (empty: the first of the server's /v1/models).")
+    api_key: SecretStr = _env("LLM_API_KEY", SecretStr(""), "Bearer token for the endpoint (masked everywhere).")
+    timeout_s: float = _env("LLM_TIMEOUT_S", 20.0, "Per-request timeout; a request still unanswered after its "
+                            "retries degrades its claim to the R4 path.", gt=0, le=600)
+    retries: int = _env("LLM_RETRIES", 1, "Retries of a request that timed out, could not connect or got 429/5xx.",
+                        ge=0, le=10)
+    max_tokens: int = _env("LLM_MAX_TOKENS", 96, "Completion tokens per request (a rewrite is one sentence).",
+                           ge=8, le=4096)
+    concurrency: int = _env("LLM_CONCURRENCY", 4, "Requests in flight at once per pipeline batch.", ge=1, le=256)
+    batch_timeout_s: float = _env("LLM_BATCH_TIMEOUT_S", 60.0, "Longest a pipeline batch waits for its LLM requests; "
+                                  "claims still unanswered take the R4 path (keep it below DIALCHECK_BATCH_DEADLINE_S).",
+                                  gt=0, le=3600)
+    edit: bool = _env("LLM_EDIT", False, "Evidence-guided editing (SuCEA) after the first retrieval: each sub-claim "
+                      "edited with its top evidence into a query, retrieved again, merged. Off by default.")
+    edit_subclaims: int = _env("LLM_EDIT_SUBCLAIMS", 3, "Sub-claims per claim that evidence-guided editing edits.",
+                               ge=1, le=20)
+
+
 SECTIONS: dict[str, type[_Section]] = {
     "data": DataSettings, "models": ModelSettings, "retrieval": RetrievalSettings, "gate": GateSettings,
     "verify": VerifySettings, "kafka": KafkaSettings, "stream": StreamSettings, "ui": UISettings,
-    "perf": PerfSettings,
+    "perf": PerfSettings, "llm": LLMSettings,
 }
 
 
@@ -271,6 +316,7 @@ class Settings(BaseModel):
     stream: StreamSettings
     ui: UISettings
     perf: PerfSettings
+    llm: LLMSettings
 
     def updated(self, **sections: dict[str, Any]) -> "Settings":
         """A copy with some fields changed, validated like the environment: updated(gate={"tau_fv": .6})."""

@@ -214,6 +214,9 @@ class Evidence:
 class Status:
     state: Literal["ok", "degraded", "error"] = "ok"
     reason: str | None = None
+    # how well the evidence the decision read bears on the claim: strong (the deciding window is
+    # about the claim's subject), weak (only off-topic or silent windows), none (nothing was read)
+    evidence: Literal["strong", "weak", "none"] | None = None
 
 
 @dataclass

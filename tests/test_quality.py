@@ -1,8 +1,8 @@
 """Labels that are wrong fail here: obvious FV items per label through the real pipeline with the
-shipped defaults (NLI model + decision layer), and a macro-F1 floor on a fixed slice of DialFact
-testsmall. The shipped decision layer was fitted on all of testsmall, so the slice score is
-in-sample: the floor guards against regressions, it is not a quality claim (README has the
-cross-validated numbers)."""
+shipped defaults (NLI model v3 + the guarded decision), evidence that is merely silent (never
+REFUTES), and a macro-F1 floor on a fixed slice of DialFact testsmall. testsmall is one of the five
+sets the guarded rule's two thresholds were fitted on, so the slice score guards against
+regressions; it is not a quality claim (the README has the leave-one-dataset-out numbers)."""
 from __future__ import annotations
 
 import pytest
@@ -19,14 +19,12 @@ OBVIOUS = [
     ("SUPPORTS", "Elvis Presley was born in Tupelo, Mississippi.", ELVIS),
     ("SUPPORTS", "The Eiffel Tower is in Paris.", EIFFEL),
     ("REFUTES", "Elvis Presley was born in London, England.", ELVIS),
-    ("REFUTES", "The Eiffel Tower is made of wood and stands in Berlin.", EIFFEL),
     ("NOT ENOUGH INFO", "That's cool, I didn't know that.", ELVIS),
     ("NOT ENOUGH INFO", "My grandmother saw Elvis Presley in concert once.", ELVIS),
 ]
-# Known failure (issue 10 report): the shipped NLI model gives high contradiction to claims the
-# evidence is silent about, and the decision layer (fitted on DialFact, where such claims are mostly
-# REFUTES) follows it. Strict: these start failing the suite the day they are answered correctly.
-KNOWN_WRONG = [
+# Evidence that is silent about the claim (issue 10's known failures, answered since NLI v3 and the
+# guarded rule: these were strict xfails before)
+SILENT = [
     ("NOT ENOUGH INFO", "Elvis Presley owned a pink Cadillac.", ELVIS),
     ("NOT ENOUGH INFO", "Bowling is a popular sport in Japan.", ELVIS),
     ("NOT ENOUGH INFO", "I would love to visit the Eiffel Tower one day!", EIFFEL),
@@ -47,11 +45,27 @@ def test_obvious_items(fv_pipeline, label, claim, evidence):
     assert v.label == label, (v.label, v.probabilities)
 
 
-@pytest.mark.xfail(strict=True, reason="shipped NLI calls unsupported claims contradicted (issue 10)")
-@pytest.mark.parametrize("label,claim,evidence", KNOWN_WRONG, ids=[f"{o[0]}:{o[1][:30]}" for o in KNOWN_WRONG])
-def test_known_wrong_items(fv_pipeline, label, claim, evidence):
+@pytest.mark.parametrize("label,claim,evidence", SILENT, ids=[f"{o[0]}:{o[1][:30]}" for o in SILENT])
+def test_silent_evidence_items(fv_pipeline, label, claim, evidence):
     v = fv_pipeline.check_many([CheckItem("q", "1", ["Tell me something."], claim, evidence)])[0]
     assert v.label == label, (v.label, v.probabilities)
+
+
+# Known miss (issue 18): NLI v3 trades REFUTES recall for precision (held-out fact-checking pairs:
+# recall 0.69 → 0.50, precision 0.68 → 0.76); this false claim's contradiction (0.54) stays under the
+# fitted t_refutes (0.56), so it is NOT ENOUGH INFO. Never SUPPORTS; strict: it fails the day it is REFUTES.
+WOOD_AND_BERLIN = "The Eiffel Tower is made of wood and stands in Berlin."
+
+
+def test_false_claim_is_never_supported(fv_pipeline):
+    v = fv_pipeline.check_many([CheckItem("q", "1", ["Tell me something."], WOOD_AND_BERLIN, EIFFEL)])[0]
+    assert v.label != "SUPPORTS", (v.label, v.probabilities)
+
+
+@pytest.mark.xfail(strict=True, reason="v3 + guarded rule: contradiction 0.54 < t_refutes 0.56 (issue 18)")
+def test_known_miss_wood_and_berlin(fv_pipeline):
+    v = fv_pipeline.check_many([CheckItem("q", "1", ["Tell me something."], WOOD_AND_BERLIN, EIFFEL)])[0]
+    assert v.label == "REFUTES", (v.label, v.probabilities)
 
 
 def test_macro_f1_floor_on_fixed_slice(fv_pipeline, dialfact_records):
@@ -64,7 +78,7 @@ def test_macro_f1_floor_on_fixed_slice(fv_pipeline, dialfact_records):
     assert min(m["predicted"].values()) > 0, m  # every label is used
 
 
-MACRO_F1_FLOOR = 67.0  # measured 70.23 (in-sample: the shipped layer was fitted on all of testsmall)
+MACRO_F1_FLOOR = 45.0  # measured 47.53 with NLI v3 + guarded (was 70.23 in-sample with the old layer fitted on testsmall)
 
 
 def test_multi_sentence_turn_checked_claim_by_claim(settings, nli, encoder):

@@ -9,11 +9,12 @@ from workers.decision.guarded import fit
 from workers.decision.sufficiency import coverage, key_terms, strength
 
 EIFFEL = "It was built in 1889 for the World's Fair."
+EIFFEL_R4 = "The Eiffel Tower was built in 1889 for the World's Fair."  # R4: the pronoun resolved from the context
 
 
-def ev(claim, windows, probs, titles=None):
+def ev(claim, windows, probs, titles=None, topic=EIFFEL_R4):
     return ClaimEvidence(claim, np.array(probs, float).reshape(len(probs), 3), np.ones(len(probs)),
-                         np.arange(len(probs)), [None] * len(probs), None, list(windows), list(titles or []))
+                         np.arange(len(probs)), [None] * len(probs), None, list(windows), list(titles or []), topic)
 
 
 def test_key_terms_skip_chat_fillers_and_keep_names_and_numbers():
@@ -44,6 +45,31 @@ GUARDED = DecisionLayer("guarded", {"t_supports": 0.6, "t_refutes": 0.6, "on_top
 ])
 def test_guarded_rule(window, title, probs, label):
     assert GUARDED.predict([ev(EIFFEL, [window], [probs], [title])]) == [label]
+
+
+def test_no_refutes_about_another_subject_or_an_unresolved_pronoun():
+    """Chicago's fair is a World's Fair with another year, but the window does not name the Eiffel
+    Tower; and with the pronoun unresolved nothing can be shown to be about the claim."""
+    chicago = ev(EIFFEL, ["The fair was built in 1893 in Chicago for the World's Fair."], [[0.02, 0.08, 0.90]], ["Chicago"])
+    assert GUARDED.predict([chicago]) == ["NOT ENOUGH INFO"]
+    unresolved = ev(EIFFEL, ["The tower was built for the 1887 World's Fair."], [[0.02, 0.08, 0.90]], ["Eiffel Tower"],
+                    topic="")
+    assert GUARDED.predict([unresolved]) == ["NOT ENOUGH INFO"]
+
+
+def test_a_generic_word_of_the_subject_is_not_its_name():
+    from workers.decision.sufficiency import subject_covered
+
+    sears = "Major construction projects, including the Sears Tower, which in 1974 became the world's tallest building"
+    assert not subject_covered(EIFFEL_R4, sears, "Chicago")
+    assert subject_covered(EIFFEL_R4, "The tower was built for the 1887 World's Fair.", "Eiffel Tower")
+
+
+def test_subject_through_chat_wrappers():
+    from workers.decision.sufficiency import subject_terms
+
+    assert {t for _, t in subject_terms("I think Elvis Presley was born in Memphis.")} == {"elvi", "presley"}
+    assert subject_terms("He was born in Tupelo, Mississippi.") is None
 
 
 def test_guarded_rule_never_refutes_when_a_window_supports():

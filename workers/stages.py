@@ -241,4 +241,10 @@ def claim_evidence(s: ClaimState) -> ClaimEvidence:
     """What the decision reads of a verified claim (the verify stage and the tuner both call this)."""
     gate = s.fv_surface.gate.accepted if s.fv_surface.gate is not None else None
     return ClaimEvidence.of(s.fv_surface.text, s.decisions, [p.score for p in s.passages], gate,
-                            [p.title for p in s.passages])
+                            [p.title for p in s.passages], topic_of(s))
+
+
+def topic_of(s: ClaimState) -> str:
+    """What the claim is about, for evidence sufficiency: the R4 surface (pronouns resolved from the
+    context, whether or not the gate let the verifier read it), else the surface read."""
+    return s.surfaces.r4 if s.surfaces is not None else s.fv_surface.text

@@ -58,12 +58,15 @@ def assemble(st: ClaimState, ctx: VerdictContext) -> Verdict:
 
 
 def deciding_coverage(st: ClaimState, best) -> float | None:
-    """Share of the claim's key terms the deciding window (or its passage title) covers; None when
-    no window was read."""
+    """How far the deciding window is about the claim: the share of the claim's key terms it (or its
+    passage title) covers, 0 when it does not name the claim's subject; None when nothing was read."""
     if best is None or st.fv_surface is None:
         return None
-    title = st.passages[best.window.passage_index].title if best.window.passage_index < len(st.passages) else ""
-    return coverage(st.fv_surface.text, best.window.text, title)[0]
+    from .stages import claim_evidence
+
+    ev = claim_evidence(st)
+    i = next((k for k, d in enumerate(st.decisions) if d is best), None)
+    return float(ev.on_topic[i]) if i is not None else None
 
 
 def status(st: ClaimState, best, protocol: str, evidence: str = "none") -> Status:

@@ -37,6 +37,7 @@ class ClaimEvidence:
     gate: bool | None = None  # None: no gate candidate; else accepted?
     window_texts: list = field(default_factory=list)  # (n,) the windows' text (sufficiency)
     titles: list = field(default_factory=list)  # per passage: its title ("" when unknown)
+    topic: str = ""  # what the claim is about, pronouns resolved (the R4 surface); "" = the claim
 
     @property
     def n(self) -> int:
@@ -44,28 +45,36 @@ class ClaimEvidence:
 
     @property
     def coverage(self) -> np.ndarray:
-        """(n, 2): per window, the share of the claim's key terms it covers and whether it states a
-        claim number differently (workers/decision/sufficiency.py); full coverage without texts."""
+        """(n, 3): per window, the share of the claim's key terms it covers, whether it states a
+        claim number differently, and whether it names the claim's subject
+        (workers/decision/sufficiency.py); full coverage without texts."""
         if getattr(self, "_coverage", None) is None:
-            from .sufficiency import coverage
+            from .sufficiency import coverage, subject_covered
 
             if len(self.window_texts) != self.n:
-                self._coverage = np.tile([1.0, 0.0], (self.n, 1))
+                self._coverage = np.tile([1.0, 0.0, 1.0], (self.n, 1))
             else:
+                topic = self.topic or self.claim
                 title = lambda i: self.titles[i] if 0 <= i < len(self.titles) else ""  # noqa: E731
-                self._coverage = np.array([coverage(self.claim, w, title(int(i)))
+                self._coverage = np.array([(*coverage(topic, w, title(int(i))), subject_covered(topic, w, title(int(i))))
                                            for w, i in zip(self.window_texts, self.passage_index)],
-                                          dtype=float).reshape(self.n, 2)
+                                          dtype=float).reshape(self.n, 3)
         return self._coverage
+
+    @property
+    def on_topic(self) -> np.ndarray:
+        """(n,) per window: coverage share (0 where the window does not name the claim's subject)."""
+        cov = self.coverage
+        return np.where(cov[:, 2] > 0, cov[:, 0], 0.0) if self.n else np.zeros(0)
 
     @classmethod
     def of(cls, claim: str, decisions: list, passage_scores: list, gate: bool | None,
-           titles: list | None = None) -> "ClaimEvidence":
+           titles: list | None = None, topic: str = "") -> "ClaimEvidence":
         """From a claim's window decisions (workers/decision/rule.py `WindowDecision`)."""
         return cls(claim, np.array([d.probs for d in decisions]).reshape(len(decisions), 3),
                    np.array([d.window.prescore for d in decisions]),
                    np.array([d.window.passage_index for d in decisions], dtype=int), list(passage_scores), gate,
-                   [d.window.text for d in decisions], list(titles or []))
+                   [d.window.text for d in decisions], list(titles or []), topic)
 
 
 def claim_words(text: str) -> list[str]:

@@ -1,13 +1,17 @@
 """The guarded rule: NOT ENOUGH INFO unless the evidence decides, and no REFUTES from evidence that
 is off the claim's topic (../shared/docs/verifier-recipes.md §6.1–6.2).
 
-- SUPPORTS if some window's entailment ≥ t_supports (the most entailing window decides);
-- else REFUTES if some window is on topic (coverage ≥ on_topic, workers/decision/sufficiency.py)
-  with contradiction ≥ t_refutes and above its entailment (the most contradicting such window);
+- SUPPORTS if some window's entailment ≥ t_supports and is its most likely class (the most
+  entailing such window decides);
+- else REFUTES if some window is on topic (it names the claim's subject, pronouns resolved by R4,
+  and covers ≥ on_topic of the claim's key terms: workers/decision/sufficiency.py)
+  with contradiction ≥ t_refutes as its most likely class (the most contradicting such window);
 - else NOT ENOUGH INFO.
-Three parameters, fitted by a grid search that maximises the mean macro-F1 over the training sets
-(each over the labels it has) while keeping REFUTES precision ≥ `min_refutes_precision` on every
-training set; `dialcheck tune decision --lodo` fits them leaving each set out in turn."""
+With all three at 0 this is the argmax rule with SUPPORTS first; the fit can only add guards.
+t_supports and t_refutes are fitted by a grid search that maximises the mean macro-F1 over the
+training sets (each over the labels it has) while keeping REFUTES precision ≥
+`min_refutes_precision` on every training set (the least shortfall where no grid point does);
+`dialcheck tune decision --lodo` fits them leaving each set out in turn. on_topic is fixed (below)."""
 from __future__ import annotations
 
 from typing import Sequence
@@ -18,9 +22,14 @@ from schemas.protocols import CONTRADICTION, ENTAILMENT
 
 S, R, NEI, NOT_S = 0, 1, 2, 3
 GOLD_CODES = {"SUPPORTS": S, "REFUTES": R, "NOT ENOUGH INFO": NEI, "NOT SUPPORTS": NOT_S}
-T_SUPPORTS = tuple(np.round(np.arange(0.30, 0.96, 0.05), 2))
-T_REFUTES = tuple(np.round(np.arange(0.30, 0.99, 0.04), 2))
+T_SUPPORTS = tuple(np.round(np.arange(0.0, 0.96, 0.05), 2))
+T_REFUTES = tuple(np.round(np.arange(0.0, 0.99, 0.04), 2))
 ON_TOPIC = (0.0, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
+# The on-topic level is fixed, not fitted: the yardstick's sets come with gold evidence, which is
+# on topic by construction, so they cannot show what the guard is for (retrieved passages about
+# something else, the Disneyland-for-Eiffel case). Half the claim's key terms (names and numbers
+# count twice) is the design value; the swap probe (`tune decision --lodo` report) measures it.
+ON_TOPIC_DEFAULT = (0.5,)
 
 
 def decide(ev, t_supports: float, t_refutes: float, on_topic: float) -> tuple[int, int | None]:
@@ -29,10 +38,12 @@ def decide(ev, t_supports: float, t_refutes: float, on_topic: float) -> tuple[in
         return NEI, None
     p = np.asarray(ev.probs)
     e, c = p[:, ENTAILMENT], p[:, CONTRADICTION]
-    if e.max() >= t_supports:
-        return S, int(np.argmax(e))
-    topical = ev.coverage[:, 0] >= on_topic
-    refuting = topical & (c >= t_refutes) & (c > e)
+    top = p.argmax(1)
+    supporting = (e >= t_supports) & (top == ENTAILMENT)
+    if supporting.any():
+        return S, int(np.argmax(np.where(supporting, e, -1.0)))
+    topical = ev.on_topic >= on_topic
+    refuting = topical & (c >= t_refutes) & (top == CONTRADICTION)
     if refuting.any():
         return R, int(np.argmax(np.where(refuting, c, -1.0)))
     decided = np.maximum(e, c)  # shown: the on-topic window closest to deciding, else any
@@ -40,17 +51,24 @@ def decide(ev, t_supports: float, t_refutes: float, on_topic: float) -> tuple[in
 
 
 def _claim_summaries(evs) -> tuple[np.ndarray, np.ndarray]:
-    """Per claim: max entailment, and per ON_TOPIC level the max contradiction of on-topic windows
-    whose contradiction exceeds their entailment (-1 where none)."""
-    max_e = np.array([np.asarray(ev.probs)[:, ENTAILMENT].max() if ev.n else -1.0 for ev in evs])
+    """Per claim: max entailment of windows whose most likely class is entailment, and per ON_TOPIC
+    level the max contradiction of on-topic windows whose most likely class is contradiction (-1
+    where none)."""
+    def best_e(ev):
+        p = np.asarray(ev.probs)
+        ok = p.argmax(1) == ENTAILMENT
+        return float(p[ok, ENTAILMENT].max()) if ev.n and ok.any() else -1.0
+
+    max_e = np.array([best_e(ev) for ev in evs])
     max_c = np.full((len(evs), len(ON_TOPIC)), -1.0)
     for i, ev in enumerate(evs):
         if not ev.n:
             continue
         p = np.asarray(ev.probs)
-        e, c, cov = p[:, ENTAILMENT], p[:, CONTRADICTION], ev.coverage[:, 0]
+        c, cov = p[:, CONTRADICTION], ev.on_topic
+        top = p.argmax(1) == CONTRADICTION
         for j, k in enumerate(ON_TOPIC):
-            ok = (cov >= k) & (c > e)
+            ok = (cov >= k) & top
             if ok.any():
                 max_c[i, j] = c[ok].max()
     return max_e, max_c
@@ -72,7 +90,8 @@ def _score(gold: np.ndarray, pred: np.ndarray, space: tuple[int, ...], floor: fl
 
 
 def fit(evs: Sequence, labels: Sequence[str], sets: Sequence[str] | None = None,
-        spaces: dict[str, tuple[str, ...]] | None = None, min_refutes_precision: float = 0.60) -> dict:
+        spaces: dict[str, tuple[str, ...]] | None = None, min_refutes_precision: float = 0.60,
+        mode: str = "per_set", on_topic: tuple[float, ...] = ON_TOPIC_DEFAULT) -> dict:
     """The grid point with the best mean per-set macro-F1 among those keeping REFUTES precision
     ≥ the floor on every set (the least shortfall if none does); ties toward higher thresholds."""
     sets = list(sets) if sets is not None else ["all"] * len(labels)
@@ -84,12 +103,21 @@ def fit(evs: Sequence, labels: Sequence[str], sets: Sequence[str] | None = None,
     max_e, max_c = _claim_summaries(evs)
     best = None
     for j, k in enumerate(ON_TOPIC):
+        if k not in on_topic:
+            continue
         for tr in T_REFUTES:
             refute = max_c[:, j] >= tr
             for ts in T_SUPPORTS:
                 pred = np.where(max_e >= ts, S, np.where(refute, R, NEI))
                 scores = [_score(gold[idx[n]], pred[idx[n]], space[n], min_refutes_precision) for n in names]
-                short = sum(s for _, s in scores)
+                if mode == "pooled":  # the floor on all training sets' REFUTES together
+                    n_r = int(np.sum(pred == R))
+                    right = float(np.sum((pred == R) & ((gold == R) | (gold == NOT_S))))
+                    short = max(0.0, min_refutes_precision - right / n_r) if n_r >= 5 else 0.0
+                elif mode == "none":
+                    short = 0.0
+                else:
+                    short = sum(s for _, s in scores)
                 key = (-round(short, 6), round(float(np.mean([f for f, _ in scores])), 6), tr, k, ts)
                 if best is None or key > best:
                     best = key

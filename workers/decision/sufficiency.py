@@ -76,6 +76,52 @@ def coverage(claim: str, window: str, title: str = "") -> tuple[float, bool]:
     return (hit / total if total else 1.0), conflict
 
 
+_SELF = {"i", "we", "you", "me", "us"}
+
+
+@lru_cache(maxsize=65536)
+def subject_terms(text: str) -> frozenset | None:
+    """Key terms of what the claim is about: its main clause's grammatical subject (through "I
+    think / I read that ..." wrappers). None when that subject is a third-person pronoun ("it",
+    "he", "they": no clear referent, so no window can be shown to be about it); empty when no
+    subject is found (nothing required)."""
+    from ..surfaces.pronouns import parse
+
+    doc = parse(text)
+    for sent in doc.sents:
+        head = sent.root
+        for _ in range(4):  # "I think that he said X was ..." → the clause that states the fact
+            subj = next((t for t in head.children if t.dep_ in ("nsubj", "nsubjpass")), None)
+            inner = next((t for t in head.children if t.dep_ in ("ccomp", "xcomp")), None)
+            if subj is not None and subj.lower_ in _SELF and inner is not None:
+                head = inner
+                continue
+            break
+        if subj is None:
+            continue
+        if subj.pos_ == "PRON" and subj.lower_ not in _SELF:
+            return None
+        span = doc[subj.left_edge.i: subj.right_edge.i + 1].text
+        anchors, content, numbers = key_terms(span)
+        return frozenset({("anchor", t) for t in anchors | numbers} | {("word", t) for t in content})
+    return frozenset()
+
+
+def subject_covered(topic: str, window: str, title: str = "") -> bool:
+    """The window (or its passage title) names the claim's subject: every name and number in it
+    ("Eiffel" and "Tower", not just a tower) and half its key terms at least."""
+    terms = subject_terms(topic)
+    if terms is None:
+        return False
+    if not terms:
+        return True
+    words, nums = _window_terms(f"{title} {window}" if title else window)
+    present = words | nums
+    if any(kind == "anchor" and t not in present for kind, t in terms):
+        return False
+    return 2 * sum(t in present for _, t in terms) >= len(terms)
+
+
 def strength(cov: float | None, on_topic: float) -> str:
     """The verdict's `status.evidence`: none (nothing read), weak (the deciding window is off the
     claim's topic) or strong."""

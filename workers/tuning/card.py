@@ -66,15 +66,17 @@ used only as transfer sets and are in the NLI model's training pairs, so scores 
 """)
 
 
-def fit_union_and_write(tuner, sets: list, out: str | Path, k: int = 5) -> DecisionLayer:
+def fit_union_and_write(tuner, sets: list, out: str | Path, k: int = 5, by_set: dict | None = None) -> DecisionLayer:
     """The guarded rule fitted on the union of the yardstick's sets (FV, R0), written with a card
-    that quotes its leave-one-dataset-out numbers: the only numbers not tuned on their own records."""
+    that quotes its leave-one-dataset-out numbers: the only numbers not tuned on their own records.
+    `by_set`: the sets' ClaimEvidence when already computed."""
     import json
 
     from .lodo import lodo_report, set_evidence
 
-    report = lodo_report(tuner, sets, ("threshold", "argmax", "guarded"), None, k)
-    evs = [e for s in sets for e in set_evidence(tuner, s)]
+    by_set = by_set or {s.name: set_evidence(tuner, s) for s in sets}
+    report = lodo_report(tuner, sets, ("threshold", "argmax", "guarded", "logreg"), None, k, by_set)
+    evs = [e for s in sets for e in by_set[s.name]]
     layer = DecisionLayer("guarded").fit(evs, [lab for s in sets for lab in s.labels],
                                          sets=[s.name for s in sets for _ in s.items],
                                          spaces={s.name: s.label_space for s in sets})
@@ -99,13 +101,13 @@ def fit_union_and_write(tuner, sets: list, out: str | Path, k: int = 5) -> Decis
 
 `workers/decision/params/{Path(out).name}` decides a claim from its windows' NLI probabilities and
 their topical coverage (workers/decision/guarded.py, workers/decision/sufficiency.py):
-SUPPORTS if a window's entailment ≥ {p['t_supports']}; else REFUTES if an on-topic window (coverage
-≥ {p['on_topic']}) has contradiction ≥ {p['t_refutes']} above its entailment; else NOT ENOUGH INFO.
+SUPPORTS if a window's most likely class is entailment at ≥ {p['t_supports']}; else REFUTES if an on-topic
+window (it names the claim's subject and covers ≥ {p['on_topic']} of its key terms) has contradiction as its most likely class at ≥ {p['t_refutes']}; else NOT ENOUGH INFO.
 
 - **Fitted on:** the union of {', '.join(f'{n} ({c})' for n, c in layer.meta['fitted_on']['sets'].items())}
-  (FV protocol, gold evidence, surface R0), maximising mean per-set macro-F1 with REFUTES precision
+  (FV protocol, gold evidence, surface R0; a set larger than --limit-per-set is an even spread of that many), maximising mean per-set macro-F1 with REFUTES precision
   ≥ {p['min_refutes_precision']:.0%} on every set.
-- **NLI model:** `{layer.meta['nli_model']['version']}` (fingerprint `{tuner.fp}`); loading refuses another
+- **NLI model:** `{layer.meta['nli_model']['version']}` (fingerprint `{layer.meta['nli_model']['fingerprint']}`); loading refuses another
   model's probabilities (refit with `dialcheck tune fit --method guarded`).
 - **Fitted:** {layer.meta['date']}
 

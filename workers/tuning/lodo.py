@@ -40,10 +40,12 @@ def _fit(method: str, train: list[tuple[EvalSet, list]]) -> DecisionLayer:
     return DecisionLayer(method).fit(evs, labels, sets=sets, spaces={s.name: s.label_space for s, _ in train})
 
 
-def lodo_report(tuner: Tuner, sets: list[EvalSet], methods=("threshold", "argmax", "guarded", "logreg"),
-                shipped: DecisionLayer | None = None, k: int = 5) -> dict:
-    evs = {s.name: set_evidence(tuner, s) for s in sets}
-    report: dict = {"nli_model": tuner.model_dir, "nli_fingerprint": tuner.fp, "protocol": "fv", "surface": "r0",
+def lodo_report(tuner: Tuner | None, sets: list[EvalSet], methods=("threshold", "argmax", "guarded", "logreg"),
+                shipped: DecisionLayer | None = None, k: int = 5, evs: dict | None = None) -> dict:
+    """`evs`: the sets' ClaimEvidence by set name when already computed (else the pipeline runs)."""
+    evs = evs if evs is not None else {s.name: set_evidence(tuner, s) for s in sets}
+    report: dict = {"nli_model": getattr(tuner, "model_dir", None), "nli_fingerprint": getattr(tuner, "fp", None),
+                    "protocol": "fv", "surface": "r0",
                     "sets": {s.name: {"n": len(s), "labels": list(s.label_space),
                                       "in_nli_training": IN_NLI_TRAINING.get(s.name, False)} for s in sets},
                     "left_out": {}}
@@ -78,4 +80,24 @@ def _grouped_cv(inner: EvalSet, evs: dict, sets: list[EvalSet], methods, k: int)
             for i, p in zip(test, layer.predict([evs[inner.name][i] for i in test])):
                 pred[i] = p
         out[m] = set_metrics(inner, pred)
+    return out
+
+
+def swap_probe(tuner: Tuner, fmt: EvalSet, layers: dict, limit: int = 400) -> dict:
+    """The other-page swap probe: FoolMeTwice claims each given the gold evidence of a claim about
+    another Wikipedia page, so the evidence is silent by construction and every REFUTES is wrong.
+    Returns each decision's REFUTES rate (the target is ~0) and SUPPORTS rate."""
+    n = min(limit, len(fmt))
+    items = []
+    for i in range(n):
+        j = next(k for k in range(i + 7, i + 7 + len(fmt)) if fmt.groups[k % len(fmt)] != fmt.groups[i]) % len(fmt)
+        it = fmt.items[i]
+        items.append(type(it)(it.conversation_id + "-swap", it.turn_id, [], it.claim, fmt.items[j].gold_evidence))
+    probe = EvalSet("swap", items, ["NOT ENOUGH INFO"] * n, [f"s{i}" for i in range(n)], fmt.label_space)
+    evs = set_evidence(tuner, probe)
+    out = {"claims": n}
+    for name, layer in layers.items():
+        pred = layer.predict(evs)
+        out[name] = {"refutes_rate": round(100 * pred.count("REFUTES") / n, 1),
+                     "supports_rate": round(100 * pred.count("SUPPORTS") / n, 1)}
     return out

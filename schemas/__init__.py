@@ -118,6 +118,19 @@ def json_depth(obj: Any) -> int:
     return depth
 
 
+def load_bounded_json(raw: bytes, max_depth: int) -> Any:
+    """Parse untrusted JSON bytes and refuse nesting deeper than `max_depth` (InvalidEvent), before
+    anything recursive runs on it."""
+    try:
+        obj = orjson.loads(raw)
+    except orjson.JSONDecodeError as e:
+        raise InvalidEvent(Reason.MALFORMED_JSON, f"malformed JSON: {str(e)[:200]}") from None
+    depth = json_depth(obj)
+    if depth > max_depth:
+        raise InvalidEvent(Reason.MALFORMED_JSON, f"JSON nested too deep: {depth} > {max_depth} levels")
+    return obj
+
+
 def _no_duplicate_keys(pairs: list) -> dict:
     keys = [k for k, _ in pairs]
     if len(set(keys)) != len(keys):
@@ -140,13 +153,7 @@ def parse_turn(raw: bytes | str, max_text_chars: int = 4000, max_bytes: int | No
         text = raw.decode("utf-8")
     except UnicodeDecodeError as e:
         raise InvalidEvent(Reason.INVALID_UTF8, f"invalid UTF-8 at byte {e.start}") from None
-    try:
-        obj = orjson.loads(raw)
-    except orjson.JSONDecodeError as e:
-        raise InvalidEvent(Reason.MALFORMED_JSON, f"malformed JSON: {str(e)[:200]}") from None
-    depth = json_depth(obj)
-    if depth > max_depth:
-        raise InvalidEvent(Reason.MALFORMED_JSON, f"JSON nested too deep: {depth} > {max_depth} levels")
+    obj = load_bounded_json(raw, max_depth)
     try:
         json.loads(text, object_pairs_hook=_no_duplicate_keys)
     except InvalidEvent:

@@ -169,15 +169,20 @@ class ScrubbingFilter(logging.Filter):
         self.scrub, self.max_bytes = scrub or Scrubber(), max_bytes
 
     def filter(self, record: logging.LogRecord) -> bool:
-        try:
-            msg = record.getMessage()
-            if record.exc_info:
-                msg += "\n" + logging.Formatter().formatException(record.exc_info)
-                record.exc_info, record.exc_text = None, None
-        except Exception:  # noqa: BLE001 - a broken log call must not break the caller
-            return True
-        record.msg, record.args = bound(self.scrub(msg), self.max_bytes), ()
+        scrub_record(record, self.scrub, self.max_bytes)
         return True
+
+
+def scrub_record(record: logging.LogRecord, scrub, max_bytes: int) -> None:
+    """Fold the record's message, arguments and traceback into one scrubbed, bounded message."""
+    try:
+        msg = record.getMessage()
+        if record.exc_info:
+            msg += "\n" + logging.Formatter().formatException(record.exc_info)
+            record.exc_info, record.exc_text = None, None
+    except Exception:  # noqa: BLE001 - a broken log call must not break the caller
+        return
+    record.msg, record.args = bound(scrub(msg), max_bytes), ()
 
 
 def install_log_scrubber(scrub: Scrubber, max_bytes: int = 4096, logger: logging.Logger | None = None) -> None:
@@ -203,16 +208,8 @@ def install_record_scrubber(scrub: Scrubber, max_bytes: int = 16384) -> None:
     def factory(*args, **kwargs) -> logging.LogRecord:
         record = base(*args, **kwargs)
         scrub = _factory_state.get("scrub")
-        if scrub is None:
-            return record
-        try:
-            msg = record.getMessage()
-            if record.exc_info:
-                msg += "\n" + logging.Formatter().formatException(record.exc_info)
-                record.exc_info, record.exc_text = None, None
-        except Exception:  # noqa: BLE001 - a broken log call must not break the caller
-            return record
-        record.msg, record.args = bound(scrub(msg), _factory_state.get("max_bytes", 16384)), ()
+        if scrub is not None:
+            scrub_record(record, scrub, _factory_state.get("max_bytes", 16384))
         return record
 
     logging.setLogRecordFactory(factory)

@@ -52,6 +52,8 @@ def test_no_refutes_about_another_subject_or_an_unresolved_pronoun():
     Tower; and with the pronoun unresolved nothing can be shown to be about the claim."""
     chicago = ev(EIFFEL, ["The fair was built in 1893 in Chicago for the World's Fair."], [[0.02, 0.08, 0.90]], ["Chicago"])
     assert GUARDED.predict([chicago]) == ["NOT ENOUGH INFO"]
+    label, probs, _ = GUARDED.decide(chicago)  # its contradiction is shown as NEI mass, not as REFUTES
+    assert label == "NOT ENOUGH INFO" and probs["REFUTES"] == 0.0 and probs["NOT ENOUGH INFO"] > 0.9
     unresolved = ev(EIFFEL, ["The tower was built for the 1887 World's Fair."], [[0.02, 0.08, 0.90]], ["Eiffel Tower"],
                     topic="")
     assert GUARDED.predict([unresolved]) == ["NOT ENOUGH INFO"]

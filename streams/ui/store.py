@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 
 import orjson
 
-from schemas import LABELS, ChatTurn, Evidence, GateDecision, InvalidEvent, Reason, Status, Surface, Verdict, json_depth, parse_turn, validate
+from schemas import (LABELS, ChatTurn, Evidence, GateDecision, InvalidEvent, Reason, Status, Surface, Verdict, load_bounded_json,
+                     parse_turn, validate)
 
 EVIDENCE_FIELDS = ("passage_id", "title", "text", "window", "entail", "neutral", "contradict")
 MAX_REASON_KINDS = 64  # distinct kinds counted by name (a guard; schemas.Reason has fewer)
@@ -36,13 +37,7 @@ def read_verdict(raw: bytes, max_bytes: int, max_depth: int) -> Verdict:
     (a gate without `score` fits the schema's loose gate object but is no GateDecision)."""
     if len(raw) > max_bytes:
         raise InvalidEvent(Reason.TOO_LARGE, f"verdict too large: {len(raw)} bytes > {max_bytes}")
-    try:
-        obj = orjson.loads(raw)
-    except orjson.JSONDecodeError as e:
-        raise InvalidEvent(Reason.MALFORMED_JSON, f"malformed JSON: {str(e)[:200]}") from None
-    depth = json_depth(obj)
-    if depth > max_depth:
-        raise InvalidEvent(Reason.MALFORMED_JSON, f"JSON nested too deep: {depth} > {max_depth} levels")
+    obj = load_bounded_json(raw, max_depth)
     validate("verdict", obj)
     try:
         s = _known(Surface, obj["surface"])

@@ -139,7 +139,13 @@ class DecisionLayer:
             return label, label_probs(p[best]), best
         if self.method == "guarded":
             code, best = self._guarded(ev)
-            return LABELS[code], label_probs(p[best]), best
+            probs = label_probs(p[best])
+            if code == 2 and ev.on_topic[best] < self.params["on_topic"]:
+                # contradiction from a window about something else is no evidence against the claim:
+                # shown as NOT ENOUGH INFO mass, so an app never reads "R 0.62" on an NEI verdict
+                probs = {"SUPPORTS": probs["SUPPORTS"], "REFUTES": 0.0,
+                         "NOT ENOUGH INFO": probs["NOT ENOUGH INFO"] + probs["REFUTES"]}
+            return LABELS[code], probs, best
         scores = self.scores([ev])[0]
         label = LABELS[int(np.argmax(scores))]
         col = {"SUPPORTS": ENTAILMENT, "REFUTES": CONTRADICTION}.get(label)

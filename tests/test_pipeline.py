@@ -134,3 +134,6 @@ def test_deciding_window_is_listed_first_even_when_others_rank_higher():
     assert [d.window.text for d in shown] == ["B", "A", "C"]
     assert shown[1] is strong  # the higher-ranked of the two "A" windows
     assert [d.window.text for d in shown_windows(None, [weak, strong])] == ["A", "C"]
+    # near-duplicate copies of one passage are shown once
+    one, copy = wd("He was an African American singer.", 0.9, 0.0), wd("He was an African-American singer.", 0.8, 0.0)
+    assert [d.window.text for d in shown_windows(None, [one, copy, weak])] == ["He was an African American singer.", "C"]

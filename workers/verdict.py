@@ -15,6 +15,7 @@ from schemas.settings import VerifySettings
 from .decision import NO_EVIDENCE
 from .decision.sufficiency import coverage, strength
 from .stages import ClaimState
+from .windows import normalise
 
 # e2e: below this lexical pre-score the deciding window hardly mentions the claim's words; the
 # verdict stays ok (a decision was made) but says so in its status reason
@@ -132,9 +133,10 @@ def turn_summary(item: CheckItem, claims: list[Verdict], label: str) -> Verdict:
 
 def shown_windows(best, decisions: list, n: int = 3) -> list:
     """The windows a verdict lists as evidence: the deciding window first, then the most decided
-    (highest entail or contradict) others, each window text once."""
+    (highest entail or contradict) others, each text once — near-duplicates folded too (the same
+    words after normalisation: "African American" / "African-American" copies of one passage)."""
     ranked = sorted(decisions, key=lambda d: -max(d.probs[ENTAILMENT], d.probs[CONTRADICTION]))
     first_by_text: dict = {}
     for d in ([best] if best else []) + ranked:
-        first_by_text.setdefault(d.window.text, d)
+        first_by_text.setdefault(tuple(normalise(d.window.text)) or d.window.text, d)
     return list(first_by_text.values())[:n]

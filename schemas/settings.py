@@ -7,7 +7,6 @@ Secrets (SASL password, credentials inside URLs) are masked in every repr and in
 """
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 

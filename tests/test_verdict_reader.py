@@ -10,7 +10,6 @@ import threading
 
 import pytest
 
-from schemas import ChatTurn
 from schemas.settings import load_settings
 from streams.checking import error_verdict
 from streams.topics import ensure_topics

@@ -13,7 +13,7 @@ from schemas.protocols import CONTRADICTION, ENTAILMENT, NEUTRAL
 from schemas.settings import VerifySettings
 
 from .decision import NO_EVIDENCE
-from .decision.sufficiency import coverage, strength
+from .decision.sufficiency import strength
 from .stages import ClaimState
 from .windows import normalise
 

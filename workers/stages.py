@@ -53,6 +53,7 @@ class ClaimState:
     skip_reason: str = ""  # set when the claim is answered without checking (not check-worthy)
     problems: list[tuple[str, str]] = field(default_factory=list)  # (degraded | error, reason)
     timings: dict[str, float] = field(default_factory=dict)
+    evidence: ClaimEvidence | None = None  # what the decision read (windows, probabilities, topical coverage)
     notes: dict = field(default_factory=dict)  # extra rationale entries (the LLM steps: r5, edits)
 
     def use_original(self) -> None:
@@ -228,7 +229,8 @@ class VerifyStage:
         for s in states:
             s.decisions = [WindowDecision(w, p, decide_window(p, cfg.entail_threshold, cfg.win_gap, rule))
                            for w, p in zip(s.windows, probs)]
-            s.label, s.label_probs, s.best = self.decider.decide(claim_evidence(s), s.decisions)
+            s.evidence = claim_evidence(s)
+            s.label, s.label_probs, s.best = self.decider.decide(s.evidence, s.decisions)
 
     def on_outage(self, states: list[ClaimState], error: Exception) -> None:
         for s in states:

@@ -65,7 +65,7 @@ def deciding_coverage(st: ClaimState, best) -> float | None:
         return None
     from .stages import claim_evidence
 
-    ev = claim_evidence(st)
+    ev = st.evidence or claim_evidence(st)  # the verify stage's, coverage already computed for the decision
     i = next((k for k, d in enumerate(st.decisions) if d is best), None)
     return float(ev.on_topic[i]) if i is not None else None
 

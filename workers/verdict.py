@@ -61,13 +61,10 @@ def assemble(st: ClaimState, ctx: VerdictContext) -> Verdict:
 def deciding_coverage(st: ClaimState, best) -> float | None:
     """How far the deciding window is about the claim: the share of the claim's key terms it (or its
     passage title) covers, 0 when it does not name the claim's subject; None when nothing was read."""
-    if best is None or st.fv_surface is None:
+    if best is None or st.evidence is None:  # the verify stage's, coverage computed for the decision
         return None
-    from .stages import claim_evidence
-
-    ev = st.evidence or claim_evidence(st)  # the verify stage's, coverage already computed for the decision
     i = next((k for k, d in enumerate(st.decisions) if d is best), None)
-    return float(ev.on_topic[i]) if i is not None else None
+    return float(st.evidence.on_topic[i]) if i is not None else None
 
 
 def status(st: ClaimState, best, protocol: str, evidence: str = "none") -> Status:

@@ -98,7 +98,7 @@ def run_decision(args) -> int:
 
 def run_lodo(args) -> int:
     from dialcheck.errors import UsageError
-    from workers.decision import DecisionLayer, load_layer
+    from workers.decision import load_layer
     from workers.tuning.datasets import SETS, load_set
     from workers.tuning.lodo import lodo_report
 
@@ -111,12 +111,12 @@ def run_lodo(args) -> int:
         ["threshold", "argmax", "guarded", "logreg"]
     from schemas.settings import load_settings
 
-    try:
+    try:  # the decision the settings ship, applied as is (the tuner's own settings decide by rule)
         shipped, _ = load_layer(load_settings().verify, "fv")
     except (FileNotFoundError, ValueError):
         shipped = None
     sets = [load_set(n, t.settings.data.dir, args.limit_per_set) for n in names]
-    report = lodo_report(t, sets, methods, shipped if isinstance(shipped, DecisionLayer) else None, args.folds)
+    report = lodo_report(t, sets, methods, shipped, args.folds)
     if args.json:
         print(json.dumps(report, indent=1))
     else:

@@ -46,7 +46,6 @@ class ClaimDecider:
 
     def __init__(self, settings: VerifySettings, protocol: str = "e2e", nli_version: str | None = None):
         self.decision = settings.decision
-        self.threshold, self.gap = settings.entail_threshold, settings.win_gap
         self.layer, self.path = load_layer(settings, protocol)
         if self.path:  # a fitted decision must come from this NLI model's probabilities
             check_nli(self.layer, self.path, nli_version)

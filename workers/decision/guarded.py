@@ -24,7 +24,6 @@ S, R, NEI, NOT_S = 0, 1, 2, 3
 GOLD_CODES = {"SUPPORTS": S, "REFUTES": R, "NOT ENOUGH INFO": NEI, "NOT SUPPORTS": NOT_S}
 T_SUPPORTS = tuple(np.round(np.arange(0.0, 0.96, 0.05), 2))
 T_REFUTES = tuple(np.round(np.arange(0.0, 0.99, 0.04), 2))
-ON_TOPIC = (0.0, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
 # The on-topic level is fixed, not fitted: the yardstick's sets come with gold evidence, which is
 # on topic by construction, so they cannot show what the guard is for (retrieved passages about
 # something else, the Disneyland-for-Eiffel case). Half the claim's key terms (names and numbers
@@ -50,8 +49,8 @@ def decide(ev, t_supports: float, t_refutes: float, on_topic: float) -> tuple[in
     return NEI, int(np.argmax(np.where(topical, decided, decided - 2.0)))
 
 
-def _claim_summaries(evs) -> tuple[np.ndarray, np.ndarray]:
-    """Per claim: max entailment of windows whose most likely class is entailment, and per ON_TOPIC
+def _claim_summaries(evs, levels: tuple[float, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """Per claim: max entailment of windows whose most likely class is entailment, and per on-topic
     level the max contradiction of on-topic windows whose most likely class is contradiction (-1
     where none)."""
     def best_e(ev):
@@ -60,14 +59,14 @@ def _claim_summaries(evs) -> tuple[np.ndarray, np.ndarray]:
         return float(p[ok, ENTAILMENT].max()) if ev.n and ok.any() else -1.0
 
     max_e = np.array([best_e(ev) for ev in evs])
-    max_c = np.full((len(evs), len(ON_TOPIC)), -1.0)
+    max_c = np.full((len(evs), len(levels)), -1.0)
     for i, ev in enumerate(evs):
         if not ev.n:
             continue
         p = np.asarray(ev.probs)
         c, cov = p[:, CONTRADICTION], ev.on_topic
         top = p.argmax(1) == CONTRADICTION
-        for j, k in enumerate(ON_TOPIC):
+        for j, k in enumerate(levels):
             ok = (cov >= k) & top
             if ok.any():
                 max_c[i, j] = c[ok].max()
@@ -75,7 +74,8 @@ def _claim_summaries(evs) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _score(gold: np.ndarray, pred: np.ndarray, space: tuple[int, ...], floor: float) -> tuple[float, float]:
-    """(macro-F1 over `space` in percent, REFUTES precision shortfall below `floor`, 0 if none)."""
+    """(macro-F1 over `space` in percent, REFUTES precision shortfall below `floor`, 0 if none).
+    The same 2PR/(P+R) as workers/scoring.per_class_f1, on code arrays: the grid calls it ~10^4 times."""
     seen = np.where(pred == S, S, NOT_S) if NOT_S in space else pred
     f1 = []
     for k in space:
@@ -91,7 +91,7 @@ def _score(gold: np.ndarray, pred: np.ndarray, space: tuple[int, ...], floor: fl
 
 def fit(evs: Sequence, labels: Sequence[str], sets: Sequence[str] | None = None,
         spaces: dict[str, tuple[str, ...]] | None = None, min_refutes_precision: float = 0.60,
-        mode: str = "per_set", on_topic: tuple[float, ...] = ON_TOPIC_DEFAULT) -> dict:
+        on_topic: tuple[float, ...] = ON_TOPIC_DEFAULT) -> dict:
     """The grid point with the best mean per-set macro-F1 among those keeping REFUTES precision
     ≥ the floor on every set (the least shortfall if none does); ties toward higher thresholds."""
     sets = list(sets) if sets is not None else ["all"] * len(labels)
@@ -100,24 +100,15 @@ def fit(evs: Sequence, labels: Sequence[str], sets: Sequence[str] | None = None,
     idx = {n: np.array([i for i, s in enumerate(sets) if s == n]) for n in names}
     space = {n: tuple(GOLD_CODES[x] for x in (spaces or {}).get(n, ("SUPPORTS", "REFUTES", "NOT ENOUGH INFO")))
              for n in names}
-    max_e, max_c = _claim_summaries(evs)
+    max_e, max_c = _claim_summaries(evs, on_topic)
     best = None
-    for j, k in enumerate(ON_TOPIC):
-        if k not in on_topic:
-            continue
+    for j, k in enumerate(on_topic):
         for tr in T_REFUTES:
             refute = max_c[:, j] >= tr
             for ts in T_SUPPORTS:
                 pred = np.where(max_e >= ts, S, np.where(refute, R, NEI))
                 scores = [_score(gold[idx[n]], pred[idx[n]], space[n], min_refutes_precision) for n in names]
-                if mode == "pooled":  # the floor on all training sets' REFUTES together
-                    n_r = int(np.sum(pred == R))
-                    right = float(np.sum((pred == R) & ((gold == R) | (gold == NOT_S))))
-                    short = max(0.0, min_refutes_precision - right / n_r) if n_r >= 5 else 0.0
-                elif mode == "none":
-                    short = 0.0
-                else:
-                    short = sum(s for _, s in scores)
+                short = sum(s for _, s in scores)
                 key = (-round(short, 6), round(float(np.mean([f for f, _ in scores])), 6), tr, k, ts)
                 if best is None or key > best:
                     best = key

@@ -39,33 +39,53 @@ class ReplayStats:
     sent_at: dict[str, float] = field(default_factory=dict)  # claim id → wall time its turn was sent
 
 
-class TurnProducer:
-    """Keyed, acks=all producer of chat turns (and of raw bytes, for the bad-input tests)."""
+class UndeliveredTurns(RuntimeError):
+    """Some turns were not acknowledged by the broker (after the producer's own retries): the
+    replay must say so, never report them as sent."""
 
-    def __init__(self, settings: Settings):
+
+class TurnProducer:
+    """Keyed, acks=all producer of chat turns (and of raw bytes, for the bad-input tests).
+
+    A send the broker never acknowledged (after `retries`) is not dropped silently: `flush()` and
+    `close()` raise `UndeliveredTurns` naming how many failed and the first error."""
+
+    def __init__(self, settings: Settings, **config):
+        """`config`: kafka-python producer settings over the defaults (e.g. a shorter delivery timeout)."""
         from kafka import KafkaProducer
 
         self.topic = settings.kafka.topic_turns
-        self.producer = KafkaProducer(acks="all", linger_ms=2, retries=5, **kafka_python_kwargs(settings))
+        self.producer = KafkaProducer(**{"acks": "all", "linger_ms": 2, "retries": 5, **kafka_python_kwargs(settings),
+                                         **config})
         # partition → next offset, from the acks: Tansu's ListOffsets can be wrong after
         # multi-record batches, so "everything I sent was consumed" is judged from these
         self.sent_end: dict[int, int] = {}
+        self.failed: list[BaseException] = []
 
     def _sent(self, md) -> None:
         self.sent_end[md.partition] = max(self.sent_end.get(md.partition, 0), md.offset + 1)
+
+    def _failed(self, exc: BaseException) -> None:
+        self.failed.append(exc)
 
     def send_turn(self, turn: ChatTurn):
         return self.send_raw(turn.conversation_id.encode("utf-8"), turn.to_json())
 
     def send_raw(self, key: bytes | None, value: bytes | None):
-        return self.producer.send(self.topic, key=key, value=value).add_callback(self._sent)
+        return self.producer.send(self.topic, key=key, value=value).add_callback(self._sent).add_errback(self._failed)
 
     def flush(self) -> None:
         self.producer.flush()
+        if self.failed:
+            n, first = len(self.failed), self.failed[0]
+            self.failed = []
+            raise UndeliveredTurns(f"{n} turn(s) not acknowledged by the broker: {first!r}")
 
     def close(self) -> None:
-        self.producer.flush()
-        self.producer.close()
+        try:
+            self.flush()
+        finally:
+            self.producer.close()
 
     def __enter__(self) -> "TurnProducer":
         return self

@@ -27,6 +27,7 @@ from schemas import Evidence, Status, Surface, Verdict, claim_id
 
 LABELS = ("SUPPORTS", "REFUTES", "NOT ENOUGH INFO")
 log = logging.getLogger("dialcheck.standin")
+STANDIN_DELAY_S = float(os.environ.get("DIALCHECK_STANDIN_DELAY_S", "0"))
 
 
 def context_digest(context: list[str]) -> str:
@@ -42,6 +43,7 @@ class StandIn:
                 f"sasl={self.settings.kafka.sasl_password.get_secret_value()})")
 
     def check_many(self, items):
+        time.sleep(STANDIN_DELAY_S * len(items))  # a model's cost per claim, for timing-sensitive tests
         out = []
         for it in items:
             if "STANDIN-KILL" in it.claim:

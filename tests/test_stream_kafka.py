@@ -169,7 +169,15 @@ def test_kill9_mid_replay_loses_no_claim_and_restores_context(settings, worker, 
     # 2. a replay in flight; kill -9 once some of its verdicts are out
     vlog = VerdictLog()
     crash_ids = set(iter_claim_ids(crash_recs))
-    replayer = threading.Thread(target=replay, args=(settings, crash_recs), kwargs={"rate": 2.0})
+    replay_errors: list[BaseException] = []
+
+    def replay_in_background() -> None:
+        try:
+            replay(settings, crash_recs, rate=2.0)
+        except BaseException as e:  # noqa: BLE001 - re-raised below: an input the broker lost is no worker's fault
+            replay_errors.append(e)
+
+    replayer = threading.Thread(target=replay_in_background)
     replayer.start()
     collect_verdicts(settings, crash_ids, timeout_s=300, start=start_v, log=vlog, alive=worker["w"].alive,
                      done=lambda lg: len(lg.verdicts.keys() & crash_ids) >= 3)
@@ -177,6 +185,7 @@ def test_kill9_mid_replay_loses_no_claim_and_restores_context(settings, worker, 
     assert 3 <= n_before_crash < len(crash_ids), n_before_crash
     worker["w"].kill9()
     replayer.join()
+    assert not replay_errors, f"the replay itself failed: {replay_errors[0]!r}"
     # 3. restart: the table comes back from the changelog before any new input
     worker["w"] = WorkerProcess(settings, worker["log"], extra_args=["--pipeline", PIPELINE]).start()
     ready = worker["w"].wait_ready(timeout_s=300)

@@ -18,3 +18,45 @@ def test_theirs_is_possessive():
 def test_object_her_is_not_possessive():
     site = find_pronoun("I met her in Paris.")
     assert site is not None and not site.possessive
+
+
+# R4 once wrote "Aaron Presley's" for Elvis: the small spaCy model tags only "Aaron Presley" as the
+# PERSON in "Elvis Aaron Presley was ..." (a sentence-initial first name is left out of the entity).
+_ELVIS_FULL = ["Elvis Aaron Presley was a famous musician and singer known as the \"King of Rock and Roll.\"",
+               "I've heard of him. What else do you know about him?"]
+_ELVIS_BOTH = ["Do you like Elvis?", "Yes! Elvis Aaron Presley was an American singer and actor.",
+               "Elvis Presley is known as the King of Rock and Roll."]
+
+
+def _middle_name_rewrites(rewrites):
+    return [r for r in rewrites if "Aaron Presley" in r and "Elvis Aaron Presley" not in r]
+
+
+def test_subject_pronoun_gets_the_full_name_not_middle_and_last():
+    rewrite, rewrites = resolve("He was born in Tupelo, Mississippi.", _ELVIS_FULL)
+    assert rewrite == "Elvis Aaron Presley was born in Tupelo, Mississippi."
+    assert not _middle_name_rewrites(rewrites), rewrites
+
+
+def test_possessive_pronoun_gets_the_full_name_not_middle_and_last():
+    rewrite, rewrites = resolve("His first record was made at Sun Records.", _ELVIS_FULL)
+    assert rewrite == "Elvis Aaron Presley's first record was made at Sun Records."
+    assert not _middle_name_rewrites(rewrites), rewrites
+
+
+def test_full_and_short_name_both_mentioned_no_candidate_is_middle_and_last():
+    """Every candidate the gate may pick is a name in use: the full name or first + last."""
+    for claim in ("He was born in Tupelo, Mississippi.", "His first record was made at Sun Records."):
+        rewrite, rewrites = resolve(claim, _ELVIS_BOTH)
+        assert rewrite.startswith("Elvis Presley"), rewrite
+        assert not _middle_name_rewrites(rewrites), rewrites
+        assert any(r.startswith("Elvis Aaron Presley") for r in rewrites), rewrites
+
+
+def test_name_after_born_keeps_its_first_name():
+    """DialFact testsmall 'His first name is definetly better ...': the context's 'He was born
+    Elvis Aaron Presley!' gave 'Aaron Presley's first name'."""
+    ctx = ["Hello", "Hi, do you enjoy Elvis Presley", "yes, I do. I am familiar with his big hits",
+           "He was born Elvis Aaron Presley!  I actually really like his whole name."]
+    _, rewrites = resolve("His first name is better for someone who is named the King.", ctx)
+    assert rewrites and not _middle_name_rewrites(rewrites), rewrites

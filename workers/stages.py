@@ -80,6 +80,7 @@ class CheckWorthyStage:
             w = check_worthiness(s.item.claim)
             if not w.checkworthy:
                 s.skip_reason, s.label, s.label_probs = w.reason, "NOT ENOUGH INFO", dict(NO_EVIDENCE)
+                s.notes["kind"] = w.kind  # rationale {"rule": "not-check-worthy", "kind": "question", ...}
 
     def on_outage(self, states, error):  # pragma: no cover - no backend here
         raise error

@@ -50,6 +50,10 @@ def register(sub) -> None:
     f.set_defaults(func=run_fit)
     c.add_argument("--method", default="logreg")
     c.add_argument("--surface", default="r0")
+    c.add_argument("--sets", default="dialfact,hybridial",
+                   help="sets the rule is also reported on (type_label precision/recall, gold S/R skipped)")
+    c.add_argument("--rule-only", action="store_true",
+                   help="only the rule on --sets (spaCy alone: no NLI model, classifier or macro-F1 effect)")
     c.set_defaults(func=run_checkworthy)
     sg.add_argument("--method", default="logreg")
     sg.set_defaults(func=run_segment)
@@ -158,9 +162,16 @@ def _print(args, res) -> int:
 
 
 def run_checkworthy(args) -> int:
-    from workers.tuning.tune import checkworthy_report
+    from dialcheck.errors import UsageError
+    from schemas.settings import load_settings
+    from workers.tuning.tune import CHECKWORTHY_SETS, checkworthy_report, checkworthy_sets_report
 
-    return _print(args, checkworthy_report(_tuner(args), args.method, args.folds, args.protocol, args.surface))
+    sets = [x for x in args.sets.split(",") if x]
+    if any(x not in CHECKWORTHY_SETS for x in sets):
+        raise UsageError(f"--sets takes {','.join(CHECKWORTHY_SETS)} (got {args.sets!r})")
+    if args.rule_only:
+        return _print(args, checkworthy_sets_report(load_settings().data.dir, sets))
+    return _print(args, checkworthy_report(_tuner(args), args.method, args.folds, args.protocol, args.surface, sets))
 
 
 def run_segment(args) -> int:

@@ -185,7 +185,8 @@ def candidates(context: list[str], pronoun: str, limit: int = 10) -> list[Candid
         for t in doc:
             if t.pos_ in ("NOUN", "PROPN"):
                 lemma_counts[t.lemma_.lower()] = lemma_counts.get(t.lemma_.lower(), 0) + 1
-        spans = [(e, e.label_) for e in doc.ents if e.label_ in _ENTITY_TYPES]
+        spans = [(_full_name(e) if e.label_ == "PERSON" else e, e.label_)
+                 for e in doc.ents if e.label_ in _ENTITY_TYPES]
         ent_tokens = {t.i for e, _ in spans for t in e}
         spans += [(c, None) for c in doc.noun_chunks if c.root.i not in ent_tokens]
         for span, label in spans:
@@ -197,6 +198,7 @@ def candidates(context: list[str], pronoun: str, limit: int = 10) -> list[Candid
                                          "distance": dist, "subject": False, "head": span.root.lemma_.lower()})
             rec["mentions"] += 1
             rec["subject"] |= span.root.dep_ in ("nsubj", "nsubjpass")
+    _fold_name_tails(found)
     out = []
     for rec in found.values():
         mentions = max(_mentions_with_aliases(rec, found.values()), lemma_counts.get(rec["head"], 0))
@@ -204,6 +206,37 @@ def candidates(context: list[str], pronoun: str, limit: int = 10) -> list[Candid
         out.append(Candidate(rec["text"], kind, round(sal, 3), mentions, rec["distance"]))
     out.sort(key=lambda c: (-c.salience, c.turn_distance))
     return out[:limit]
+
+
+def _full_name(ent):
+    """A PERSON entity with the given names spaCy left out before it: the small model tags only
+    "Aaron Presley" in "Elvis Aaron Presley was ..." (sentence-initial first name), which made R4
+    write "Aaron Presley's" for Elvis. Leading capitalised proper-noun compounds of the name join it."""
+    start = ent.start
+    while start > 0:
+        t = ent.doc[start - 1]
+        if not (t.pos_ == "PROPN" and t.dep_ == "compound" and t.is_title and t.ent_iob_ == "O"
+                and ent.start <= t.head.i < ent.end):
+            break
+        start -= 1
+    return ent.doc[start: ent.end] if start < ent.start else ent
+
+
+def _fold_name_tails(found: dict) -> None:
+    """A person named by a middle name and the last name ("Aaron Presley") where the context also
+    names them in full ("Elvis Aaron Presley") is that person, not a name anyone uses: its mentions
+    go to the full name and it is no candidate. (Full name and first + last stay both.)"""
+    for key in sorted(found, key=lambda k: -len(k.split())):  # longest first: a tail folds into the full name
+        rec, words = found[key], found[key]["text"].split()
+        if not rec["entity"] or len(words) < 2:
+            continue
+        full = max((o for o in found.values() if o["entity"] and len(o["text"].split()) > len(words)
+                    and o["text"].split()[-len(words):] == words), key=lambda o: len(o["text"].split()), default=None)
+        if full is not None:
+            full["mentions"] += rec["mentions"]
+            full["distance"] = min(full["distance"], rec["distance"])
+            full["subject"] |= rec["subject"]
+            del found[key]
 
 
 def _mentions_with_aliases(rec: dict, records) -> int:

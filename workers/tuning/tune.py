@@ -175,11 +175,46 @@ def oof_predictions(evs, labels, groups, method: str, k: int = 5) -> list[str]:
     return out
 
 
+CHECKWORTHY_SETS = ("dialfact", "hybridial")  # the DialFact-format sets with a type_label
+
+
+def checkworthy_on_set(s) -> dict:
+    """The hand-written rule as shipped (nothing fitted) on one DialFact-format set: precision and
+    recall of 'not check-worthy' against type_label == personal, and the gold SUPPORTS/REFUTES
+    claims it skips (each one a verdict lost: the turn is answered NOT ENOUGH INFO unchecked)."""
+    from ..checkworthy import check_worthiness
+
+    ws = [check_worthiness(it.claim) for it in s.items]
+    flagged = np.array([not w.checkworthy for w in ws])
+    gold = np.array([t == "personal" for t in s.type_labels])
+    tp = int((flagged & gold).sum())
+    lost = [i for i in np.flatnonzero(flagged) if s.labels[i] in ("SUPPORTS", "REFUTES")]
+    kinds: dict[str, int] = {}
+    for w in ws:
+        if not w.checkworthy:
+            kinds[w.kind] = kinds.get(w.kind, 0) + 1
+    return {"n": len(s), "positives_personal": int(gold.sum()), "flagged": int(flagged.sum()),
+            "precision": round(100 * tp / max(int(flagged.sum()), 1), 1),
+            "recall": round(100 * tp / max(int(gold.sum()), 1), 1),
+            "flagged_by_gold_label": {lab: int((flagged & (np.array(s.labels) == lab)).sum()) for lab in LABELS},
+            "gold_supports_refutes_lost": len(lost), "kinds_flagged": kinds,
+            "lost": [{"id": s.items[i].conversation_id, "label": s.labels[i], "kind": ws[i].kind,
+                      "claim": s.items[i].claim[:160]} for i in lost]}
+
+
+def checkworthy_sets_report(data_dir: str | Path, sets=CHECKWORTHY_SETS) -> dict:
+    """`checkworthy_on_set` for each named set (DialFact testsmall and HybriDial dev by default)."""
+    from .datasets import load_set
+
+    return {name: checkworthy_on_set(load_set(name, data_dir)) for name in sets}
+
+
 def checkworthy_report(tuner: Tuner, method: str = "logreg", k: int = 5, protocol: str = "fv",
-                       surface: str = "r0") -> dict:
+                       surface: str = "r0", sets=CHECKWORTHY_SETS) -> dict:
     """Precision/recall of 'not check-worthy' against DialFact type_label == personal, for the
     rule and for a logistic classifier over its parse features (grouped CV), and the effect on
-    the claim labels when not-check-worthy turns are forced to NOT ENOUGH INFO."""
+    the claim labels when not-check-worthy turns are forced to NOT ENOUGH INFO; then the rule
+    alone on each of `sets` (precision/recall and the gold SUPPORTS/REFUTES it skips)."""
     from sklearn.linear_model import LogisticRegression
 
     from ..checkworthy import check_worthiness, features
@@ -211,7 +246,8 @@ def checkworthy_report(tuner: Tuner, method: str = "logreg", k: int = 5, protoco
         eff[name] = round(macro_f1(y, ["NOT ENOUGH INFO" if f else p for p, f in zip(base, pred)]), 2)
     return {"positives_personal": int(gold.sum()), "rule": pr(rule), "classifier_cv": pr(clf_pred),
             "effect_macro_f1": {"protocol": protocol, "surface": surface, "method": method,
-                                "pooled_out_of_fold": eff}}
+                                "pooled_out_of_fold": eff},
+            "sets": checkworthy_sets_report(tuner.settings.data.dir, sets)}
 
 
 def segmentation_report(tuner: Tuner, method: str = "logreg", k: int = 5) -> dict:

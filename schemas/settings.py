@@ -231,6 +231,8 @@ class StreamSettings(_Section):
     max_conversations: int = _env("MAX_CONVERSATIONS", 100000,
                                   "Conversations a worker keeps (least recently active evicted first).", ge=1,
                                   le=10000000)
+    trace_records: bool = _env("TRACE_RECORDS", False,
+                               "Log every turn read (partition@offset), verdict delivered and ack (debugging delivery).")
     verdicts_dedup_window: int = _env("VERDICTS_DEDUP_WINDOW", 100000,
                                       "Claim ids `dialcheck verdicts --follow` remembers for dedup.", ge=1,
                                       le=100000000)

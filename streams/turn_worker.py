@@ -237,7 +237,11 @@ class TurnWorker:
             fatal(f"could not write pipeline attempts to the changelog: {bound(self.scrub(repr(e)), 300)}")
         verdicts = await self.run_pipeline([item for _, _, item in group])
         stamps = stamps or {}
-        await self.deliver([self.verdict_record(v, stamps.get((v.conversation_id, v.turn_id))) for v in verdicts])
+        # stamped once: the published verdicts (ts, latency_ms) also feed the metrics below
+        verdicts = [stamped(v, *stamps[k]) if (k := (v.conversation_id, v.turn_id)) in stamps else v for v in verdicts]
+        await self.deliver([self.verdict_record(v) for v in verdicts])
+        if self.st.trace_records:
+            log.info("trace delivered %s", " ".join(f"{v.turn_id}:{v.claim_id}" for v in verdicts))
         self.counters.verdicts += len(verdicts)
         self.obs.checked(group, verdicts)
         for key, msg, _ in group:
@@ -264,6 +268,8 @@ class TurnWorker:
                 dead.append(self.dead_letter(msg, e.code, e.reason))
                 continue
             c.events += 1
+            if st.trace_records:
+                log.info("trace read %s/%d@%d turn %s", msg.topic, msg.partition, msg.offset, turn.turn_id)
             self.obs.turn_in()
             key = turn.conversation_id.encode("utf-8")
             state, context = add_turn(self.table.get(key), turn, now, st.context_turns, st.context_idle_s)
@@ -297,6 +303,8 @@ class TurnWorker:
                 groups = [[(k, m, i) for k, m, i, _ in fresh]] if fresh else []
             for group in groups:
                 await self.check_group(group, stamps)
+        if st.trace_records:
+            log.info("trace ack %s", " ".join(f"{m.partition}@{m.offset}" for m in held))
         for m in held:
             m.ack(self.app.consumer)
 

@@ -41,7 +41,8 @@ def records():
 
 @pytest.fixture(scope="module")
 def settings(broker):
-    s = load_settings(kafka={"bootstrap": broker.bootstrap}, stream={"status_interval_s": 1.0})
+    # trace_records: a lost claim's failure message can quote what the worker read, delivered and acked
+    s = load_settings(kafka={"bootstrap": broker.bootstrap}, stream={"status_interval_s": 1.0, "trace_records": True})
     if PIPELINE == DEFAULT_CHECKER and s.retrieval.backend == "embedded":
         from workers.retrieval.build import ensure_index
         ensure_index(s)
@@ -86,6 +87,22 @@ def wait_committed(settings: Settings, end: dict[int, int], timeout_s: float = 6
     finally:
         admin.close()
     raise TimeoutError(f"consumer group did not commit up to {end}")
+
+
+def where_lost(settings: Settings, missing: set[str], records: list, worker_log) -> str:
+    """For a failure message: is each missing claim's turn on chat.turns, its verdict on
+    chat.verdicts (read again from the beginning), and what did the worker log about it? Tells a
+    worker that dropped an input from a reader that missed an output."""
+    from streams.verdicts import TopicReader
+
+    with TopicReader(settings, settings.kafka.topic_verdicts) as r:
+        on_topic = {v.claim_id for v in (VerdictLog().add_raw(rec.value) for rec in r.drain()) if v} & missing
+    turn_ids = {f"{rec.id}#response": cid for rec in records for cid in iter_claim_ids([rec]) if cid in missing}
+    with TopicReader(settings, settings.kafka.topic_turns) as r:
+        sent = [(rec.partition, rec.offset) for rec in r.drain() if any(t.encode() in rec.value for t in turn_ids)]
+    logged = [ln[:300] for ln in open(worker_log, errors="replace") if any(t in ln for t in turn_ids)][-10:]
+    return (f"verdict on chat.verdicts from the beginning: {sorted(on_topic)}; response turns on chat.turns at "
+            f"(partition, offset) {sent}; worker log lines naming them: {logged}")
 
 
 def assert_same_as_batch(got: dict, batch: dict, ids: list[str]) -> None:
@@ -197,5 +214,7 @@ def test_kill9_mid_replay_loses_no_claim_and_restores_context(settings, worker, 
             producer.send_turn(record_turns(rec)[-1])
     expected = crash_ids | set(iter_claim_ids(ctx_recs))
     collect_verdicts(settings, expected, timeout_s=600, start=start_v, log=vlog, alive=worker["w"].alive)
-    assert expected <= vlog.verdicts.keys(), f"lost claims: {sorted(expected - vlog.verdicts.keys())[:5]}"
+    missing = expected - vlog.verdicts.keys()
+    assert not missing, f"lost claims: {sorted(missing)[:5]}; " + where_lost(settings, missing, crash_recs + ctx_recs,
+                                                                             worker["log"])
     assert_same_as_batch(vlog.verdicts, batch_verdicts, sorted(expected))

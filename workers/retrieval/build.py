@@ -60,10 +60,17 @@ def check_encoder(meta: dict, index_dir: str | Path, encoder) -> None:
 def ensure_index(settings: Settings, encoder=None) -> EmbeddedIndex:
     """Load the configured index (refused if built with another encoder), building it with
     defaults first if it does not exist."""
+    from filelock import FileLock
+
     d = Path(settings.retrieval.index_dir)
     if not (d / "meta.json").exists():
-        print(f"[dialcheck] building the default index in {d} (first run only)", file=sys.stderr)
-        return build_index(settings, d, encoder=encoder)
+        # one builder at a time: a worker and a CLI started together on a fresh checkout would
+        # otherwise both write the same files, and one could load the other's half-written passages
+        d.parent.mkdir(parents=True, exist_ok=True)
+        with FileLock(str(d.parent / f".{d.name}.build.lock")):
+            if not (d / "meta.json").exists():
+                print(f"[dialcheck] building the default index in {d} (first run only)", file=sys.stderr)
+                return build_index(settings, d, encoder=encoder)
     index = EmbeddedIndex.load(d)
     check_encoder(index.meta, d, encoder)
     return index

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import socket
 import threading
 import time
@@ -29,6 +30,9 @@ METRICS_MARKER = "dialcheck metrics at"
 # verdict.timings_ms keys are pipeline stages; one histogram with a `stage` label (seconds)
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
+# produce→verdict (verdict.latency_ms): ~0.6 s warm on a quiet machine, ~12 s for a cold first turn,
+# tens of seconds behind a backlog; a finer grid from 0.1 s to 60 s (+Inf catches the rest)
+VERDICT_LATENCY_BUCKETS = (0.1, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 5.0, 7.5, 10.0, 15.0, 20.0, 30.0, 45.0, 60.0)
 
 def _host_port(address: str, default_port: int = 9092) -> tuple[str, int]:
     address = address.strip()
@@ -110,6 +114,10 @@ class Observability:
         self.stage_latency = Histogram("dialcheck_stage_latency_seconds",
                                        "Per-stage pipeline latency per verdict (verdict.timings_ms).",
                                        ["stage"], buckets=LATENCY_BUCKETS, registry=r)
+        self.verdict_latency = Histogram("dialcheck_verdict_latency_seconds",
+                                         "Produce-to-verdict latency of published verdicts (verdict.latency_ms: the "
+                                         "turn's ts, else its record timestamp, to publishing).",
+                                         buckets=VERDICT_LATENCY_BUCKETS, registry=r)
         self.models_loaded = False
         self.app = None
         self.table = None
@@ -133,6 +141,7 @@ class Observability:
         self.dead_letters.labels(Reason(code).value).inc()
 
     def checked(self, items: list, verdicts: Iterable) -> None:
+        """One pipeline call: its turns and its verdicts as published (stamped with latency_ms)."""
         self.turns_checked.inc(len(items))
         self.batch_size.observe(len(items))
         for v in verdicts:
@@ -140,6 +149,10 @@ class Observability:
             for stage, ms in (v.timings_ms or {}).items():
                 if isinstance(ms, (int, float)) and ms >= 0:
                     self.stage_latency.labels(stage).observe(ms / 1000.0)
+            ms = getattr(v, "latency_ms", None)
+            # negative when the producer's clock is ahead of ours: counted in the lowest bucket, as measured
+            if isinstance(ms, (int, float)) and not isinstance(ms, bool) and math.isfinite(ms):
+                self.verdict_latency.observe(ms / 1000.0)
 
     # state read by the HTTP thread
     def recovered(self) -> bool:

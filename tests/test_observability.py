@@ -73,6 +73,7 @@ def test_metrics_count_what_the_worker_did(stack):
     settings, base = stack["settings"], stack["base"]
     records = load_records(settings.data.dialfact_sample, N_RECORDS)
     n_turns = sum(len(record_turns(r)) for r in records)
+    before = _samples(base)
     replay(settings, records)
     with TurnProducer(settings) as p:
         p.send_raw(b"conv-bad", b"{not json")
@@ -98,6 +99,11 @@ def test_metrics_count_what_the_worker_did(stack):
     assert _total(s, "dialcheck_context_turns") == n_turns
     assert _total(s, "dialcheck_ready") == 1
     assert _total(s, "dialcheck_worker_events_total", counter="deadlettered") == 1  # the status line's counters
+    # produce→verdict: one observation per published verdict (each carries latency_ms from the worker)
+    lat = "dialcheck_verdict_latency_seconds"
+    assert _total(s, lat + "_count") - _total(before, lat + "_count") == N_RECORDS
+    assert _total(s, lat + "_bucket", le="+Inf") == _total(s, lat + "_count")
+    assert 0 < _total(s, lat + "_sum") - _total(before, lat + "_sum") < 600 * N_RECORDS
 
 
 def test_readyz_and_healthz_while_up(stack):
@@ -145,3 +151,29 @@ def test_readme_lists_every_dead_letter_code():
     row = next(ln for ln in readme.splitlines() if ln.startswith("| `dialcheck_dead_letters_total`"))
     listed = set(re.findall(r"`([a-z_0-9]+)`", row.split("|")[3].split("(", 1)[1]))  # the values in (...)
     assert listed == {r.value for r in Reason} - {Reason.DEADLINE.value}
+
+
+def test_verdict_latency_histogram_reads_latency_ms():
+    """One observation per verdict with a latency_ms (seconds, in buckets spanning 0.1–60 s); a
+    verdict without one (made outside the stream worker) is not counted."""
+    from streams.observability import VERDICT_LATENCY_BUCKETS, Observability
+    from test_ui_store import good_verdict
+    from schemas import Verdict
+
+    obs = Observability(load_settings())
+    verdicts = []
+    for ms in (300.0, 2400.0, None, 75_000.0):
+        v = Verdict.from_dict(good_verdict("c", f"t{ms}", f"claim {ms}"))
+        v.latency_ms = ms
+        verdicts.append(v)
+    obs.checked([object()] * 4, verdicts)
+    got = {(s.name, s.labels.get("le")): s.value for fam in obs.registry.collect()
+           if fam.name == "dialcheck_verdict_latency_seconds" for s in fam.samples}
+    assert got[("dialcheck_verdict_latency_seconds_count", None)] == 3
+    assert got[("dialcheck_verdict_latency_seconds_sum", None)] == pytest.approx(77.7)
+    assert got[("dialcheck_verdict_latency_seconds_bucket", "0.25")] == 0
+    assert got[("dialcheck_verdict_latency_seconds_bucket", "0.5")] == 1
+    assert got[("dialcheck_verdict_latency_seconds_bucket", "3.0")] == 2
+    assert got[("dialcheck_verdict_latency_seconds_bucket", "60.0")] == 2  # 75 s is beyond the last bucket
+    assert got[("dialcheck_verdict_latency_seconds_bucket", "+Inf")] == 3
+    assert VERDICT_LATENCY_BUCKETS[0] == 0.1 and VERDICT_LATENCY_BUCKETS[-1] == 60.0

@@ -3,7 +3,7 @@
 Why: the page is the product for people who look instead of reading JSON; only a browser shows
 that the SSE stream, the snapshot and the rendering agree with what the worker published. The
 badges' labels are compared with the verdict topic's, one evidence panel is opened, and a
-screenshot is kept (artifacts/test-output/ui-browser.png).
+screenshot is kept (artifacts/test-output/ui-browser.png; copied to docs/figures/ui.png for the README).
 
 Every process (broker, worker, ui, chromedriver + chromium) is started inside one ExitStack, so
 each is stopped whichever step fails.
@@ -14,6 +14,7 @@ import contextlib
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import threading
@@ -142,6 +143,15 @@ def test_ui_shows_the_topics_verdicts_in_chromium(tmp_path):
             assert shown[b.get_attribute("data-claim-id")] in b.text
         assert not driver.find_elements(By.CSS_SELECTOR, '.badge[data-label="pending"]')
 
+        # produce→verdict latency per conversation: the median of its verdicts' latency_ms as published
+        for section in driver.find_elements(By.CSS_SELECTOR, "section.conversation"):
+            conv_id = section.get_attribute("data-conversation-id")
+            lats = [v.latency_ms for cid, v in vlog.verdicts.items() if cid in expected and v.conversation_id == conv_id]
+            assert lats and None not in lats, conv_id  # the worker stamps every verdict it publishes
+            counts = section.find_element(By.CSS_SELECTOR, ".conv-counts")
+            assert float(counts.get_attribute("data-latency-ms")) == statistics.median(lats), conv_id
+            assert " to verdict · last turn " in counts.text
+
         # open the evidence of a verdict that has some: its window is highlighted inside its passage
         with_ev = [cid for cid in sorted(topic) if vlog.verdicts[cid].evidence]
         assert with_ev, "no verdict carried evidence"
@@ -224,7 +234,13 @@ def test_ui_survives_hostile_verdicts_in_chromium(tmp_path):
             producer.send(topic, key=conv.encode(), value=value).get(timeout=60)
 
         alice = good_verdict("alice", "1", "Paris is in Spain.", label="REFUTES")
+        # schema 2.1 on alice's and the ghost's verdicts (display hint, source link, latency); good's stays 2
+        alice.update(schema_version="2.1", latency_ms=1234.5, ts=1_700_000_000.0,
+                     display={"show": True, "tone": "disputed", "confidence": "low"})
+        alice["evidence"][0]["url"] = "https://en.wikipedia.org/wiki/Paris"
         ghost = good_verdict("ghost", "never-sent", "A claim whose turn never came.", label="NOT ENOUGH INFO", gate=False)
+        ghost.update(schema_version="2.1", latency_ms=800.0, display={"show": False, "tone": "unverified", "confidence": "low"})
+        ghost["evidence"][0]["url"] = "javascript:alert(document.domain)"
         send(k.topic_turns, "alice", turn("alice", "1", "Paris is in Spain."))
         send(k.topic_turns, "bob", turn("bob", "1", "I like tea."))  # same turn id, another conversation
         send(k.topic_verdicts, "alice", orjson.dumps(alice))
@@ -260,7 +276,7 @@ def test_ui_survives_hostile_verdicts_in_chromium(tmp_path):
         driver.get(ui.url)  # a fresh page: everything through the snapshot
         wait.until(EC.text_to_be_present_in_element((By.ID, "status"), "live"))
         check_page("fresh page")
-        _page_for_people(driver, good)
+        _page_for_people(driver, ui.url)
         driver.save_screenshot(str(ARTIFACTS / "ui-hostile.png"))
 
         state = _state_if(ui.url, lambda st: True)
@@ -283,6 +299,22 @@ def test_ui_survives_hostile_verdicts_in_chromium(tmp_path):
         odd = driver.find_element(By.CSS_SELECTOR, 'section[data-conversation-id="odd"] button.badge')
         assert odd.get_attribute("data-label") == "REFUTES"
 
+        # the page's own link check, for links the server never sends: only http(s) becomes an <a>
+        driver.execute_script("""
+          const ev = (url) => ({passage_id: url, title: "t", text: "x", window: "x", url});
+          applySnapshot({conversations: [{turns: [], verdicts: [{conversation_id: "links", turn_id: "1", claim_id: "l",
+            label: "SUPPORTS", status: {state: "ok"}, display: {show: "no", confidence: "sure"},
+            evidence: [ev("javascript:alert(1)"), ev("JAVASCRIPT:alert(1)"), ev(" javascript:alert(1)"),
+                       ev("data:text/html,<b>x</b>"), ev("vbscript:x"), ev("/relative"), ev("https://u:p@example.org/"),
+                       ev({toString: () => "https://example.org"}), ev("javascript://example.org/%0aalert(1)"),
+                       ev("ftp://example.org/x"), ev("http://example.org/ok")]}]}]});""")
+        links = driver.find_element(By.CSS_SELECTOR, 'section[data-conversation-id="links"]')
+        assert [a.get_attribute("href") for a in links.find_elements(By.CSS_SELECTOR, "a")] == ["http://example.org/ok"]
+        lb = links.find_element(By.CSS_SELECTOR, "button.badge")  # an unusable display hint is no hint
+        assert lb.get_attribute("data-confidence") is None and lb.get_attribute("data-show") is None
+        assert links.find_element(By.CSS_SELECTOR, "li.turn").get_attribute("data-muted") is None
+        assert driver.execute_script("return renderErrors;") == 2 and _severe_console(driver) == []
+
         # the headers and the Host allow-list of the real `dialcheck ui`
         with urllib.request.urlopen(ui.url, timeout=10) as r:
             assert "default-src 'self'" in r.headers["Content-Security-Policy"]
@@ -296,23 +328,74 @@ def test_ui_survives_hostile_verdicts_in_chromium(tmp_path):
             assert e.code == 421
 
 
-def _page_for_people(driver, good: dict) -> None:
+def _page_for_people(driver, url: str) -> None:
     """Issue 20 item 5: a key that is not a button and says badges open the evidence; the gate's
-    internals one click away; counts per conversation; a filter by label."""
+    internals off until the "show checker details" toggle is on; counts, median latency and time per
+    conversation (the same counts /api/state gives); the display hint on the badge (a low-confidence
+    mark, a faded verdict not for users); http(s) source links only, opening a new page without
+    opener or referrer; a filter by label."""
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import Select
 
     legend = driver.find_element(By.ID, "legend")
-    assert "click a badge for evidence" in legend.text
-    assert not legend.find_elements(By.CSS_SELECTOR, "button, .badge")
+    assert "click a badge for its evidence" in legend.text
+    assert not legend.find_elements(By.CSS_SELECTOR, "button, .badge, a, input")
+
+    # the gate's numbers and the probabilities: on no turn until the toggle is on, then on each verdict
+    internals = driver.find_elements(By.CSS_SELECTOR, ".internals")
+    assert len(internals) == 3 and not any(i.is_displayed() for i in internals)
     alice = driver.find_element(By.CSS_SELECTOR, 'section[data-conversation-id="alice"]')
-    gate = alice.find_element(By.CSS_SELECTOR, "details.rewrite")
-    assert gate.get_attribute("open") is None and not gate.find_element(By.CSS_SELECTOR, ".rewrite-body").is_displayed()
-    gate.find_element(By.CSS_SELECTOR, "summary").click()
-    assert "gate score 0.910" in gate.find_element(By.CSS_SELECTOR, ".rewrite-body").text
+    assert "gate" not in alice.text and "τ" not in alice.text
+    toggle = driver.find_element(By.ID, "internals")
+    toggle.click()
+    assert all(i.is_displayed() for i in internals)
+    assert "rewrite used (gate score 0.910 ≥ τ 0.80)" in alice.find_element(By.CSS_SELECTOR, ".internals").text
+    assert "verdict 1.2 s after the turn" in alice.find_element(By.CSS_SELECTOR, ".internals").text
+    toggle.click()
+    assert not any(i.is_displayed() for i in internals)
+
+    # counts per conversation, as /api/state counts them
     counts = driver.find_element(By.CSS_SELECTOR, 'section[data-conversation-id="good"] .conv-counts')
     assert (counts.get_attribute("data-turns"), counts.get_attribute("data-checked")) == ("2", "1")
-    assert "2 turns · 1 checked: 1 SUPPORTS" in counts.text
+    assert "2 turns · 1 checked: 1 SUPPORTS" in counts.text and "to verdict" not in counts.text  # good has no latency
+    a_counts = alice.find_element(By.CSS_SELECTOR, ".conv-counts")
+    assert float(a_counts.get_attribute("data-latency-ms")) == 1234.5
+    assert "1 checked: 1 REFUTES · median 1.2 s to verdict · last turn" in a_counts.text
+    for conv in _state_if(url, lambda st: True)["conversations"]:
+        c = driver.find_element(By.CSS_SELECTOR, f'section[data-conversation-id="{conv["id"]}"] .conv-counts')
+        summary = conv["summary"]
+        assert json.loads(c.get_attribute("data-labels")) == summary["labels"], conv["id"]
+        assert int(c.get_attribute("data-checked")) == summary["checked"], conv["id"]
+        assert int(c.get_attribute("data-turns")) == summary["turns"], conv["id"]
+        page_ms = c.get_attribute("data-latency-ms")
+        assert (None if page_ms is None else float(page_ms)) == summary["latency_ms_median"], conv["id"]
+
+    # the display hint: alice's badge says low confidence; the ghost's verdict is drawn, faded
+    a_badge = alice.find_element(By.CSS_SELECTOR, "button.badge")
+    assert (a_badge.get_attribute("data-confidence"), a_badge.get_attribute("data-tone")) == ("low", "disputed")
+    assert "low confidence" in a_badge.text and "shown as" not in a_badge.text  # disputed is REFUTES' own tone
+    ghost = driver.find_element(By.CSS_SELECTOR, 'section[data-conversation-id="ghost"] li.turn')
+    g_badge = ghost.find_element(By.CSS_SELECTOR, "button.badge")
+    assert ghost.get_attribute("data-muted") == "true" and g_badge.is_displayed()
+    assert g_badge.get_attribute("data-show") == "false" and "not shown to users" in ghost.text
+    assert float(g_badge.value_of_css_property("opacity")) < 1
+    assert alice.find_element(By.CSS_SELECTOR, "li.turn").get_attribute("data-muted") is None
+    g_text = driver.find_element(By.CSS_SELECTOR, 'section[data-conversation-id="good"] button.badge').text
+    assert "confidence" not in g_text  # a schema 2 verdict: no hint, no mark
+
+    # source links: alice's https link, opening a new page with neither opener nor referrer; none for
+    # the ghost's javascript: link, nor anywhere an evidence item has no url
+    a_badge.click()
+    link = alice.find_element(By.CSS_SELECTOR, ".evidence a.source")
+    assert link.is_displayed() and link.get_attribute("href") == "https://en.wikipedia.org/wiki/Paris"
+    assert set(link.get_attribute("rel").split()) == {"noopener", "noreferrer"} and link.get_attribute("target") == "_blank"
+    assert "en.wikipedia.org" in link.text
+    g_badge.click()
+    assert ghost.find_element(By.CSS_SELECTOR, ".evidence .passage").is_displayed()
+    assert not ghost.find_elements(By.CSS_SELECTOR, "a")
+    assert [a.get_attribute("href") for a in driver.find_elements(By.CSS_SELECTOR, "a")] == [link.get_attribute("href")]
+    a_badge.click()
+    g_badge.click()
 
     def shown() -> set[str]:
         return {s.get_attribute("data-conversation-id") for s in driver.find_elements(By.CSS_SELECTOR, "section.conversation")

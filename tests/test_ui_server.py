@@ -17,7 +17,7 @@ from aiohttp.test_utils import TestServer
 
 from schemas.settings import load_settings
 from streams.ui.server import CLIENTS, CONSUMER_STATE, STORE, Client, create_app, handle_record
-from test_ui_store import good_verdict, hostile_verdicts, turn
+from test_ui_store import good_verdict, hostile_verdicts, turn, v21
 
 TURNS, VERDICTS = "chat.turns", "chat.verdicts"
 
@@ -263,3 +263,45 @@ def test_a_page_stalled_mid_snapshot_is_disconnected_after_the_send_timeout(capl
     lines = [r for r in caplog.records if r.name.startswith(("dialcheck.ui", "aiohttp")) and r.name != "aiohttp.access"
              and r.levelno >= logging.INFO]
     assert len(lines) == 1 and "one write took over 1 s" in lines[0].getMessage() and lines[0].exc_info is None
+
+
+def test_pages_get_the_display_hint_latency_links_and_counts():
+    """Issue 20 item 5 through the real server: a schema 2.1 verdict's display hint, latency and
+    http(s) source link reach a live page as an SSE event; a javascript: link never leaves the server
+    (not in the stream's bytes); /api/state and a fresh page's snapshot carry each conversation's
+    counts and median latency."""
+    async def go():
+        app = _app()
+        server = await _serve(app)
+        try:
+            reader, writer = await _open_sse(server.port)
+            await _read_snapshot(reader)
+            handle_record(app, TURNS, turn("c", "1", "Paris is in Spain."))
+            handle_record(app, VERDICTS, orjson.dumps(v21(
+                "c", "1", "Paris is in Spain.", display={"show": True, "tone": "disputed", "confidence": "high"},
+                url="https://en.wikipedia.org/wiki/Paris", latency_ms=1200.0)))
+            handle_record(app, TURNS, turn("c", "2", "Paris is in Italy."))
+            handle_record(app, VERDICTS, orjson.dumps(v21("c", "2", "Paris is in Italy.", url="javascript:alert(1)",
+                                                          latency_ms=2000.0)))
+            raw = b""
+            while raw.count(b"event: verdict\n") < 2:
+                raw += await asyncio.wait_for(reader.readuntil(b"\n\n"), 10)
+            writer.close()
+            assert b"javascript:" not in raw
+            verdicts = [orjson.loads(chunk.split(b"data: ", 1)[1])["verdict"] for chunk in raw.split(b"\n\n")
+                        if chunk.startswith(b"event: verdict")]
+            assert [v["evidence"][0]["url"] for v in verdicts] == ["https://en.wikipedia.org/wiki/Paris", None]
+            assert verdicts[0]["display"] == {"show": True, "tone": "disputed", "confidence": "high"}
+            assert verdicts[1]["display"] is None and verdicts[1]["latency_ms"] == 2000.0
+            status, _, body = await _get(server, "/api/state")
+            (conv,) = orjson.loads(body)["conversations"]
+            assert status == 200 and b"javascript:" not in body
+            assert conv["summary"]["labels"] == {"REFUTES": 2} and conv["summary"]["checked"] == 2
+            assert conv["summary"]["latency_ms_median"] == 1600.0
+            reader, writer = await _open_sse(server.port)  # a fresh page: the same through the snapshot
+            (fresh,) = (await _read_snapshot(reader))["conversations"]
+            writer.close()
+            assert fresh["summary"] == conv["summary"] and fresh["verdicts"] == conv["verdicts"]
+        finally:
+            await server.close()
+    run(go())

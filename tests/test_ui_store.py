@@ -181,3 +181,107 @@ def test_store_takes_its_bounds_from_settings(monkeypatch):
     monkeypatch.setenv("DIALCHECK_UI_MAX_SNAPSHOT_BYTES", "123456")
     store = Store.from_settings(load_settings())
     assert (store.max_turns, store.max_verdicts, store.max_bytes) == (7, 8, 123456)
+
+
+# -- issue 20 item 5: what the page gets for people (latency, display hint, source links, counts) ---
+
+def v21(conv: str, turn_id: str, text: str, label: str = "REFUTES", *, display=None, url=None, latency_ms=None,
+        ts=None) -> dict:
+    """A schema 2.1 verdict: the display hint, a source link on its evidence, ts and latency_ms."""
+    v = good_verdict(conv, turn_id, text, label=label)
+    v["schema_version"] = "2.1"
+    if display is not None:
+        v["display"] = display
+    v["evidence"][0]["url"] = url
+    v["ts"], v["latency_ms"] = ts, latency_ms
+    return v
+
+
+def test_display_hint_latency_and_source_link_reach_the_page():
+    store = Store()
+    v = v21("c", "t", "Paris is in Spain.", display={"show": False, "tone": "disputed", "confidence": "low"},
+            url="https://en.wikipedia.org/wiki/Paris", latency_ms=2345.6, ts=1_700_000_000.5)
+    (ev,) = store.add_verdict_raw(orjson.dumps(v))
+    seen = ev["verdict"]
+    assert seen["display"] == {"show": False, "tone": "disputed", "confidence": "low"}
+    assert seen["evidence"][0]["url"] == "https://en.wikipedia.org/wiki/Paris"
+    assert (seen["latency_ms"], seen["ts"]) == (2345.6, 1_700_000_000.5)
+
+
+def test_an_older_verdict_has_these_fields_absent_not_broken():
+    """Schema 2 verdicts (no display, no url, no latency) are shown as before, with None for each."""
+    store = Store()
+    (ev,) = store.add_verdict_raw(orjson.dumps(good_verdict("c", "t", "x")))
+    seen = ev["verdict"]
+    assert seen["display"] is None and seen["latency_ms"] is None and seen["ts"] is None
+    assert seen["evidence"][0]["url"] is None
+
+
+@pytest.mark.parametrize("url", ["javascript:alert(1)", "JaVaScRiPt:alert(1)", "data:text/html,<script>x</script>",
+                                 "/relative/path", "//evil.example/x", "javascript://example.org/%0aalert(1)", "ftp://example.org/x", "https://", "http:///x",
+                                 "https://user:pw@example.org/", "https://exa mple.org/", "https://example.org/\nx",
+                                 "java\tscript:alert(1)", "https://example.org:99999/", "https://" + "a" * 3000, 7,
+                                 {"href": "https://example.org"}, ["https://example.org"], ""])
+def test_only_plain_http_links_are_kept(url):
+    """A link that is not absolute http(s) with a host (or carries credentials, whitespace, a bad
+    port) is dropped to None: the verdict is still shown, without the link."""
+    store = Store()
+    events = store.add_verdict_raw(orjson.dumps(v21("c", "t", "x", url=url)))
+    if store.counts["rejected"]:  # the schema may type url (2.1): then the record is refused outright
+        assert not store.conversations
+        return
+    (ev,) = events
+    assert ev["verdict"]["evidence"][0]["url"] is None
+
+
+@pytest.mark.parametrize("url", ["http://example.org", "https://en.wikipedia.org/wiki/Elvis_Presley?x=1#History",
+                                 "HTTPS://EXAMPLE.ORG/A", "https://[2001:db8::1]:8443/p"])
+def test_http_links_are_kept_as_sent(url):
+    (ev,) = Store().add_verdict_raw(orjson.dumps(v21("c", "t", "x", url=url)))
+    assert ev["verdict"]["evidence"][0]["url"] == url
+
+
+@pytest.mark.parametrize("display", [{"show": "yes", "tone": "angry", "confidence": 0.9}, {"show": 1}, {}])
+def test_an_unusable_display_hint_is_treated_as_absent(display):
+    store = Store()
+    events = store.add_verdict_raw(orjson.dumps(v21("c", "t", "x", display=display)))
+    if store.counts["rejected"]:  # refused by a schema that types display: also never shown
+        assert not store.conversations
+        return
+    assert events[-1]["verdict"]["display"] is None
+
+
+def test_a_partly_known_display_hint_keeps_only_known_values():
+    store = Store()
+    events = store.add_verdict_raw(orjson.dumps(v21("c", "t", "x", display={"show": True, "tone": "angry",
+                                                                            "confidence": "medium", "extra": deep(3)})))
+    if store.counts["rejected"]:
+        return  # a strict 2.1 schema refuses it: nothing unknown reaches the page either way
+    assert events[-1]["verdict"]["display"] == {"show": True, "confidence": "medium"}
+
+
+def test_conversation_summary_counts_labels_latency_and_last_time():
+    """The snapshot's per-conversation summary: turns held, checked turns, verdicts by label (status
+    error counted as "error"), the median produce→verdict latency of the verdicts that have one, and
+    the last turn's time."""
+    store = Store()
+    for i, ts in enumerate((100.0, 130.0, 120.0, 110.0)):
+        store.add_turn(ChatTurn("c", f"t{i}", "assistant", f"claim {i}", ts=ts))
+    store.add_turn(ChatTurn("c", "t9", "user", "hello", check=False))  # no ts
+    store.add_verdict_raw(orjson.dumps(v21("c", "t0", "claim 0", "REFUTES", latency_ms=900.0)))
+    store.add_verdict_raw(orjson.dumps(v21("c", "t1", "claim 1", "SUPPORTS", latency_ms=3000.0)))
+    store.add_verdict_raw(orjson.dumps(v21("c", "t2", "claim 2", "REFUTES", latency_ms=1500.0)))
+    err = v21("c", "t3", "claim 3", "NOT ENOUGH INFO")  # no latency_ms: not in the median
+    err["status"] = {"state": "error", "reason": "backend down"}
+    store.add_verdict_raw(orjson.dumps(err))
+    (conv,) = store.snapshot()["conversations"]
+    assert conv["summary"] == {"turns": 5, "checked": 4, "labels": {"REFUTES": 2, "SUPPORTS": 1, "error": 1},
+                               "last_ts": 130.0, "latency_ms_median": 1500.0, "latency_n": 3}
+
+
+def test_summary_of_a_conversation_without_times_or_latency():
+    store = Store()
+    store.add_verdict_raw(orjson.dumps(good_verdict("c", "t", "x")))
+    (conv,) = store.snapshot()["conversations"]
+    assert conv["summary"] == {"turns": 0, "checked": 1, "labels": {"REFUTES": 1}, "last_ts": None,
+                               "latency_ms_median": None, "latency_n": 0}

@@ -13,8 +13,11 @@ Anything else is counted with its reason and never stored. Every bound is a sett
 from __future__ import annotations
 
 import dataclasses
+import math
+import statistics
 from collections import OrderedDict, deque
 from dataclasses import dataclass, field
+from urllib.parse import urlsplit
 
 import orjson
 
@@ -22,6 +25,13 @@ from schemas import (LABELS, ChatTurn, Evidence, GateDecision, InvalidEvent, Rea
                      parse_turn, validate)
 
 EVIDENCE_FIELDS = ("passage_id", "title", "text", "window", "entail", "neutral", "contradict")
+# schema 2.1's display hint: the only values the page may receive (anything else is treated as absent)
+DISPLAY_VALUES = {"show": (True, False), "tone": ("supported", "disputed", "unverified"),
+                  "confidence": ("high", "medium", "low")}
+MAX_URL_CHARS = 2048
+# bytes a conversation adds to the snapshot besides its items: id, keys, and its summary (at most 4
+# label counts and 3 numbers, under 256 bytes serialised)
+CONVERSATION_OVERHEAD = 64 + 256
 MAX_REASON_KINDS = 64  # distinct kinds counted by name (a guard; schemas.Reason has fewer)
 _FIELDS = {cls: {f.name for f in dataclasses.fields(cls)} for cls in (Verdict, Surface, GateDecision, Evidence, Status)}
 
@@ -35,6 +45,12 @@ def read_verdict(raw: bytes, max_bytes: int, max_depth: int) -> Verdict:
     """chat.verdicts bytes → Verdict, or InvalidEvent with a short reason: size and depth first (nothing
     recursive runs on a hostile record), then verdict.schema.json, then the schemas.Verdict types
     (a gate without `score` fits the schema's loose gate object but is no GateDecision)."""
+    return _read(raw, max_bytes, max_depth)[0]
+
+
+def _read(raw: bytes, max_bytes: int, max_depth: int) -> tuple[Verdict, dict]:
+    """read_verdict, plus the checked JSON object (schema 2.1's `display` and `evidence[].url` are read
+    from it, so the page shows them whether or not schemas.Verdict has those fields yet)."""
     if len(raw) > max_bytes:
         raise InvalidEvent(Reason.TOO_LARGE, f"verdict too large: {len(raw)} bytes > {max_bytes}")
     obj = load_bounded_json(raw, max_depth)
@@ -43,9 +59,42 @@ def read_verdict(raw: bytes, max_bytes: int, max_depth: int) -> Verdict:
         s = _known(Surface, obj["surface"])
         s["gate"] = GateDecision(**_known(GateDecision, s["gate"])) if s.get("gate") is not None else None
         return Verdict(**{**_known(Verdict, obj), "surface": Surface(**s), "status": Status(**_known(Status, obj["status"])),
-                          "evidence": [Evidence(**_known(Evidence, e)) for e in obj["evidence"]]})
+                          "evidence": [Evidence(**_known(Evidence, e)) for e in obj["evidence"]]}), obj
     except (TypeError, ValueError, KeyError) as e:
         raise InvalidEvent(Reason.SCHEMA, f"verdict does not fit schemas.Verdict: {str(e)[:200]}") from None
+
+
+def safe_url(u) -> str | None:
+    """An evidence source link the page may draw as <a href>: an absolute http(s) URL with a host, no
+    credentials, no whitespace or control characters, at most MAX_URL_CHARS; anything else is None
+    (javascript:, data:, relative paths, …). The page checks the scheme again before drawing it."""
+    if not isinstance(u, str) or not u or len(u) > MAX_URL_CHARS or any(ch.isspace() or ord(ch) < 32 or ord(ch) == 127
+                                                                         for ch in u):
+        return None
+    try:
+        parts = urlsplit(u)
+        _ = parts.port  # raises on a malformed port
+    except ValueError:
+        return None
+    if parts.scheme.lower() not in ("http", "https") or not parts.hostname or "@" in parts.netloc:
+        return None
+    return u
+
+
+def display_view(d) -> dict | None:
+    """Schema 2.1's display hint with only the known keys and values; None when absent or unusable
+    (an older verdict, or a hint that is not an object)."""
+    if dataclasses.is_dataclass(d) and not isinstance(d, type):
+        d = dataclasses.asdict(d)
+    if not isinstance(d, dict):
+        return None
+    out = {k: d[k] for k, allowed in DISPLAY_VALUES.items()
+           if k in d and type(d[k]) is type(allowed[0]) and d[k] in allowed}
+    return out or None
+
+
+def _finite(x) -> float | None:
+    return float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) else None
 
 
 def turn_view(turn: ChatTurn) -> dict:
@@ -53,16 +102,27 @@ def turn_view(turn: ChatTurn) -> dict:
             "text": turn.text, "check": turn.check, "ts": turn.ts}
 
 
-def verdict_view(v: Verdict) -> dict:
-    """The part of a verdict the page renders (no timings, no model versions, no unknown fields)."""
+def verdict_view(v: Verdict, obj: dict | None = None) -> dict:
+    """The part of a verdict the page renders (no stage timings, no model versions, no unknown fields):
+    with `ts`, `latency_ms` (produce→verdict), the display hint and each evidence item's source link
+    when the verdict has them (schema 2.1; read from `obj`, the record as published, or the Verdict),
+    each None when absent or unusable."""
     gate = v.surface.gate
+    raw_ev = obj.get("evidence") if isinstance(obj, dict) and isinstance(obj.get("evidence"), list) else []
+
+    def url(i: int, e: Evidence):
+        raw = raw_ev[i] if i < len(raw_ev) and isinstance(raw_ev[i], dict) else {}
+        return safe_url(raw.get("url", getattr(e, "url", None)))
     return {"conversation_id": v.conversation_id, "turn_id": v.turn_id, "claim_id": v.claim_id, "claim": v.claim,
             "label": v.label, "probabilities": {k: v.probabilities[k] for k in LABELS if k in v.probabilities},
             "status": {"state": v.status.state, "reason": v.status.reason},
             "surface": {"name": v.surface.name, "text": v.surface.text, "candidate": v.surface.candidate,
                         "candidate_text": v.surface.candidate_text,
                         "gate": dataclasses.asdict(gate) if gate is not None else None},
-            "evidence": [{k: getattr(e, k) for k in EVIDENCE_FIELDS} for e in v.evidence]}
+            "ts": _finite(getattr(v, "ts", None)), "latency_ms": _finite(getattr(v, "latency_ms", None)),
+            "display": display_view(obj.get("display") if isinstance(obj, dict) and "display" in obj
+                                    else getattr(v, "display", None)),
+            "evidence": [{**{k: getattr(e, k) for k in EVIDENCE_FIELDS}, "url": url(i, e)} for i, e in enumerate(v.evidence)]}
 
 
 def _size(view: dict) -> int:
@@ -82,7 +142,22 @@ class Conversation:
 
     def to_dict(self) -> dict:
         return {"id": self.id, "turns": [t for t, _ in self.turns.values()],
-                "verdicts": [v for v, _ in self.verdicts.values()]}
+                "verdicts": [v for v, _ in self.verdicts.values()], "summary": self.summary()}
+
+    def summary(self) -> dict:
+        """What the page's per-conversation line says, for /api/state readers: turns held, checked
+        turns, verdicts by label ("error" for status error), the last turn's time (its producer `ts`,
+        else the verdicts' echoed `ts`) and the median produce→verdict latency of its verdicts."""
+        labels: dict[str, int] = {}
+        for v, _ in self.verdicts.values():
+            label = "error" if v["status"]["state"] == "error" else v["label"]
+            labels[label] = labels.get(label, 0) + 1
+        lat = [v["latency_ms"] for v, _ in self.verdicts.values() if v.get("latency_ms") is not None]
+        stamps = [t["ts"] for t, _ in self.turns.values() if _finite(t.get("ts")) is not None]
+        stamps += [v["ts"] for v, _ in self.verdicts.values() if v.get("ts") is not None]
+        return {"turns": len(self.turns), "checked": len(self.verdicts), "labels": labels,
+                "last_ts": max(stamps) if stamps else None,
+                "latency_ms_median": round(statistics.median(lat), 1) if lat else None, "latency_n": len(lat)}
 
 
 class Store:
@@ -134,7 +209,7 @@ class Store:
 
     def add_verdict_raw(self, raw: bytes, where: str = "") -> list[dict]:
         try:
-            return self.add_verdict(read_verdict(raw, self.max_verdict_bytes, self.max_depth))
+            return self.add_verdict(*_read(raw, self.max_verdict_bytes, self.max_depth))
         except InvalidEvent as e:
             return self.reject("verdict", e.code, e.reason, where)
 
@@ -142,7 +217,7 @@ class Store:
     def _touch(self, conv_id: str) -> tuple[Conversation, list[dict]]:
         conv = self.conversations.get(conv_id)
         if conv is None:
-            conv = self.conversations[conv_id] = Conversation(conv_id, bytes=len(conv_id) + 64)
+            conv = self.conversations[conv_id] = Conversation(conv_id, bytes=len(conv_id) + CONVERSATION_OVERHEAD)
             self.bytes += conv.bytes
         self.conversations.move_to_end(conv_id)
         events = []
@@ -204,11 +279,12 @@ class Store:
         self.counts["turns"] += 1
         return events + self._fit_bytes(conv, ("turns", turn.turn_id)) + [{"type": "turn", "turn": view}]
 
-    def add_verdict(self, v: Verdict) -> list[dict]:
+    def add_verdict(self, v: Verdict, obj: dict | None = None) -> list[dict]:
+        """`obj`: the record as published, for the fields schemas.Verdict may not carry (display, url)."""
         if v.claim_id in self.seen_claims:
             self.counts["duplicates"] += 1
             return []
-        view = verdict_view(v)
+        view = verdict_view(v, obj)
         size = self._check_size(view)
         self.seen_claims[v.claim_id] = None
         while len(self.seen_claims) > self.max_conversations * self.max_verdicts:

@@ -9,7 +9,12 @@ const main = document.getElementById("conversations");
 const statusEl = document.getElementById("status");
 const countersEl = document.getElementById("counters");
 const filterEl = document.getElementById("filter");
+const internalsEl = document.getElementById("internals");
 const LABEL_ORDER = ["REFUTES", "SUPPORTS", "NOT ENOUGH INFO", "error", "pending"];
+// the display hint's tone a label has by default (schema 2.1); a different tone is written on the badge
+const LABEL_TONE = { "SUPPORTS": "supported", "REFUTES": "disputed", "NOT ENOUGH INFO": "unverified" };
+const TONES = ["supported", "disputed", "unverified"];
+const CONFIDENCES = ["high", "medium", "low"];
 // conversation id → {section, list, slots: Map(turn id → {li, turn, verdict})}: a turn id means
 // something only inside its conversation (Bob's turn "1" is not Alice's turn "1")
 const convs = new Map();
@@ -27,6 +32,40 @@ function el(tag, attrs = {}, text) {
 const str = (x) => (typeof x === "string" ? x : "");
 const num = (x, digits) => (typeof x === "number" && Number.isFinite(x) ? x.toFixed(digits) : "?");
 const arr = (x) => (Array.isArray(x) ? x : []);
+const finite = (x) => (typeof x === "number" && Number.isFinite(x) ? x : null);
+const obj = (x) => (x && typeof x === "object" && !Array.isArray(x) ? x : {});
+const oneOf = (x, allowed) => (allowed.includes(x) ? x : null);
+
+// "840 ms" / "2.3 s" / "1.2 min": a produce→verdict latency for people
+function duration(ms) {
+  if (ms === null) return "?";
+  if (Math.abs(ms) < 1000) return `${Math.round(ms)} ms`;
+  if (Math.abs(ms) < 60000) return `${(ms / 1000).toFixed(1)} s`;
+  return `${(ms / 60000).toFixed(1)} min`;
+}
+
+function median(xs) {
+  if (!xs.length) return null;
+  const s = [...xs].sort((a, b) => a - b), m = s.length >> 1;
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+}
+
+// an evidence source link only for an absolute http(s) URL with a host and no credentials (the
+// server checks the same; javascript:, data: and relative links are never drawn)
+function safeHref(u) {
+  if (typeof u !== "string" || !u || u.length > 2048) return null;
+  let url;
+  try { url = new URL(u); } catch (e) { return null; }
+  if ((url.protocol !== "http:" && url.protocol !== "https:") || !url.hostname || url.username || url.password) return null;
+  return url;
+}
+
+// schema 2.1's display hint, only its known values (older verdicts have none)
+function displayHint(v) {
+  const d = obj(v.display);
+  return { show: typeof d.show === "boolean" ? d.show : null, tone: oneOf(d.tone, TONES),
+           confidence: oneOf(d.confidence, CONFIDENCES) };
+}
 
 function showCounters() {
   const rejected = +serverCounts.rejected || 0;
@@ -109,19 +148,27 @@ function passageWithWindow(text, win) {
   return p;
 }
 
-// the gate's decision is an internal detail: closed by default, one click away
-function rewriteLine(surface) {
-  const g = surface && surface.gate;
-  if (!g || typeof g !== "object") return null;
-  const accepted = g.accepted === true;
-  const details = el("details", { class: "rewrite", "data-accepted": String(accepted) });
-  details.append(el("summary", {}, accepted ? "checked as rewritten" : "checked as written"));
-  const body = el("div", { class: "rewrite-body" });
-  body.append(el("span", { class: "verdict-word" }, accepted ? "rewrite accepted" : "rewrite not used"),
+// the checker's internals (the gate's decision on a rewrite, the probabilities, the latency) are for
+// whoever tunes it, not for the people in the chat: drawn on every verdict but shown only while the
+// header's "show checker details" toggle is on
+function internals(v) {
+  const box = el("div", { class: "internals" });
+  const surface = obj(v.surface);
+  const g = surface.gate;
+  if (g && typeof g === "object") {
+    const accepted = g.accepted === true;
+    const rw = el("div", { class: "rewrite", "data-accepted": String(accepted) });
+    rw.append(el("span", { class: "verdict-word" }, accepted ? "rewrite used" : "rewrite not used"),
               document.createTextNode(` (gate score ${num(g.score, 3)} ${accepted ? "≥" : "<"} τ ${num(g.threshold, 2)}): `),
               el("q", {}, str(surface.candidate_text)));
-  details.append(body);
-  return details;
+    box.append(rw);
+  }
+  const p = obj(v.probabilities);
+  const lat = finite(v.latency_ms);
+  box.append(el("div", { class: "internals-numbers" },
+                `surface ${str(surface.name) || "?"} · P(S) ${num(p.SUPPORTS, 2)} · P(R) ${num(p.REFUTES, 2)} · ` +
+                `P(NEI) ${num(p["NOT ENOUGH INFO"], 2)}` + (lat !== null ? ` · verdict ${duration(lat)} after the turn` : "")));
+  return box;
 }
 
 function evidencePanel(v, id) {
@@ -131,7 +178,15 @@ function evidencePanel(v, id) {
   for (const e of evidence) {
     if (!e || typeof e !== "object") continue;
     const item = el("div", { class: "passage", "data-passage-id": str(e.passage_id) });
-    item.append(el("div", { class: "passage-title" }, str(e.title)),
+    const title = el("div", { class: "passage-title" });
+    title.append(el("span", {}, str(e.title)));
+    const href = safeHref(e.url);
+    if (href) {
+      const a = el("a", { class: "source", href: href.href, rel: "noopener noreferrer", target: "_blank",
+                          title: href.href }, `source: ${href.hostname} ↗`);
+      title.append(document.createTextNode(" "), a);
+    }
+    item.append(title,
                 passageWithWindow(str(e.text), str(e.window)),
                 el("div", { class: "probs" },
                    `entail ${num(e.entail, 2)} · neutral ${num(e.neutral, 2)} · contradict ${num(e.contradict, 2)}`));
@@ -152,12 +207,23 @@ function renderCheck(s) {
   }
   const label = badgeLabel(v);
   s.li.dataset.label = label;
+  const hint = displayHint(v);
+  // a verdict the app is told not to show (display.show false) is still drawn here, faded
+  if (hint.show === false) s.li.dataset.muted = "true"; else delete s.li.dataset.muted;
   const claimId = str(v.claim_id);
   const panelId = `ev-${claimId}`;
+  const about = [hint.tone && `tone ${hint.tone}`, hint.confidence && `${hint.confidence} confidence`,
+                 hint.show === false && "not shown to users"].filter(Boolean);
   const badge = el("button", { class: "badge", type: "button", "data-label": label, "data-claim-id": claimId,
                                "aria-expanded": "false", "aria-controls": panelId,
-                               title: "show the evidence" });
+                               title: `show the evidence${about.length ? ` (${about.join(", ")})` : ""}` });
+  if (hint.tone) badge.dataset.tone = hint.tone;
+  if (hint.confidence) badge.dataset.confidence = hint.confidence;
+  if (hint.show !== null) badge.dataset.show = String(hint.show);
   badge.append(el("span", { "aria-hidden": "true" }, ICONS[label] || "•"), document.createTextNode(` ${label}`));
+  // high confidence needs no mark; a tone other than the label's own is written out
+  if (hint.confidence === "low" || hint.confidence === "medium") badge.append(el("span", { class: "confidence" }, `${hint.confidence} confidence`));
+  if (hint.tone && label !== "error" && hint.tone !== LABEL_TONE[label]) badge.append(el("span", { class: "tone" }, `shown as ${hint.tone}`));
   const panel = evidencePanel(v, panelId);
   badge.addEventListener("click", () => {
     const open = panel.hidden;
@@ -165,11 +231,10 @@ function renderCheck(s) {
     badge.setAttribute("aria-expanded", String(open));
   });
   box.append(badge);
-  const rw = rewriteLine(v.surface);
-  if (rw) box.append(rw);
-  const st = v.status && typeof v.status === "object" ? v.status : {};
+  if (hint.show === false) box.append(el("span", { class: "muted-note" }, "not shown to users"));
+  const st = obj(v.status);
   if (st.state !== "ok" && str(st.reason)) box.append(el("div", { class: "status-reason" }, `${str(st.state)}: ${str(st.reason)}`));
-  box.append(panel);
+  box.append(internals(v), panel);
 }
 
 function render(s) {
@@ -185,15 +250,19 @@ function render(s) {
   renderCheck(s);
 }
 
-// per conversation: turns, checked turns by label, the time of the last turn; and the filter
+// per conversation: turns, checked turns by label, median produce→verdict latency, the time of the
+// last turn; and the filter
 function summarise(c) {
   let turns = 0, last = 0, visible = 0;
   const labels = new Map();
+  const latencies = [];
   for (const s of c.slots.values()) {
     if (s.turn) turns += 1;
     const label = s.li.dataset.label;
     if (s.verdict) labels.set(label, (labels.get(label) || 0) + 1);
-    const ts = s.turn && typeof s.turn.ts === "number" && Number.isFinite(s.turn.ts) ? s.turn.ts : s.at;
+    const lat = s.verdict ? finite(s.verdict.latency_ms) : null;
+    if (lat !== null) latencies.push(lat);
+    const ts = (s.turn && finite(s.turn.ts)) ?? (s.verdict && finite(s.verdict.ts)) ?? s.at;
     last = Math.max(last, ts);
     s.li.hidden = !!filterEl.value && label !== filterEl.value;
     if (!s.li.hidden) visible += 1;
@@ -201,11 +270,14 @@ function summarise(c) {
   const checked = [...labels.values()].reduce((a, b) => a + b, 0);
   const byLabel = LABEL_ORDER.filter((l) => labels.has(l)).map((l) => `${labels.get(l)} ${l}`).join(", ");
   const when = last ? new Date(last * 1000).toLocaleTimeString() : "";
+  const med = median(latencies);
   const counts = c.section.querySelector(".conv-counts");
   counts.dataset.turns = String(turns);
   counts.dataset.checked = String(checked);
+  counts.dataset.labels = JSON.stringify(Object.fromEntries(labels));
+  if (med !== null) counts.dataset.latencyMs = String(med); else delete counts.dataset.latencyMs;
   counts.textContent = `${turns} turn${turns === 1 ? "" : "s"} · ${checked} checked${byLabel ? `: ${byLabel}` : ""}` +
-    (when ? ` · last ${when}` : "");
+    (med !== null ? ` · median ${duration(med)} to verdict` : "") + (when ? ` · last turn ${when}` : "");
   c.section.hidden = !!filterEl.value && visible === 0;
 }
 
@@ -263,6 +335,9 @@ function connect() {
   };
 }
 
+function showInternals() { main.dataset.internals = String(internalsEl.checked); }
+internalsEl.addEventListener("change", showInternals);
+showInternals();
 filterEl.addEventListener("change", () => {
   main.dataset.filter = filterEl.value;
   for (const c of convs.values()) guarded("conversation", summarise)(c);

@@ -9,7 +9,7 @@ import math
 import re
 import time
 import unicodedata
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from enum import StrEnum
 from functools import lru_cache
 from pathlib import Path
@@ -215,15 +215,35 @@ class Evidence:
     entail: float = 0.0
     neutral: float = 0.0
     contradict: float = 0.0
+    url: str | None = None  # schema 2.1: the passage's source link (its own, or derived for Wikipedia)
 
 
 @dataclass
 class Status:
     state: Literal["ok", "degraded", "error"] = "ok"
+    # why the state is not ok; when ok, null unless the check itself was incomplete (no passage
+    # retrieved, claims left unchecked): weak evidence is `evidence`, not-check-worthy the rationale
     reason: str | None = None
     # how well the evidence the decision read bears on the claim: strong (the deciding window is
     # about the claim's subject), weak (only off-topic or silent windows), none (nothing was read)
     evidence: Literal["strong", "weak", "none"] | None = None
+
+
+@dataclass(frozen=True)
+class Display:
+    """Schema 2.1's display hint: what a chat app shows users (the rule: workers/display.py)."""
+    show: bool
+    tone: Literal["supported", "disputed", "unverified"]
+    confidence: Literal["high", "medium", "low"]
+
+
+SCHEMA_VERSION = "2.1"
+
+
+def _known(cls, d: dict) -> dict:
+    """Only the fields `cls` has: readers ignore fields they do not know (a later minor version's)."""
+    names = {f.name for f in fields(cls)}
+    return {k: v for k, v in d.items() if k in names}
 
 
 @dataclass
@@ -239,9 +259,12 @@ class Verdict:
     model_versions: dict[str, str]
     timings_ms: dict[str, float]
     status: Status
+    # what to show users (schema 2.1; workers/display.py sets it on every verdict the pipeline makes;
+    # None in verdicts read from before 2.1)
+    display: Display | None = None
     created_at: float = field(default_factory=time.time)
     rationale: dict | None = None  # why this label: rule or layer, its numbers, the window it read (schema)
-    schema_version: str = "2"  # verdict.schema.json's version; 1 had no rationale
+    schema_version: str = SCHEMA_VERSION  # verdict.schema.json's version; 1 had no rationale, 2.1 adds display and url
     # set by the stream worker as it publishes (null from `check`/`eval`): the producer's `ts` echoed,
     # and milliseconds from that `ts` (or the record's Kafka timestamp) to publishing
     ts: float | None = None
@@ -251,20 +274,28 @@ class Verdict:
         return asdict(self)
 
     def to_json(self) -> bytes:
-        """The published form: probabilities rounded to 4 places (run files keep full precision)."""
+        """The published form: probabilities and retrieval scores rounded to 4 places (run files keep
+        full precision)."""
         d = self.to_dict()
         d["probabilities"] = {k: round(float(p), 4) for k, p in d["probabilities"].items()}
         for e in d["evidence"]:
             for k in ("entail", "neutral", "contradict"):
                 e[k] = round(float(e[k]), 4)
+            if e.get("retrieval_score") is not None:
+                e["retrieval_score"] = round(float(e["retrieval_score"]), 4)
         return orjson.dumps(d, option=orjson.OPT_SERIALIZE_NUMPY)
 
     @classmethod
     def from_dict(cls, d: dict) -> "Verdict":
-        s = dict(d["surface"])
-        s["gate"] = GateDecision(**s["gate"]) if s.get("gate") else None
-        return cls(**{**d, "surface": Surface(**s), "evidence": [Evidence(**e) for e in d["evidence"]],
-                      "status": Status(**d["status"])})
+        """A published verdict of any version back to a Verdict: version 1 (no `schema_version`, no
+        rationale), 2 and 2.1; fields this version does not know are ignored, as the schema asks."""
+        s = _known(Surface, d["surface"])
+        s["gate"] = GateDecision(**_known(GateDecision, s["gate"])) if s.get("gate") else None
+        shown = d.get("display")
+        return cls(**{**_known(cls, d), "schema_version": d.get("schema_version", "1"), "surface": Surface(**s),
+                      "evidence": [Evidence(**_known(Evidence, e)) for e in d["evidence"]],
+                      "status": Status(**_known(Status, d["status"])),
+                      "display": Display(**_known(Display, shown)) if isinstance(shown, dict) else None})
 
 
 def parse_verdict(raw: bytes) -> Verdict:

@@ -71,11 +71,12 @@ class Passage:
     text: str
     score: float = 0.0
     doc_id: str = ""  # the source document (title for Wikipedia); passages of one doc share it
+    url: str | None = None  # the source link (verdict evidence url), when the corpus has one
 
     def with_score(self, score: float) -> "Passage":
         # the constructor, not dataclasses.replace: BM25 makes ~900 of these per claim (180 per
         # query) and replace() was 2.5 % of an e2e run's time
-        return Passage(self.id, self.title, self.text, float(score), self.doc_id)
+        return Passage(self.id, self.title, self.text, float(score), self.doc_id, self.url)
 
 
 @runtime_checkable

@@ -12,7 +12,7 @@ import queue
 import threading
 from typing import Callable, Sequence
 
-from schemas import ChatTurn, InvalidEvent, Reason, Status, Surface, Verdict, claim_id, parse_turn
+from schemas import ChatTurn, Display, InvalidEvent, Reason, Status, Surface, Verdict, claim_id, parse_turn
 from schemas.secrets import ELLIPSIS, Scrubber, ScrubbingFilter, bound  # noqa: F401 - the one scrubber, re-exported
 
 log = logging.getLogger("dialcheck.stream")
@@ -79,7 +79,8 @@ def error_verdict(item, reason: str, max_reason_bytes: int = 1024) -> Verdict:
                    claim_id=claim_id(item.conversation_id, item.turn_id, item.claim), claim=item.claim,
                    surface=Surface(name="r0", text=item.claim, candidate="r0", candidate_text=item.claim), label="NOT ENOUGH INFO",
                    probabilities={"SUPPORTS": 0.0, "REFUTES": 0.0, "NOT ENOUGH INFO": 1.0}, evidence=[],
-                   model_versions={}, timings_ms={}, status=Status(state="error", reason=bound(reason, max_reason_bytes)))
+                   model_versions={}, timings_ms={}, status=Status(state="error", reason=bound(reason, max_reason_bytes)),
+                   display=Display(show=False, tone="unverified", confidence="low"))  # workers/display.py's rule for an error NEI
 
 
 def check_safely(check_many: CheckMany, items: Sequence) -> list[Verdict]:

@@ -115,6 +115,7 @@ def test_not_checkworthy_turn_skips_checking(settings, nli, encoder):
     pipe = Pipeline(settings.updated(verify={"checkworthy": True}), nli, encoder, None, protocol="fv", surface="r0")
     chat, fact = pipe.check_many([CheckItem("q", "1", [], "I love cheerleading!", ELVIS),
                                   CheckItem("q", "2", [], "Elvis Presley was born in Tupelo, Mississippi.", ELVIS)])
-    assert chat.label == "NOT ENOUGH INFO" and chat.status.reason == "not check-worthy" and not chat.evidence
+    assert chat.label == "NOT ENOUGH INFO" and chat.status.reason is None and not chat.evidence
+    assert chat.rationale["rule"] == "not-check-worthy" and "not check-worthy" in chat.rationale["summary"]
     assert "verify" not in chat.timings_ms
     assert fact.label == "SUPPORTS"

@@ -4,7 +4,14 @@
 the protocol's stages over it (each stage batches its model calls across the batch), times each
 stage, and turns only the declared outages (ModelUnavailable, SearchUnavailable) into
 degraded/error verdicts via the stage's `on_outage`. Any other exception is a bug: it propagates,
-and the stream worker turns it into error verdicts for that batch."""
+and the stream worker turns it into error verdicts for that batch.
+
+Timings (verdict `timings_ms`): a per-claim stage (PER_CLAIM_STAGES: a loop over claims, nothing
+shared) runs claim by claim and each claim gets its own milliseconds; a batched stage (one model
+or search call for the whole batch) cannot be split, so each claim gets the batch's time divided
+by the claims that shared it, and `timings_ms["batch_items"]` says by how many. Loading (models,
+index, spaCy, the first ONNX run) happens in `from_settings`, timed in `Pipeline.load_ms`, so it
+never lands inside a stage of the first verdict."""
 from __future__ import annotations
 
 import time
@@ -29,6 +36,12 @@ from .verdict import VerdictContext, assemble, turn_summary
 PROTOCOLS = ("fv", "e2e", "ir")
 SURFACES = ("r0", "r1", "r2", "r3", "r4", "r4g", "r5", "r5g")  # r5/r5g: workers/llm (fall back to r4/r4g)
 OUTAGES = (ModelUnavailable, SearchUnavailable)
+# stages that do per-claim work only (no batched model or search call): timed claim by claim
+PER_CLAIM_STAGES = frozenset({"checkworthy", "evidence"})
+# checked once by from_settings so lazy loading happens there (a pronoun: R4 and the gate run too)
+WARM_UP = CheckItem("dialcheck-warm-up", "0", ["Do you know where Elvis Presley was born?"],
+                    "He was born in Tupelo, Mississippi.",
+                    gold_evidence=[("Elvis Presley", "Elvis Presley was born in Tupelo, Mississippi, in 1935.")])
 
 __all__ = ["CheckItem", "ClaimState", "Pipeline", "PROTOCOLS", "SURFACES"]
 
@@ -57,6 +70,7 @@ class Pipeline:
         self.verdict_context = VerdictContext(protocol, self.decision_rule(), self.model_versions(), settings.verify,
                                               self.decider.layer.params if self.decider is not None else None)
         self.scrub = Scrubber.from_settings(settings)  # status reasons quote backends' errors (URLs, passwords)
+        self.load_ms: dict[str, float] = {}  # from_settings: models, index and warm-up milliseconds
 
     def _stages(self) -> list[Stage]:
         s = self.settings
@@ -81,11 +95,30 @@ class Pipeline:
 
     @classmethod
     def from_settings(cls, settings: Settings, protocol: str = "e2e", surface: str = "r4g") -> "Pipeline":
+        """Models and index loaded, then one warm-up claim checked: `load_ms` has the three times,
+        and the first verdict's stage timings hold no loading."""
         from .models.factory import load_models
 
+        t0 = time.perf_counter()
         nli, encoder = load_models(settings)
+        t1 = time.perf_counter()
         searcher = load_searcher(settings, encoder) if protocol in ("e2e", "ir") else None
-        return cls(settings, nli, encoder, searcher, protocol, surface)
+        t2 = time.perf_counter()
+        pipe = cls(settings, nli, encoder, searcher, protocol, surface)
+        pipe.load_ms = {"models": round((t1 - t0) * 1000, 1), "index": round((t2 - t1) * 1000, 1),
+                        "warm_up": pipe.warm_up()}
+        return pipe
+
+    def warm_up(self) -> float:
+        """Check WARM_UP once (no LLM call: r5 takes its R4 path, no editing), so that what loads
+        lazily (spaCy models, the truecaser, ONNX Runtime's first run) loads now. Milliseconds."""
+        t = time.perf_counter()
+        base = R5_SURFACES.get(self.surface, self.surface)
+        pipe = self if base == self.surface and not self.settings.llm.edit else Pipeline(
+            self.settings.updated(llm={"edit": False}), self.nli, self.encoder, self.searcher, self.protocol, base,
+            self.surface_builder)
+        pipe.run([WARM_UP])
+        return round((time.perf_counter() - t) * 1000, 1)
 
     def with_options(self, protocol: str | None = None, surface: str | None = None) -> "Pipeline":
         """Same models and index, another protocol/surface (the evaluator loops over surfaces)."""
@@ -94,20 +127,35 @@ class Pipeline:
 
     # ---- public API ---------------------------------------------------------------------------
     def run(self, items: list[CheckItem]) -> list[ClaimState]:
-        """Every stage of the protocol over the batch; per-item timings are the stage's share. A
-        claim a stage answered (not check-worthy) goes to no later stage."""
+        """Every stage of the protocol over the batch, timed (module docstring): a per-claim stage
+        claim by claim, a batched stage once, its time shared by `batch_items` claims. A claim a
+        stage answered (not check-worthy) goes to no later stage."""
         states = [ClaimState(it) for it in items]
+        shared: dict[int, int] = {}
         for stage in self.stages:
             todo = [st for st in states if not st.skip_reason]
-            t = time.perf_counter()
-            try:
-                stage.run(todo)
-            except OUTAGES as e:
-                stage.on_outage(todo, e)
-            per_item = (time.perf_counter() - t) * 1000 / max(len(todo), 1)
-            for st in todo:
-                st.timings[stage.name] = round(per_item, 2)
+            if stage.name in PER_CLAIM_STAGES:
+                for st in todo:
+                    st.timings[stage.name] = round(self._timed(stage, [st]), 2)
+            elif todo:
+                share = self._timed(stage, todo) / len(todo)
+                for st in todo:
+                    st.timings[stage.name] = round(share, 2)
+                    shared[id(st)] = len(todo)
+        for st in states:
+            if id(st) in shared:
+                st.timings["batch_items"] = shared[id(st)]
         return states
+
+    @staticmethod
+    def _timed(stage: Stage, states: list[ClaimState]) -> float:
+        """Milliseconds of one stage call; a declared outage is the stage's to degrade."""
+        t = time.perf_counter()
+        try:
+            stage.run(states)
+        except OUTAGES as e:
+            stage.on_outage(states, e)
+        return (time.perf_counter() - t) * 1000
 
     def check_many(self, items: list[CheckItem]) -> list[Verdict]:
         """One verdict per item. With `verify.segment`, each turn is checked claim by claim and its

@@ -14,11 +14,12 @@ from schemas.settings import VerifySettings
 
 from .decision import NO_EVIDENCE
 from .decision.sufficiency import strength
+from .display import display_for
 from .stages import ClaimState
 from .windows import normalise
 
 # e2e: below this lexical pre-score the deciding window hardly mentions the claim's words; the
-# verdict stays ok (a decision was made) but says so in its status reason
+# verdict stays ok (a decision was made) and its rationale summary says so
 WEAK_EVIDENCE_PRESCORE = 0.15
 
 
@@ -47,15 +48,16 @@ def assemble(st: ClaimState, ctx: VerdictContext) -> Verdict:
         p = st.passages[d.window.passage_index]
         evidence.append(Evidence(p.id, p.title, p.text, d.window.text, float(p.score) if p.score else None,
                                  round(d.window.prescore, 4), float(d.probs[ENTAILMENT]),
-                                 float(d.probs[NEUTRAL]), float(d.probs[CONTRADICTION])))
+                                 float(d.probs[NEUTRAL]), float(d.probs[CONTRADICTION]), p.url))
     assert label in LABELS
     cov = deciding_coverage(st, best)
+    state = status(st, ctx.protocol, strength(cov, ctx.on_topic))
     return Verdict(rationale=rationale(st, label, best, probs, ctx, cov),
                    conversation_id=st.item.conversation_id, turn_id=st.item.turn_id,
                    claim_id=claim_id(st.item.conversation_id, st.item.turn_id, st.item.claim), claim=st.item.claim,
                    surface=st.fv_surface or Surface("r0", st.item.claim), label=label, probabilities=probs,
-                   evidence=evidence, model_versions=dict(ctx.model_versions), timings_ms=st.timings,
-                   status=status(st, best, ctx.protocol, strength(cov, ctx.on_topic)))
+                   evidence=evidence, model_versions=dict(ctx.model_versions), timings_ms=dict(st.timings),
+                   status=state, display=display_for(label, probs, state))
 
 
 def deciding_coverage(st: ClaimState, best) -> float | None:
@@ -67,17 +69,17 @@ def deciding_coverage(st: ClaimState, best) -> float | None:
     return float(st.evidence.on_topic[i]) if i is not None else None
 
 
-def status(st: ClaimState, best, protocol: str, evidence: str = "none") -> Status:
+def status(st: ClaimState, protocol: str, evidence: str = "none") -> Status:
+    """ok, degraded or error. An ok verdict's reason is null unless the check could not read any
+    evidence (no passage retrieved): how well the evidence bears on the claim is `evidence`, a turn
+    that is not check-worthy is said by the rationale, a weak pre-score by its summary."""
     if st.problems:
         state = "error" if any(s == "error" for s, _ in st.problems) else "degraded"
         return Status(state, "; ".join(r for _, r in st.problems), evidence)
     if st.skip_reason:
-        return Status("ok", st.skip_reason, "none")
+        return Status("ok", None, "none")
     if protocol == "e2e" and not st.passages:
         return Status("ok", "no passage retrieved", "none")
-    if protocol == "e2e" and best is not None and best.window.prescore < WEAK_EVIDENCE_PRESCORE:
-        return Status("ok", f"weak evidence: the best window shares little with the claim "
-                            f"(pre-score {best.window.prescore:.2f} < {WEAK_EVIDENCE_PRESCORE})", evidence)
     return Status("ok", None, evidence)
 
 
@@ -108,13 +110,16 @@ def rationale(st: ClaimState, label: str, best, probs: dict[str, float], ctx: Ve
         numbers.update({f"p_{k.lower().replace(' ', '_')}": round(float(x), 4) for k, x in probs.items()})
     numbers["windows_read"] = len(st.decisions)
     what = {"error": "a backend failed, so nothing was decided", "no-evidence": "no evidence window was read",
-            "not-check-worthy": "the turn states no checkable fact"}.get(rule)
+            "not-check-worthy": f"{st.skip_reason} — the turn states no checkable fact"}.get(rule)
     summary = (f"{label}: {what}." if what else
                f"{label} by {rule} over {len(st.decisions)} window(s); deciding window from '{window['title']}' "
                f"(entail {numbers['entail']:.2f}, contradict {numbers['contradict']:.2f}).")
     if rule == "layer:guarded" and label == "NOT ENOUGH INFO" and cov is not None and cov < ctx.on_topic:
         summary += (f" The windows read are off the claim's topic (coverage {cov:.2f} < {ctx.on_topic:g}), "
                     "so their contradiction cannot refute it.")
+    if ctx.protocol == "e2e" and best is not None and best.window.prescore < WEAK_EVIDENCE_PRESCORE:
+        summary += (f" Weak evidence: the deciding window shares little with the claim "
+                    f"(pre-score {best.window.prescore:.2f} < {WEAK_EVIDENCE_PRESCORE}).")
     return {"rule": rule, "numbers": numbers, "window": window, "summary": summary, **st.notes}
 
 
@@ -125,7 +130,8 @@ def turn_summary(item: CheckItem, claims: list[Verdict], label: str) -> Verdict:
            "summary": f"{label}: the worst of {len(claims)} claims (REFUTES > SUPPORTS > NOT ENOUGH INFO); "
                       f"claim ids {', '.join(v.claim_id for v in claims)}."}
     return replace(worst, claim=item.claim, surface=Surface("r0", item.claim), label=label,
-                   claim_id=claim_id(item.conversation_id, item.turn_id, item.claim), rationale=why)
+                   claim_id=claim_id(item.conversation_id, item.turn_id, item.claim), rationale=why,
+                   display=display_for(label, worst.probabilities, worst.status))
 
 
 def shown_windows(best, decisions: list, n: int = 3) -> list:

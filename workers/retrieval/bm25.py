@@ -11,6 +11,8 @@ import numpy as np
 
 from schemas.protocols import Passage, SearchUnavailable
 
+from .collection import WIKIPEDIA_SOURCES, wikipedia_url
+
 _TOKEN = re.compile(r"[a-z0-9]+")
 STOPWORDS = frozenset("""a an and are as at be been but by for from has have he her his i in is it its of on or
 that the their them they this to was were will with you your we our she him me my not do does did so if than
@@ -45,7 +47,8 @@ class EmbeddedIndex:
         d.mkdir(parents=True, exist_ok=True)
         with open(d / "passages.jsonl", "w", encoding="utf-8") as f:
             for p in self.passages:
-                f.write(json.dumps({"id": p.id, "title": p.title, "text": p.text, "doc_id": p.doc_id}) + "\n")
+                row = {"id": p.id, "title": p.title, "text": p.text, "doc_id": p.doc_id}
+                f.write(json.dumps({**row, "url": p.url} if p.url else row) + "\n")
         self._bm25.save(str(d / "bm25"))
         if self._vectors is not None:
             np.save(d / "vectors.npy", self._vectors.astype(np.float32))
@@ -58,10 +61,15 @@ class EmbeddedIndex:
         d = Path(directory)
         if not (d / "meta.json").exists():
             raise SearchUnavailable(f"no index at {d}: run `dialcheck index build`")
-        passages = [Passage(r["id"], r["title"], r["text"], doc_id=r.get("doc_id", r["title"]))
-                    for r in map(json.loads, open(d / "passages.jsonl", encoding="utf-8"))]
+        meta = json.loads((d / "meta.json").read_text())
+        rows = [json.loads(line) for line in open(d / "passages.jsonl", encoding="utf-8")]
+        passages = [Passage(r["id"], r["title"], r["text"], doc_id=r.get("doc_id", r["title"]), url=r.get("url"))
+                    for r in rows]
+        if not any("url" in r for r in rows) and set(meta.get("sources") or ["?"]) <= WIKIPEDIA_SOURCES:
+            # built before passages kept their url, from bundled Wikipedia sources only: the article link
+            passages = [Passage(p.id, p.title, p.text, doc_id=p.doc_id, url=wikipedia_url(p.title)) for p in passages]
         vectors = np.load(d / "vectors.npy") if (d / "vectors.npy").exists() else None
-        return cls(passages, bm25s.BM25.load(str(d / "bm25")), vectors, json.loads((d / "meta.json").read_text()))
+        return cls(passages, bm25s.BM25.load(str(d / "bm25")), vectors, meta)
 
     def search(self, query: str, k: int) -> list[Passage]:
         return self.search_many([query], k)[0]

@@ -1,33 +1,45 @@
 """The passage collection: evidence texts from ../shared/data (DialFact evidence with titles,
-FoolMeTwice Wikipedia sentences as distractors, optionally WiCE web pages) or a real Wikipedia
-dump as TSV (id, title, text). Long texts become 100-token passages with stride 50."""
+FoolMeTwice Wikipedia sentences as distractors, optionally WiCE web pages) or a TSV of one's own
+(id, title, text, optionally url). Long texts become 100-token passages with stride 50.
+
+Source links: a passage's own URL where the source keeps one (DialFact evidence, a TSV's `url`
+column), else the Wikipedia article of its title for the bundled Wikipedia sources (FoolMeTwice);
+WiCE web pages get none (the data does not keep their address)."""
 from __future__ import annotations
 
 import csv
 import hashlib
 from pathlib import Path
 from typing import Iterable, Iterator
+from urllib.parse import quote
 
 from ..jsonl import read_jsonl
 from schemas.protocols import Passage
 
 DEFAULT_SOURCES = ("dialfact", "foolmetwice")
 ALL_SOURCES = ("dialfact", "foolmetwice", "wice")
+WIKIPEDIA_SOURCES = frozenset({"dialfact", "foolmetwice"})  # titles are English Wikipedia article titles
+
+
+def wikipedia_url(title: str) -> str:
+    """The English Wikipedia article of a title: spaces → underscores, the rest percent-encoded
+    (quotes and parentheses too, so the link survives HTML attributes and Markdown)."""
+    return "https://en.wikipedia.org/wiki/" + quote(title.strip().replace(" ", "_"), safe="/,:")
 
 
 def passage_id(title: str, text: str) -> str:
     return hashlib.sha1(f"{title}\x00{text}".encode()).hexdigest()[:16]
 
 
-def chunk(title: str, text: str, size: int = 100, stride: int = 50) -> Iterator[Passage]:
+def chunk(title: str, text: str, size: int = 100, stride: int = 50, url: str | None = None) -> Iterator[Passage]:
     words = text.split()
     text = " ".join(words)
     if len(words) <= size:
-        yield Passage(passage_id(title, text), title, text, doc_id=title)
+        yield Passage(passage_id(title, text), title, text, doc_id=title, url=url)
         return
     for start in range(0, max(len(words) - size + stride, 1), stride):
         piece = " ".join(words[start:start + size])
-        yield Passage(passage_id(title, piece), title, piece, doc_id=title)
+        yield Passage(passage_id(title, piece), title, piece, doc_id=title, url=url)
         if start + size >= len(words):
             break
 
@@ -38,14 +50,16 @@ def dialfact_passages(data_dir: Path) -> Iterator[Passage]:
     for r in read_jsonl(data_dir / "dialfact" / "testsmall.jsonl"):
         for e in r.get("evidence_list", []):
             if len(e) >= 3 and str(e[2]).strip():
-                yield from chunk(str(e[0]), str(e[2]))
+                own = str(e[1]).strip() if len(e) > 1 else ""  # DialFact keeps the article's URL
+                yield from chunk(str(e[0]), str(e[2]), url=own if own.startswith(("https://", "http://"))
+                                 else wikipedia_url(str(e[0])))
 
 
 def foolmetwice_passages(data_dir: Path) -> Iterator[Passage]:
     for r in read_jsonl(data_dir / "foolmetwice" / "dev.jsonl"):
         for e in r.get("gold_evidence", []) + r.get("retrieved_evidence", []):
             if e.get("text", "").strip():
-                yield from chunk(r["wikipedia_page"], e["text"])
+                yield from chunk(r["wikipedia_page"], e["text"], url=wikipedia_url(r["wikipedia_page"]))
 
 
 def wice_passages(data_dir: Path) -> Iterator[Passage]:
@@ -57,12 +71,14 @@ def wice_passages(data_dir: Path) -> Iterator[Passage]:
 
 
 def tsv_passages(path: Path) -> Iterator[Passage]:
-    """A Wikipedia passage dump: columns id, title, text (header optional)."""
+    """Passages of one's own: columns id, title, text and optionally url (the source link verdicts
+    show; blank for none); a header row starting with `id` is skipped."""
     with open(path, encoding="utf-8", newline="") as f:
         for row in csv.reader(f, delimiter="\t"):
             if len(row) < 3 or row[0] == "id":
                 continue
-            for p in chunk(row[1], row[2]):
+            url = row[3].strip() if len(row) > 3 and row[3].strip() else None
+            for p in chunk(row[1], row[2], url=url):
                 yield p
 
 

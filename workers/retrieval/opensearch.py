@@ -2,7 +2,8 @@
 
 Index layout (one index template): `passage` = "title text" analysed like the embedded index
 (lowercase, same stopword list) and scored with BM25 k1 1.5 / b 0.4; `title`, `text`, `doc_id`
-stored; `vector` = the encoder's normalised vector as a k-NN (HNSW, inner product) field.
+stored (and `url`, the source link, when the passage has one); `vector` = the encoder's
+normalised vector as a k-NN (HNSW, inner product) field.
 Servers without the k-NN plugin (e.g. the osmem imitation used in tests) still store the
 vectors, and dense scoring then happens client-side on BM25 candidates; results say which.
 """
@@ -38,6 +39,7 @@ def index_template(index: str, dim: int | None, k1: float = 1.5, b: float = 0.4,
         "title": {"type": "text", "analyzer": "dialcheck_text", "similarity": "dialcheck_bm25"},
         "text": {"type": "text", "index": False},
         "doc_id": {"type": "keyword"},
+        "url": {"type": "keyword", "index": False},
     }
     if dim:
         settings["knn"] = True
@@ -58,6 +60,8 @@ def _actions(passages: Iterable[Passage], vectors: np.ndarray | None, index: str
     for i, p in enumerate(passages):
         src: dict[str, Any] = {"passage": f"{p.title} {p.text}", "title": p.title, "text": p.text,
                                "doc_id": p.doc_id or p.title}
+        if p.url:
+            src["url"] = p.url
         if vectors is not None:
             src["vector"] = [float(x) for x in vectors[i]]
         yield {"_op_type": "index", "_index": index, "_id": p.id, "_source": src}
@@ -208,7 +212,7 @@ class OpenSearchSearcher:
     def _passage(hit: dict) -> Passage:
         s = hit.get("_source", {})
         return Passage(hit["_id"], s.get("title", ""), s.get("text", ""), float(hit.get("_score") or 0.0),
-                       s.get("doc_id", s.get("title", "")))
+                       s.get("doc_id", s.get("title", "")), s.get("url") or None)
 
     def _bm25_body(self, query: str, k: int) -> dict:
         return {"size": k, "query": {"match": {"passage": query}}, "_source": {"excludes": ["vector"]}}

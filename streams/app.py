@@ -16,6 +16,7 @@ Why these settings (see shared/docs/local-stack.md, all verified against Tansu):
 from __future__ import annotations
 
 import faust
+from mode.utils.objects import cached_property
 
 from schemas.protocols import Checker
 from schemas.settings import Settings
@@ -31,12 +32,25 @@ TABLE_NAME = "context"
 ATTEMPTS_TABLE = "attempts"
 
 
+class DialcheckApp(faust.App):
+    """Faust's App whose flow control never drops queued input turns on resume (streams/transport.py)."""
+
+    def __init__(self, *args, keep_topics=(), **kwargs):
+        self._keep_topics = frozenset(keep_topics)
+        super().__init__(*args, **kwargs)
+
+    @cached_property
+    def flow_control(self) -> transport.KeepInputFlowControl:
+        return transport.KeepInputFlowControl(self._keep_topics, loop=self.loop)
+
+
 def create_app(settings: Settings, checker: Checker) -> faust.App:
     """Build the worker app around `checker` (check_turns for a ClaimChecker, else check_many)."""
     st = settings.stream
     broker = faust_broker_kwargs(settings)
-    app = faust.App(
+    app = DialcheckApp(
         st.app_id,
+        keep_topics={settings.kafka.topic_turns},
         **broker,
         # the consumer's fetch wait is a setting (Faust hard-codes 1.5 s): streams/transport.py
         broker_consumer=broker["broker"].replace("kafka://", f"{transport.SCHEME}://"),

@@ -1,15 +1,53 @@
-"""Faust's aiokafka transport with the consumer's fetch wait as a setting (`stream.fetch_wait_ms`).
+"""Faust's aiokafka transport, with three changes; the broker URL scheme `dialcheck://` selects it.
 
-Why: faust-streaming 0.15.3 hard-codes `fetch_max_wait_ms=1500` for the worker's consumer. A broker
-that honours long polling answers as soon as a record arrives, but one that holds every fetch for
-the full wait (Tansu does, measured) puts a 1.5 s floor under produce → verdict latency. The
-broker URL scheme `dialcheck://` selects this transport; everything else is Faust's own."""
+1. The consumer's fetch wait is a setting (`stream.fetch_wait_ms`): faust-streaming 0.15.3
+   hard-codes `fetch_max_wait_ms=1500`. A broker that holds every fetch for the full wait (Tansu
+   does, measured) puts a 1.5 s floor under produce → verdict latency.
+2. Never commit past an input that is still in flight (`Consumer._new_offset`): Faust treats a
+   single missing offset at the head of the acked run as a compaction gap and commits over it
+   (faust-streaming issue #606, open). A turn being checked at the committed offset while later
+   ones were acked would be skipped by the next worker after a crash.
+3. Never drop fetched turns when the flow resumes (`KeepInputFlowControl`): at start-up and after a
+   rebalance Faust resumes the stream partitions *before* seeking them to the committed offsets,
+   so turns fetched in between are queued, then cleared by `flow_control.resume()`, while Faust's
+   read offset already passed them: the re-fetched copies are dropped as already read (issue #596,
+   open). Seen here: a worker restarted with a backlog skipped six turns of one partition and
+   never checked the conversation's response turn. The turns of our input topics now stay queued
+   and are checked (at worst twice, which claim-id dedup absorbs); other queues clear as before.
+"""
 from __future__ import annotations
 
 from faust.transport.drivers import TRANSPORTS
 from faust.transport.drivers import aiokafka as faust_aiokafka
+from mode.utils.queues import FlowControlEvent
 
 SCHEME = "dialcheck"
+
+
+def _topic_of(item) -> str | None:
+    return getattr(getattr(item, "message", None), "topic", None)
+
+
+class KeepInputFlowControl(FlowControlEvent):
+    """Faust's flow control, except that `resume()` keeps the queued events of `keep_topics`
+    (point 3 above). `clear()` (called when partitions are revoked, before Faust waits for
+    in-flight events) still clears everything, as Faust expects."""
+
+    def __init__(self, keep_topics, **kwargs):
+        super().__init__(**kwargs)
+        self.keep_topics = frozenset(keep_topics)
+
+    def resume(self) -> None:
+        self._suspend.clear()
+        self._resume.set()
+        for queue in list(self._queues):
+            items = queue._queue  # the deque behind asyncio.Queue
+            if any(_topic_of(it) in self.keep_topics for it in items):
+                kept = [it for it in items if _topic_of(it) in self.keep_topics]
+                items.clear()
+                items.extend(kept)
+            else:
+                queue.clear()
 
 
 class ConsumerThread(faust_aiokafka.AIOKafkaConsumerThread):
@@ -22,9 +60,22 @@ class ConsumerThread(faust_aiokafka.AIOKafkaConsumerThread):
         return consumer
 
 
+def head_in_flight(committed: int | None, acked, gaps) -> bool:
+    """True when the offset at the committed position (the next one to read) is neither acked nor a
+    known gap while later offsets are acked: it is still being processed, so nothing may be committed."""
+    if committed is None or not acked:
+        return False
+    return min(acked) > committed and committed not in acked and not gaps.at(committed)
+
+
 class Consumer(faust_aiokafka.Consumer):
     def _new_consumer_thread(self) -> ConsumerThread:
         return ConsumerThread(self, loop=self.loop, beacon=self.beacon)
+
+    def _new_offset(self, tp):
+        if head_in_flight(self._committed_offset[tp], self._acked[tp], self._gap[tp]):
+            return None
+        return super()._new_offset(tp)
 
 
 class Transport(faust_aiokafka.Transport):

@@ -1,0 +1,89 @@
+"""The two faust-streaming fixes in streams/transport.py, at unit level (no broker).
+
+Why: both are at-least-once bugs that lose input silently (a commit over a turn still being checked;
+queued turns cleared when the flow resumes). tests/test_stream_backlog.py shows the second end to
+end with a real broker and worker."""
+from __future__ import annotations
+
+import asyncio
+from collections import defaultdict
+from types import SimpleNamespace
+
+from intervaltree import IntervalTree
+from mode.utils.queues import FlowControlEvent, FlowControlQueue
+
+from faust.types import TP
+
+from streams.transport import Consumer, KeepInputFlowControl, head_in_flight
+
+TURNS = TP("chat.turns", 0)
+
+
+def consumer_with(committed: int | None, acked: list[int], gaps: IntervalTree | None = None) -> Consumer:
+    """A Consumer carrying only the offset bookkeeping `_new_offset` reads."""
+    c = Consumer.__new__(Consumer)
+    c._committed_offset = defaultdict(lambda: None, {TURNS: committed})
+    c._acked = defaultdict(list, {TURNS: list(acked)})
+    c._acked_index = defaultdict(set, {TURNS: set(acked)})
+    c._gap = defaultdict(IntervalTree, {TURNS: gaps if gaps is not None else IntervalTree()})
+    return c
+
+
+def test_no_commit_over_the_turn_in_flight_at_the_committed_offset():
+    # faust-streaming #606: committed 2585 (next to read), 2585 still being checked, 2586-2589 acked:
+    # Faust alone commits 2590 and a crash then skips 2585
+    assert head_in_flight(2585, [2586, 2587, 2588, 2589], IntervalTree())
+    assert consumer_with(2585, [2586, 2587, 2588, 2589])._new_offset(TURNS) is None
+
+
+def test_commits_the_contiguous_run_from_the_committed_offset():
+    assert not head_in_flight(2585, [2585, 2586, 2587], IntervalTree())
+    assert consumer_with(2585, [2585, 2586, 2587, 2589])._new_offset(TURNS) == 2588
+
+
+def test_a_known_gap_at_the_head_is_committed_over():
+    gaps = IntervalTree()
+    gaps.addi(2585, 2586)  # offset 2585 does not exist (e.g. compacted away): nothing is in flight there
+    assert not head_in_flight(2585, [2586, 2587], gaps)
+    assert consumer_with(2585, [2586, 2587], gaps)._new_offset(TURNS) == 2588
+
+
+def event(topic: str, offset: int):
+    return SimpleNamespace(message=SimpleNamespace(topic=topic, offset=offset))
+
+
+def queues(flow: FlowControlEvent) -> tuple[FlowControlQueue, FlowControlQueue]:
+    turns = FlowControlQueue(flow_control=flow, clear_on_resume=True)
+    changelog = FlowControlQueue(flow_control=flow, clear_on_resume=True)
+    for off in (19, 20, 21):
+        turns.put_nowait(event("chat.turns", off))
+    changelog.put_nowait(event("dialcheck-context-changelog", 7))
+    return turns, changelog
+
+
+def test_resume_keeps_queued_turns_and_clears_other_queues():
+    async def run():
+        flow = KeepInputFlowControl({"chat.turns"}, loop=asyncio.get_running_loop())
+        turns, changelog = queues(flow)
+        flow.resume()
+        assert flow.is_active()
+        assert [turns.get_nowait().message.offset for _ in range(turns.qsize())] == [19, 20, 21]
+        assert changelog.empty()  # as Faust does for every other queue
+
+        flow.suspend()
+        turns.put_nowait(event("chat.turns", 22))
+        flow.clear()  # partitions revoked: Faust then waits for in-flight events, so everything goes
+        assert turns.empty()
+
+    asyncio.run(run())
+
+
+def test_fausts_own_resume_drops_them():
+    """The upstream behaviour the patch exists for (would pass, and this test fail, once fixed upstream)."""
+    async def run():
+        flow = FlowControlEvent(loop=asyncio.get_running_loop())
+        turns, _ = queues(flow)
+        flow.resume()
+        assert turns.empty()
+
+    asyncio.run(run())

@@ -60,3 +60,15 @@ def test_name_after_born_keeps_its_first_name():
            "He was born Elvis Aaron Presley!  I actually really like his whole name."]
     _, rewrites = resolve("His first name is better for someone who is named the King.", ctx)
     assert rewrites and not _middle_name_rewrites(rewrites), rewrites
+
+
+def test_title_or_role_before_a_name_is_not_a_given_name():
+    """The given-name rule above must not take a title or role into the name (d2315bf wrote
+    "President Barack Obama was ..."): R4 uses the name, which the evidence is likely to repeat."""
+    for ctx, name in ((["President Barack Obama was born in Hawaii."], "Barack Obama"),
+                      (["Coach Bill Belichick won six Super Bowls with the Patriots."], "Bill Belichick"),
+                      (["Dr. Martin Luther King Jr. gave a famous speech in 1963."], "Martin Luther King Jr.")):
+        rewrite, rewrites = resolve("He was very famous.", ctx)
+        assert rewrite == f"{name} was very famous.", (rewrite, rewrites)
+    rewrite, _ = resolve("He was born in Tupelo.", ["Elvis Aaron Presley was a famous singer."])
+    assert rewrite == "Elvis Aaron Presley was born in Tupelo."  # a given name still joins

@@ -208,15 +208,27 @@ def candidates(context: list[str], pronoun: str, limit: int = 10) -> list[Candid
     return out[:limit]
 
 
+# Words spaCy also tags as a leading PROPN compound of a name that are titles or roles, not given
+# names: "President Barack Obama", "Coach Bill Belichick", "Singer Taylor Swift" stay "Barack Obama" ...
+# (the name as it is used; a title would also become a name the evidence must repeat, sufficiency.py)
+_TITLES = frozenset("""mr mrs ms miss mx dr doctor prof professor sir dame lord lady saint st rev reverend pope
+    father sister brother king queen prince princess emperor empress duke duchess president vice senator sen
+    governor gov mayor judge justice chancellor minister premier chairman general gen colonel col major captain
+    capt lieutenant lt sergeant sgt admiral commander officer coach singer actor actress rapper author writer
+    director producer star legend artist musician composer comedian host chef player champion uncle aunt grandma
+    grandpa mom dad mother cousin""".split())
+
+
 def _full_name(ent):
     """A PERSON entity with the given names spaCy left out before it: the small model tags only
     "Aaron Presley" in "Elvis Aaron Presley was ..." (sentence-initial first name), which made R4
-    write "Aaron Presley's" for Elvis. Leading capitalised proper-noun compounds of the name join it."""
+    write "Aaron Presley's" for Elvis. Leading capitalised proper-noun compounds of the name join it,
+    titles and roles (`_TITLES`) do not; the result is always one mention's own words."""
     start = ent.start
     while start > 0:
         t = ent.doc[start - 1]
         if not (t.pos_ == "PROPN" and t.dep_ == "compound" and t.is_title and t.ent_iob_ == "O"
-                and ent.start <= t.head.i < ent.end):
+                and ent.start <= t.head.i < ent.end and t.lower_.rstrip(".") not in _TITLES):
             break
         start -= 1
     return ent.doc[start: ent.end] if start < ent.start else ent

@@ -238,6 +238,10 @@ class Display:
 
 
 SCHEMA_VERSION = "2.1"
+# `timings_ms` keys that are not a stage's milliseconds: `batch_items` (2.1: how many claims shared a
+# batched stage's time, a count) and `dense_client_side` (a flag: dense re-scoring encoded the
+# passages itself). Readers that treat the rest as stage times skip these (metrics, `dialcheck check`).
+TIMING_META_KEYS = frozenset({"batch_items", "dense_client_side"})
 
 
 def _known(cls, d: dict) -> dict:

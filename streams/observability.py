@@ -21,13 +21,13 @@ from dataclasses import asdict
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable, Iterable
 
-from schemas import Reason
+from schemas import TIMING_META_KEYS, Reason
 from schemas.settings import Settings, redact
 
 log = logging.getLogger("dialcheck.observability")
 
 METRICS_MARKER = "dialcheck metrics at"
-# verdict.timings_ms keys are pipeline stages; one histogram with a `stage` label (seconds)
+# verdict.timings_ms keys are pipeline stages (but schemas.TIMING_META_KEYS); one histogram with a `stage` label (seconds)
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 # produce→verdict (verdict.latency_ms): ~0.6 s warm on a quiet machine, ~12 s for a cold first turn,
@@ -147,7 +147,7 @@ class Observability:
         for v in verdicts:
             self.verdicts.labels(v.label, v.status.state).inc()
             for stage, ms in (v.timings_ms or {}).items():
-                if isinstance(ms, (int, float)) and ms >= 0:
+                if stage not in TIMING_META_KEYS and isinstance(ms, (int, float)) and ms >= 0:  # a count is no stage
                     self.stage_latency.labels(stage).observe(ms / 1000.0)
             ms = getattr(v, "latency_ms", None)
             # negative when the producer's clock is ahead of ours: counted in the lowest bucket, as measured

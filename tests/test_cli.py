@@ -36,3 +36,21 @@ def test_check_command(capsys, data_dir):
     v = json.loads(capsys.readouterr().out)
     assert v["claim"] == "He was born in Tupelo" and v["label"] in ("SUPPORTS", "REFUTES", "NOT ENOUGH INFO")
     assert v["surface"]["candidate_text"].startswith("Elvis Presley was born")
+
+
+def test_check_text_prints_stage_times_not_the_batch_count():
+    """`dialcheck check`'s text shows milliseconds for stages only; `batch_items` is a count (it
+    once printed "batch_items 2 ms") and the `dense_client_side` flag is no stage."""
+    from dialcheck.commands.check import format_text
+    from schemas import Verdict
+    from test_ui_store import good_verdict
+
+    v = Verdict.from_dict(good_verdict("c", "t1", "claim"))
+    v.timings_ms = {"surfaces": 16.56, "verify": 34.32, "batch_items": 2, "dense_client_side": 1.0}
+    line = next(ln for ln in format_text(v).splitlines() if ln.startswith("timings:"))
+    assert "surfaces 17 ms" in line and "verify 34 ms" in line, line
+    assert "batch_items" not in line and "dense_client_side" not in line, line
+    assert "of 2 claims" in line, line
+    v.timings_ms = {"verify": 3.0}  # a verdict of one claim alone: no batch note
+    line = next(ln for ln in format_text(v).splitlines() if ln.startswith("timings:"))
+    assert line == "timings:   verify 3 ms", line

@@ -177,3 +177,20 @@ def test_verdict_latency_histogram_reads_latency_ms():
     assert got[("dialcheck_verdict_latency_seconds_bucket", "60.0")] == 2  # 75 s is beyond the last bucket
     assert got[("dialcheck_verdict_latency_seconds_bucket", "+Inf")] == 3
     assert VERDICT_LATENCY_BUCKETS[0] == 0.1 and VERDICT_LATENCY_BUCKETS[-1] == 60.0
+
+
+def test_stage_latency_skips_timing_keys_that_are_no_stage():
+    """timings_ms carries a count (`batch_items`, schema 2.1) and a flag (`dense_client_side`)
+    beside the stage times; only the stages become `stage` labels of the histogram."""
+    from streams.observability import Observability
+    from test_ui_store import good_verdict
+    from schemas import TIMING_META_KEYS, Verdict
+
+    obs = Observability(load_settings())
+    v = Verdict.from_dict(good_verdict("c", "t1", "claim"))
+    v.timings_ms = {"surfaces": 16.56, "retrieve": 32.07, "verify": 34.32, "batch_items": 2, "dense_client_side": 1.0}
+    obs.checked([object()], [v])
+    counts = {s.labels["stage"]: s.value for fam in obs.registry.collect()
+              if fam.name == "dialcheck_stage_latency_seconds" for s in fam.samples if s.name.endswith("_count")}
+    assert counts == {"surfaces": 1, "retrieve": 1, "verify": 1}
+    assert {"batch_items", "dense_client_side"} <= TIMING_META_KEYS

@@ -108,6 +108,8 @@ def _numbers(numbers: dict) -> str:
 
 def format_text(v) -> str:
     """A verdict for people: label and probabilities, what was checked, why, the evidence, status."""
+    from schemas import TIMING_META_KEYS
+
     p = v.probabilities or {}
     probs = " · ".join(f"{short} {p.get(label, 0.0):.2f}" for label, short in
                        (("SUPPORTS", "S"), ("REFUTES", "R"), ("NOT ENOUGH INFO", "NEI")))
@@ -139,6 +141,9 @@ def format_text(v) -> str:
                          f"   (entail {e.entail:.2f}, contradict {e.contradict:.2f})")
     else:
         lines.append("evidence:  none")
-    if v.timings_ms:
-        lines.append("timings:   " + ", ".join(f"{k} {ms:.0f} ms" for k, ms in v.timings_ms.items()))
+    stages = {k: ms for k, ms in (v.timings_ms or {}).items() if k not in TIMING_META_KEYS}
+    if stages:
+        shared = (v.timings_ms or {}).get("batch_items")  # a count, not milliseconds (schemas.TIMING_META_KEYS)
+        lines.append("timings:   " + ", ".join(f"{k} {ms:.0f} ms" for k, ms in stages.items())
+                     + (f"   (batched stages: this claim's share of {shared:g} claims)" if shared else ""))
     return "\n".join(lines)

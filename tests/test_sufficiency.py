@@ -6,7 +6,7 @@ import pytest
 
 from workers.decision import ClaimEvidence, DecisionLayer
 from workers.decision.guarded import fit
-from workers.decision.sufficiency import coverage, key_terms, strength
+from workers.decision.sufficiency import coverage, key_terms, strength, subject_covered
 
 EIFFEL = "It was built in 1889 for the World's Fair."
 EIFFEL_R4 = "The Eiffel Tower was built in 1889 for the World's Fair."  # R4: the pronoun resolved from the context
@@ -104,3 +104,12 @@ def test_fit_respects_the_refutes_precision_floor():
     refutes = [g for g, p in zip(labels, pred) if p == "REFUTES"]
     assert refutes and all(g == "REFUTES" for g in refutes)
     assert params["on_topic"] > 0.22  # the Disneyland window's coverage
+
+
+def test_a_middle_name_is_not_required_but_first_and_last_names_are():
+    # R4 writes the name as the context gives it ("Elvis Aaron Presley"); the article says "Elvis Presley"
+    topic = "Elvis Aaron Presley's music career began in Seattle."
+    assert subject_covered(topic, "His music career began in 1954 in Memphis.", title="Elvis Presley")
+    assert not subject_covered(topic, "His music career began in 1954 in Memphis.", title="Aaron Copland")
+    # two-word names keep both parts required
+    assert not subject_covered("The Eiffel Tower was built in 1887.", "The tower was built in 1889.", title="Tower Bridge")

@@ -79,6 +79,23 @@ def coverage(claim: str, window: str, title: str = "") -> tuple[float, bool]:
 _SELF = {"i", "we", "you", "me", "us"}
 
 
+def middle_names(span) -> frozenset:
+    """Stems of the inner words of every name of three or more capitalised proper nouns in a spaCy
+    span: middle names are often left out where a person is named ("Elvis Presley"), so they
+    count as ordinary key terms, not as names every window must contain."""
+    inner: set[str] = set()
+    run: list = []
+    for tok in [*span, None]:
+        if tok is not None and tok.pos_ == "PROPN" and tok.is_title:
+            run.append(tok)
+            continue
+        if len(run) >= 3:
+            for t in run[1:-1]:
+                inner.update(x for x in normalise(t.lower_) if len(x) > 1)
+        run = []
+    return frozenset(inner)
+
+
 @lru_cache(maxsize=65536)
 def subject_terms(text: str) -> frozenset | None:
     """Key terms of what the claim is about: its main clause's grammatical subject (through "I
@@ -101,8 +118,10 @@ def subject_terms(text: str) -> frozenset | None:
             continue
         if subj.pos_ == "PRON" and subj.lower_ not in _SELF:
             return None
-        span = doc[subj.left_edge.i: subj.right_edge.i + 1].text
-        anchors, content, numbers = key_terms(span)
+        span = doc[subj.left_edge.i: subj.right_edge.i + 1]
+        anchors, content, numbers = key_terms(span.text)
+        middle = middle_names(span)  # "Elvis Aaron Presley": a window naming "Elvis Presley" is about him
+        anchors, content = anchors - middle, content | (anchors & middle)
         return frozenset({("anchor", t) for t in anchors | numbers} | {("word", t) for t in content})
     return frozenset()
 

@@ -1,5 +1,6 @@
 """Figures of a run (PNG, with the plotted numbers as CSV next to each): confusion matrix per
-surface, the gate sweep, a reliability diagram, and benchmark plots from bench/ JSON.
+surface, the gate sweep, a reliability diagram, SUPPORTS/REFUTES precision per display confidence
+band, the produce→verdict latency distribution, and benchmark plots from bench/ JSON.
 
 Why from run rows: every figure is recomputed from the per-claim rows `dialcheck eval --output`
 writes (and `dialcheck score --plots` reads), so no model runs again. The gate sweep uses the
@@ -31,12 +32,25 @@ def _plt():
     return plt
 
 
-def _write_csv(path: Path, header: Sequence[str], rows: Sequence[Sequence]) -> Path:
+def _write_csv(path: Path, header: Sequence[str], rows: Sequence[Sequence], note: str | None = None) -> Path:
+    """`note` (e.g. "in-sample for the decision thresholds") goes first as a `# ...` line, so the
+    caveat travels with the numbers (pandas: read_csv(..., comment="#"))."""
     with open(path, "w", newline="", encoding="utf-8") as f:
+        if note:
+            f.write("# " + " ".join(note.split()) + "\n")
         w = csv.writer(f)
         w.writerow(header)
         w.writerows(rows)
     return path
+
+
+def _title(title: str, note: str | None) -> str:
+    """The title, with the note wrapped below it."""
+    if not note:
+        return title
+    import textwrap
+
+    return title + "\n" + "\n".join(textwrap.wrap(note, 70))
 
 
 def _save(fig, path: Path) -> Path:
@@ -57,12 +71,13 @@ def confusion(by_claim: dict[str, dict], records: Sequence) -> list[list[int]]:
     return confusion_matrix(gold, pred, labels=list(LABELS)).tolist()
 
 
-def plot_confusion(by_claim: dict[str, dict], records: Sequence, out: Path, title: str) -> list[Path]:
+def plot_confusion(by_claim: dict[str, dict], records: Sequence, out: Path, title: str,
+                   note: str | None = None) -> list[Path]:
     cm = confusion(by_claim, records)
     csv_path = _write_csv(out.with_suffix(".csv"), ["gold \\ predicted", *LABELS],
-                          [[g, *row] for g, row in zip(LABELS, cm)])
+                          [[g, *row] for g, row in zip(LABELS, cm)], note)
     plt = _plt()
-    fig, ax = plt.subplots(figsize=(3.6, 3.2))
+    fig, ax = plt.subplots(figsize=(3.6, 3.2) if not note else (4.6, 4.2))
     ax.imshow(cm, cmap="cividis")
     top = max(max(r) for r in cm) or 1
     for i, row in enumerate(cm):
@@ -73,7 +88,7 @@ def plot_confusion(by_claim: dict[str, dict], records: Sequence, out: Path, titl
     ax.set_yticks(range(3), ticks)
     ax.set_xlabel("predicted")
     ax.set_ylabel("gold")
-    ax.set_title(title, fontsize=9)
+    ax.set_title(_title(title, note), fontsize=9 if not note else 7)
     return [_save(fig, out.with_suffix(".png")), csv_path]
 
 
@@ -103,9 +118,11 @@ def reliability(by_claim: dict[str, dict], records: Sequence, bins: int = 10) ->
     return table, round(100 * ece, 2)
 
 
-def plot_reliability(by_claim: dict[str, dict], records: Sequence, out: Path, title: str) -> list[Path]:
+def plot_reliability(by_claim: dict[str, dict], records: Sequence, out: Path, title: str,
+                     note: str | None = None) -> list[Path]:
     table, ece = reliability(by_claim, records)
-    csv_path = _write_csv(out.with_suffix(".csv"), ["bin_low", "bin_high", "claims", "mean_confidence", "accuracy"], table)
+    csv_path = _write_csv(out.with_suffix(".csv"), ["bin_low", "bin_high", "claims", "mean_confidence", "accuracy"],
+                          table, note)
     plt = _plt()
     fig, (ax, axn) = plt.subplots(2, 1, figsize=(3.8, 4.2), height_ratios=[3, 1], sharex=True)
     full = [t for t in table if t[2]]
@@ -115,7 +132,7 @@ def plot_reliability(by_claim: dict[str, dict], records: Sequence, out: Path, ti
     ax.plot([t[3] for t in full], [t[4] for t in full], "o", color=OKABE_ITO[1], ms=4, label="(mean confidence, accuracy)")
     ax.set_ylabel("accuracy")
     ax.set_ylim(0, 1)
-    ax.set_title(f"{title}\nECE {ece:.2f}%", fontsize=9)
+    ax.set_title(_title(f"{title}\nECE {ece:.2f}%", note), fontsize=9 if not note else 7)
     ax.legend(fontsize=7, loc="upper left")
     axn.bar([t[0] + 0.05 for t in table], [t[2] for t in table], width=0.09, color="#999999")
     axn.set_ylabel("claims")
@@ -183,12 +200,14 @@ def gate_sweep(rows: Sequence[dict], records: Sequence) -> list[dict]:
     return out if (label_proto or _gate_inputs(groups, "ir")) else []
 
 
-def plot_gate_sweep(rows: Sequence[dict], records: Sequence, out: Path, taus: dict[str, float] | None = None) -> list[Path]:
+def plot_gate_sweep(rows: Sequence[dict], records: Sequence, out: Path, taus: dict[str, float] | None = None,
+                    note: str | None = None) -> list[Path]:
     sweep = gate_sweep(rows, records)
     if not sweep:
         return []
     cols = [k for k in sweep[0] if k != "tau"]
-    csv_path = _write_csv(out.with_suffix(".csv"), ["tau", *cols], [[p["tau"], *(p.get(c) for c in cols)] for p in sweep])
+    csv_path = _write_csv(out.with_suffix(".csv"), ["tau", *cols], [[p["tau"], *(p.get(c) for c in cols)] for p in sweep],
+                          note)
     plt = _plt()
     fig, ax = plt.subplots(figsize=(5.2, 3.4))
     styles = {"acceptance": ("gate acceptance, all claims (%)", OKABE_ITO[6], "-"),
@@ -205,15 +224,140 @@ def plot_gate_sweep(rows: Sequence[dict], records: Sequence, out: Path, taus: di
     ax.set_ylabel("%")
     ax.set_xlim(0, 1)
     ax.set_ylim(0, 100)
-    ax.set_title("BiCon-Gate sweep (recomputed from per-claim gate scores)", fontsize=9)
+    ax.set_title(_title("BiCon-Gate sweep (recomputed from per-claim gate scores)", note), fontsize=9 if not note else 7)
     ax.legend(fontsize=7, loc="center left")
+    return [_save(fig, out.with_suffix(".png")), csv_path]
+
+
+# ---- precision by display confidence band ----------------------------------------------------------
+BANDS = ("high", "medium", "low")
+SHOWN_LABELS = ("SUPPORTS", "REFUTES")  # the labels an app shows; NEI is never shown (workers/display.py)
+
+
+def row_confidence(row: dict) -> str:
+    """The verdict's display confidence band: its `display.confidence` (schema 2.1), or, for a row
+    written before 2.1, the same rule (workers/display.display_for) on its label, probabilities and status."""
+    band = (row.get("display") or {}).get("confidence")
+    if band in BANDS:
+        return band
+    from schemas import Status
+
+    from .display import display_for
+
+    st = row.get("status") or {}
+    status = Status(state=st.get("state", "ok"), reason=st.get("reason"), evidence=st.get("evidence"))
+    return display_for(row["label"], row.get("probabilities") or {}, status).confidence
+
+
+def wilson(correct: int, n: int, z: float = 1.96) -> tuple[float, float] | tuple[None, None]:
+    """95% Wilson score interval of a proportion (percent): honest for the small n of a band."""
+    if not n:
+        return None, None
+    p = correct / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * ((p * (1 - p) / n + z * z / (4 * n * n)) ** 0.5) / (1 + z * z / n)
+    return round(100 * max(0.0, centre - half), 2), round(100 * min(1.0, centre + half), 2)
+
+
+def precision_by_band(by_claim: dict[str, dict], records: Sequence) -> list[dict]:
+    """Per shown label (SUPPORTS, REFUTES) and band (high, medium, low, then "all"): how many verdicts
+    said that label in that band (n), how many of them the gold label agrees with, and precision (%)
+    with its Wilson interval. Only claims of `records` count (a run may hold more)."""
+    gold = {response_claim_id(r): r.label for r in records}
+    rows = [(row, gold[cid]) for cid, row in by_claim.items() if cid in gold]
+    out = []
+    for label in SHOWN_LABELS:
+        said = [(row_confidence(row), g) for row, g in rows if row["label"] == label]
+        for band in (*BANDS, "all"):
+            inside = [g for b, g in said if band in ("all", b)]
+            n, ok = len(inside), sum(g == label for g in inside)
+            lo, hi = wilson(ok, n)
+            out.append({"label": label, "band": band, "n": n, "correct": ok,
+                        "precision": round(100 * ok / n, 2) if n else None, "ci_low": lo, "ci_high": hi})
+    return out
+
+
+def plot_precision_by_band(runs: dict[str, dict[str, dict]], records: Sequence, out: Path, title: str,
+                           note: str | None = None) -> list[Path]:
+    """One panel per run (name → claim id → row): SUPPORTS and REFUTES precision in each confidence
+    band, n on every bar, 95% Wilson intervals; the CSV holds every number (and the "all" band)."""
+    tables = {name: precision_by_band(by_claim, records) for name, by_claim in runs.items()}
+    header = ["run", "label", "band", "n", "correct", "precision", "ci_low", "ci_high"]
+    csv_path = _write_csv(out.with_suffix(".csv"), header,
+                          [[name, *(t[k] for k in header[1:])] for name, table in tables.items() for t in table], note)
+    plt = _plt()
+    fig, axes = plt.subplots(1, len(tables), figsize=(2.9 * len(tables) + 0.6, 3.6), sharey=True, squeeze=False)
+    width = 0.38
+    for ax, (name, table) in zip(axes[0], tables.items()):
+        for i, (label, color, hatch) in enumerate((("SUPPORTS", OKABE_ITO[2], ""), ("REFUTES", OKABE_ITO[1], "//"))):
+            pts = [next(t for t in table if t["label"] == label and t["band"] == b) for b in BANDS]
+            xs = [j + (i - 0.5) * width for j in range(len(BANDS))]
+            heights = [t["precision"] or 0.0 for t in pts]
+            err = [[h - (t["ci_low"] if t["n"] else h) for h, t in zip(heights, pts)],
+                   [(t["ci_high"] if t["n"] else h) - h for h, t in zip(heights, pts)]]
+            ax.bar(xs, heights, width, color=color, hatch=hatch, edgecolor="#333333", linewidth=0.4,
+                          label=label, yerr=err, error_kw={"elinewidth": 0.7, "capsize": 2, "ecolor": "#444444"})
+            for x, t in zip(xs, pts):  # n above each bar's interval (an empty band shows n=0 at the foot)
+                ax.text(x, (t["ci_high"] if t["n"] else 0) + 1.5, f"n={t['n']}", ha="center", va="bottom",
+                        fontsize=6, color="black" if t["n"] else "#777777")
+        ax.set_xticks(range(len(BANDS)), BANDS)
+        ax.set_xlabel("display confidence")
+        ax.set_ylim(0, 124)
+        ax.set_yticks(range(0, 101, 20))
+        ax.set_title(name, fontsize=8)
+    axes[0][0].set_ylabel("precision (%): gold agrees with the label")
+    axes[0][0].legend(fontsize=6, loc="upper center", ncol=2, frameon=False)  # above the 100% line
+    fig.suptitle(_title(title, note), fontsize=8)
+    return [_save(fig, out.with_suffix(".png")), csv_path]
+
+
+# ---- latency distribution ------------------------------------------------------------------------
+def latency_summary(latencies_s: Sequence[float]) -> dict:
+    """n, p50, p95, min, max, mean (seconds; numpy's linear percentiles, as bench/bench_stream.py)."""
+    import numpy as np
+
+    xs = np.asarray(list(latencies_s), dtype=float)
+    if not len(xs):
+        return {"n": 0}
+    return {"n": int(len(xs)), "p50_s": round(float(np.percentile(xs, 50)), 3),
+            "p95_s": round(float(np.percentile(xs, 95)), 3), "min_s": round(float(xs.min()), 3),
+            "max_s": round(float(xs.max()), 3), "mean_s": round(float(xs.mean()), 3)}
+
+
+def plot_latency(latencies_s: Sequence[float], out: Path, title: str, note: str | None = None,
+                 ids: Sequence[str] | None = None, extra: dict | None = None) -> list[Path]:
+    """Histogram of produce→verdict latencies (seconds) with p50 and p95 lines. The CSV has the summary
+    (and `extra` metrics, e.g. the consumer-side percentiles or the load average), then every claim's value."""
+    summary = latency_summary(latencies_s)
+    if not summary["n"]:
+        raise ValueError("no latencies to plot")
+    rows = [["claims", summary["n"], "claims"]]
+    rows += [[k.removesuffix("_s"), v, "s"] for k, v in summary.items() if k != "n"]
+    rows += [[k, v, u] for k, (v, u) in (extra or {}).items()]
+    ids = list(ids) if ids is not None else [str(i) for i in range(len(latencies_s))]
+    rows += [[f"latency[{c}]", round(float(x), 3), "s"] for c, x in zip(ids, latencies_s)]
+    csv_path = _write_csv(out.with_suffix(".csv"), ["metric", "value", "unit"], rows, note)
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(5.4, 3.4))
+    ax.hist(list(latencies_s), bins="auto", color=OKABE_ITO[0], alpha=0.85, edgecolor="white", linewidth=0.5)
+    for key, ls, color in (("p50_s", "--", OKABE_ITO[6]), ("p95_s", ":", OKABE_ITO[1])):
+        ax.axvline(summary[key], ls=ls, color=color, lw=1.4, label=f"{key[:3]} {summary[key]:.2f} s")
+    ax.set_xlabel("produce → verdict (s)")
+    ax.set_ylabel("claims")
+    from matplotlib.ticker import MaxNLocator
+
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_xlim(left=0)
+    ax.legend(fontsize=7)
+    ax.set_title(_title(f"{title} ({summary['n']} claims, max {summary['max_s']:.2f} s)", note), fontsize=8)
     return [_save(fig, out.with_suffix(".png")), csv_path]
 
 
 # ---- all figures of a run ----------------------------------------------------------------------
 def plot_run(rows: Sequence[dict], records: Sequence, out_dir: str | Path) -> list[Path]:
-    """Confusion matrix per (label protocol, surface), reliability diagram per label protocol
-    (on r0 when present), and the gate sweep when r0, r4 and r4g rows are there."""
+    """Confusion matrix per (label protocol, surface), reliability diagram and precision by
+    confidence band per label protocol (reliability on r0 when present; the bands on every
+    surface), and the gate sweep when r0, r4 and r4g rows are there."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     groups = group_rows(rows)
@@ -228,6 +372,9 @@ def plot_run(rows: Sequence[dict], records: Sequence, out_dir: str | Path) -> li
         surface = "r0" if (proto, "r0") in groups else next(s for p, s in groups if p == proto)
         written += plot_reliability(groups[(proto, surface)], records, out / f"reliability_{proto}_{surface}",
                                     f"{proto.upper()} {surface}: verdict probabilities vs gold")
+        written += plot_precision_by_band({f"{proto.upper()} {s}": groups[(p, s)] for p, s in groups if p == proto},
+                                          records, out / f"precision_by_band_{proto}",
+                                          f"{proto.upper()}: precision of shown labels by confidence band ({n_rec} claims)")
     taus = {}
     for (proto, s), by_claim in groups.items():
         if s == "r4g":

@@ -1,0 +1,150 @@
+"""`dialcheck figures` and its two new plots: SUPPORTS/REFUTES precision per display confidence band,
+and the produce→verdict latency distribution.
+
+Why: the band figure answers "how often is a shown REFUTES wrong", so its counting must be exactly the
+display rule's bands against gold (rows without `display` get the same rule); the latency figure's
+percentiles are quoted in the README; the command must refuse nonsense in one line, and its quiet
+stream run must go through a real broker and worker (a model-free stand-in checker keeps it fast)."""
+from __future__ import annotations
+
+import csv
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from schemas.items import load_dialfact, response_claim_id
+from schemas.settings import REPO_ROOT
+
+STANDIN = "tests.stream_standin:create"
+
+
+def _records(tmp_path: Path, labels: list[str]) -> list:
+    with open(tmp_path / "gold.jsonl", "w", encoding="utf-8") as f:
+        for i, lab in enumerate(labels):
+            f.write(json.dumps({"id": f"r{i}", "context": ["hi"], "response": f"claim {i}", "response_label": lab,
+                                "evidence_list": []}) + "\n")
+    return load_dialfact(tmp_path / "gold.jsonl")
+
+
+def _row(label: str, band: str | None = None, p: float = 0.5, evidence: str = "strong", state: str = "ok") -> dict:
+    others = [lab for lab in ("SUPPORTS", "REFUTES", "NOT ENOUGH INFO") if lab != label]
+    row = {"label": label, "probabilities": {label: p, others[0]: (1 - p) / 2, others[1]: (1 - p) / 2},
+           "status": {"state": state, "reason": None, "evidence": evidence}}
+    if band:
+        row["display"] = {"show": band != "low", "tone": "x", "confidence": band}
+    return row
+
+
+@pytest.fixture
+def band_case(tmp_path):
+    """12 gold records and one predicted row each; expected counts written out by hand below."""
+    gold = ["SUPPORTS", "SUPPORTS", "REFUTES",            # S said, high: 2 of 3 right
+            "SUPPORTS", "NOT ENOUGH INFO",                # R said, medium: 0 of 2 right
+            "REFUTES", "REFUTES", "SUPPORTS",             # R said, no display: p 0.9 strong → high (2 of 2);
+                                                          # p 0.7 weak → medium (0 of 1)
+            "REFUTES",                                    # R said, p 0.95 strong but degraded → low (1 of 1)
+            "SUPPORTS",                                   # S said, low (display says so): 1 of 1
+            "NOT ENOUGH INFO", "SUPPORTS"]                # NEI said: in no band
+    records = _records(tmp_path, gold)
+    rows = [_row("SUPPORTS", "high"), _row("SUPPORTS", "high"), _row("SUPPORTS", "high"),
+            _row("REFUTES", "medium"), _row("REFUTES", "medium"),
+            _row("REFUTES", p=0.9), _row("REFUTES", p=0.9), _row("REFUTES", p=0.7, evidence="weak"),
+            _row("REFUTES", p=0.95, state="degraded"),
+            _row("SUPPORTS", "low", p=0.99),  # the published band wins over a recomputation (would be high)
+            _row("NOT ENOUGH INFO", "low"), _row("NOT ENOUGH INFO", "high")]
+    by_claim = {response_claim_id(r): row for r, row in zip(records, rows)}
+    by_claim["not-a-gold-claim"] = _row("REFUTES", "high")  # a run may hold more claims: not counted
+    return records, by_claim
+
+
+def test_precision_by_band_counts(band_case):
+    from workers.plots import precision_by_band
+
+    records, by_claim = band_case
+    got = {(t["label"], t["band"]): (t["n"], t["correct"], t["precision"]) for t in precision_by_band(by_claim, records)}
+    assert got == {
+        ("SUPPORTS", "high"): (3, 2, 66.67), ("SUPPORTS", "medium"): (0, 0, None), ("SUPPORTS", "low"): (1, 1, 100.0),
+        ("SUPPORTS", "all"): (4, 3, 75.0),
+        ("REFUTES", "high"): (2, 2, 100.0), ("REFUTES", "medium"): (3, 0, 0.0), ("REFUTES", "low"): (1, 1, 100.0),
+        ("REFUTES", "all"): (6, 3, 50.0)}
+
+
+def test_wilson_interval():
+    from workers.plots import wilson
+
+    assert wilson(0, 0) == (None, None)
+    lo, hi = wilson(2, 3)
+    assert lo == pytest.approx(20.77, abs=0.01) and hi == pytest.approx(93.85, abs=0.01)  # textbook values
+    assert wilson(5, 5)[1] == 100.0 and wilson(0, 5)[0] == 0.0
+
+
+def test_precision_by_band_plot_writes_its_numbers(band_case, tmp_path):
+    from workers.plots import plot_precision_by_band
+
+    records, by_claim = band_case
+    png, csv_path = plot_precision_by_band({"E2E r4g": by_claim, "FV r0": by_claim}, records, tmp_path / "pb",
+                                           "test", note="In-sample: fitted on these claims.")
+    assert png.stat().st_size > 5000
+    lines = csv_path.read_text(encoding="utf-8").splitlines()
+    assert lines[0] == "# In-sample: fitted on these claims."
+    table = list(csv.DictReader(lines[1:]))
+    assert len(table) == 2 * 2 * 4  # runs × labels × (3 bands + all)
+    r_med = next(t for t in table if t["run"] == "FV r0" and t["label"] == "REFUTES" and t["band"] == "medium")
+    assert (r_med["n"], r_med["correct"], r_med["precision"]) == ("3", "0", "0.0")
+
+
+def test_latency_plot_percentiles(tmp_path):
+    from workers.plots import plot_latency
+
+    lat = [0.2 + 0.05 * i for i in range(40)] + [4.0]
+    png, csv_path = plot_latency(lat, tmp_path / "lat", "test", note="quiet", ids=[f"c{i}" for i in range(41)],
+                                 extra={"load_avg_1m_before": (0.5, "")})
+    assert png.stat().st_size > 5000
+    lines = csv_path.read_text(encoding="utf-8").splitlines()
+    assert lines[0] == "# quiet"
+    vals = {r["metric"]: r["value"] for r in csv.DictReader(lines[1:])}
+    assert vals["claims"] == "41" and float(vals["p50"]) == pytest.approx(np.percentile(lat, 50), abs=1e-3)
+    assert float(vals["p95"]) == pytest.approx(np.percentile(lat, 95), abs=1e-3) and float(vals["max"]) == 4.0
+    assert vals["latency[c40]"] == "4.0" and vals["load_avg_1m_before"] == "0.5"
+    with pytest.raises(ValueError):
+        plot_latency([], tmp_path / "none", "empty")
+
+
+def _dialcheck(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k != "DIALCHECK_KAFKA_BOOTSTRAP"}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), env.get("PYTHONPATH", "")]))
+    return subprocess.run([sys.executable, "-m", "dialcheck.cli", *args], cwd=str(REPO_ROOT), env=env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def test_figures_arguments():
+    proc = _dialcheck("figures", "--help")
+    assert proc.returncode == 0
+    for opt in ("--out", "--limit", "--skip-stream", "--skip-eval", "--stream-records", "--hybridial-index", "--runs"):
+        assert opt in proc.stdout
+    for bad, says in ((["--skip-eval", "--skip-stream"], "nothing to do"), (["--stream-records", "0"], "--stream-records"),
+                      (["--limit", "0"], "--limit")):
+        proc = _dialcheck("figures", *bad, "--out", "/nonexistent/never-written")
+        assert proc.returncode == 2, proc.stderr
+        assert proc.stderr.startswith("dialcheck: ") and says in proc.stderr and len(proc.stderr.splitlines()) == 1
+        assert not Path("/nonexistent/never-written").exists()
+
+
+def test_quiet_stream_run_through_a_real_broker_and_worker(tmp_path):
+    """The stream part end to end (embedded Tansu, a real worker process; the stand-in checker): one
+    latency per record, and the figure's CSV says how it was run."""
+    proc = _dialcheck("figures", "--skip-eval", "--stream-records", "3", "--out", str(tmp_path),
+                      "--pipeline", STANDIN, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+    assert (tmp_path / "latency_stream.png").stat().st_size > 5000
+    lines = (tmp_path / "latency_stream.csv").read_text(encoding="utf-8").splitlines()
+    assert "sent one at a time" in lines[0] and "load average" in lines[0]
+    vals = {r["metric"]: float(r["value"]) for r in csv.DictReader(lines[1:])}
+    per_claim = [v for k, v in vals.items() if k.startswith("latency[")]
+    assert vals["claims"] == 3 and len(per_claim) == 3 and all(0 < v < 60 for v in per_claim)
+    assert 0 < vals["p50"] <= vals["p95"] <= vals["max"] and vals["consumer_p50"] > 0

@@ -51,7 +51,11 @@ def test_questions_greetings_thanks_are_skipped_with_their_kind(turn, kind):
                                   "Hello Kitty is a Japanese character.",  # a greeting word is not a greeting
                                   "The teams compete in basketball.",  # short, but a noun subject asserts
                                   "It's a young adult novel.",
-                                  "I love it, and the Beatles sold over 600 million records."])
+                                  "I love it, and the Beatles sold over 600 million records.",
+                                  # a question that carries a statement about something else
+                                  "Can you believe the city near Niagara Falls was made up of fossils?",
+                                  "Did you see the film that won the Oscar in 1994?",
+                                  "Its roots are in West Virginia??"])
 def test_factual_statements_are_checkworthy(turn):
     w = check_worthiness(turn)
     assert w.checkworthy and w.kind == ""
@@ -81,3 +85,31 @@ def test_skipped_turn_verdict_says_why(settings, nli, encoder):
     assert fact.label == "SUPPORTS"
     again = parse_verdict(q.to_json())  # the published form validates and keeps the kind
     assert again.rationale["kind"] == "question"
+
+
+def test_default_skips_only_questions_greetings_and_thanks(settings, nli, encoder):
+    """Shipped default (`verify.skip_turns`): questions, greetings and thanks go unchecked; a personal
+    opinion is still checked unless `verify.checkworthy` skips every kind of turn without a fact."""
+    from schemas.items import CheckItem
+    from workers.pipeline import Pipeline
+
+    assert settings.verify.skip_turns == "question,greeting,thanks" and not settings.verify.checkworthy
+    turns = ["Did you visit Graceland when you were in Memphis?", "Thanks so much!", "I love cheerleading!"]
+    items = [CheckItem("d", str(i), [], t, [("Elvis Presley", "Elvis Presley was born in Tupelo.")])
+             for i, t in enumerate(turns)]
+    default = Pipeline(settings, nli, encoder, None, protocol="fv", surface="r0").check_many(items)
+    assert [v.rationale.get("kind") for v in default] == ["question", "thanks", None]
+    assert "verify" in default[2].timings_ms  # the opinion was checked
+    everything = Pipeline(settings.updated(verify={"checkworthy": True}), nli, encoder, None, protocol="fv",
+                          surface="r0").check_many(items)
+    assert [v.rationale.get("kind") for v in everything] == ["question", "thanks", "personal"]
+    none = Pipeline(settings.updated(verify={"skip_turns": ""}), nli, encoder, None, protocol="fv",
+                    surface="r0").check_many(items)
+    assert all("verify" in v.timings_ms for v in none)
+
+
+def test_a_turn_is_skipped_only_when_every_sentence_is_of_a_skipped_kind():
+    skip = frozenset({"question", "greeting", "thanks"})
+    assert check_worthiness("Thanks! Do you like it?").skipped_by(skip)
+    assert not check_worthiness("Thanks! I love cheerleading.").skipped_by(skip)  # an opinion: checked by default
+    assert check_worthiness("Thanks! I love cheerleading.").skipped_by(None)

@@ -48,6 +48,14 @@ class Worthiness:
     checkworthy: bool
     reason: str = ""
     kind: str = ""  # the skipped turn's kind (KINDS), for the verdict's rationale; "" when checked
+    kinds: frozenset = frozenset()  # every sentence's kind ("fact" among them when checkworthy)
+
+    def skipped_by(self, kinds: frozenset | None) -> bool:
+        """Whether a turn is left unchecked when only the turn kinds in `kinds` are skipped (None:
+        every kind of turn that states no fact): all of its sentences must be of those kinds."""
+        if self.checkworthy:
+            return False
+        return kinds is None or self.kinds <= kinds
 
 
 def _nlp():
@@ -74,10 +82,42 @@ def _states_fact(sent) -> bool:
                          sent.text.strip().lower()))
 
 
+def _embeds_statement(sent) -> bool:
+    """A question that carries a statement about someone or something else: "Can you believe the
+    city near Niagara Falls was made of fossils?", "Did you see the film that won the Oscar in
+    1994?" - a clause (complement, relative or adverbial) with a subject that is not I/you/we and
+    a name, number or noun subject, not a wh-clause ("do you know who Elvis is?")."""
+    for head in sent:
+        if head.dep_ not in ("ccomp", "relcl", "advcl"):
+            continue
+        first = next(iter(head.subtree))
+        if first.tag_ in ("WP", "WP$", "WRB") or first.lower_ in ("whether", "if", "how", "why", "when"):
+            continue
+        subj = next((c for c in head.children if c.dep_ in ("nsubj", "nsubjpass")), None)
+        if subj is None or subj.lower_ in _FIRST_SECOND:
+            continue
+        clause = sent.doc[first.i: head.right_edge.i + 1]
+        if _has_fact_entity(clause) or subj.pos_ in ("NOUN", "PROPN") or subj.tag_ == "WDT":
+            return True
+    return False
+
+
+def _declarative(sent) -> bool:
+    """Statement word order with a noun subject, asked or not ("Its roots are in West Virginia??",
+    "Brown hair has more of the dark pigment, so I wonder ...?"): checked like a statement."""
+    words = [t for t in sent if not (t.is_punct or t.is_space)]
+    if not words or words[0].lower_ in _AUX or words[0].tag_ in ("WDT", "WP", "WP$", "WRB"):
+        return False
+    root = sent.root
+    subj = next((c for c in root.children if c.dep_ in ("nsubj", "nsubjpass")), None)
+    return subj is not None and subj.pos_ in ("NOUN", "PROPN") and subj.i < root.i
+
+
 def _is_question(sent) -> bool:
     text = sent.text.strip()
     if text.endswith("?"):
-        return not _TAG_QUESTION.search(text) and not _states_fact(sent)
+        return (not _TAG_QUESTION.search(text) and not _states_fact(sent) and not _embeds_statement(sent)
+                and not _declarative(sent))
     # chat often drops the '?': an auxiliary before a pronoun subject ("do you like rpgs") asks,
     # unless the sentence names an entity or number (then it stays checked, being unsure)
     words = [t for t in sent if not (t.is_punct or t.is_space)]
@@ -143,12 +183,12 @@ def sentence_kind(sent) -> str:
 
 def check_worthiness(turn: str) -> Worthiness:
     if not turn.strip():
-        return Worthiness(False, REASON, "empty")
+        return Worthiness(False, REASON, "empty", frozenset({"empty"}))
     doc = _nlp()(turn)
-    kinds = {sentence_kind(s) for s in doc.sents}
+    kinds = frozenset(sentence_kind(s) for s in doc.sents)
     if "fact" in kinds:
-        return Worthiness(True)
-    return Worthiness(False, REASON, next(k for k in KINDS if k in kinds))
+        return Worthiness(True, kinds=kinds)
+    return Worthiness(False, REASON, next(k for k in KINDS if k in kinds), kinds)
 
 
 # ---- a small learned alternative, compared by cross-validation (`dialcheck tune checkworthy`) ----

@@ -75,8 +75,9 @@ class Pipeline:
     def _stages(self) -> list[Stage]:
         s = self.settings
         stages: list[Stage] = []
-        if s.verify.checkworthy and self.protocol != "ir":
-            stages.append(CheckWorthyStage())
+        skip = None if s.verify.checkworthy else frozenset(k for k in s.verify.skip_turns.split(",") if k)
+        if (skip is None or skip) and self.protocol != "ir":
+            stages.append(CheckWorthyStage(skip))
         base = R5_SURFACES.get(self.surface, self.surface)  # r5 → r4, r5g → r4g: R5's fallback path
         stages.append(SurfaceStage(base, self.surface_builder))
         if base == "r4g":

@@ -69,16 +69,21 @@ class Stage(Protocol):
 
 
 class CheckWorthyStage:
-    """Claim detection (`verify.checkworthy`): a turn that states no checkable fact is answered
-    NOT ENOUGH INFO here ("not check-worthy"); the runner passes it to no later stage."""
+    """Claim detection: a turn that states no checkable fact is answered NOT ENOUGH INFO here
+    ("not check-worthy"); the runner passes it to no later stage. `skip`: the turn kinds left
+    unchecked (`verify.skip_turns`: questions, greetings, thanks by default), None for every kind
+    of turn that states no fact (`verify.checkworthy`)."""
     name = "checkworthy"
+
+    def __init__(self, skip: frozenset | None = None):
+        self.skip = skip
 
     def run(self, states: list[ClaimState]) -> None:
         from .checkworthy import check_worthiness
 
         for s in states:
             w = check_worthiness(s.item.claim)
-            if not w.checkworthy:
+            if w.skipped_by(self.skip):
                 s.skip_reason, s.label, s.label_probs = w.reason, "NOT ENOUGH INFO", dict(NO_EVIDENCE)
                 s.notes["kind"] = w.kind  # rationale {"rule": "not-check-worthy", "kind": "question", ...}
 

@@ -30,6 +30,9 @@ def for_display(v: dict) -> dict:
         "status": v["status"]["state"], "reason": v["status"].get("reason"),
         "evidence_title": best and best["title"], "evidence": best and best["window"],
         "checked_text": v["surface"]["text"],
+        # schema 2.1: the display hint (show the badge or not, its tone and confidence band) and
+        # the evidence's source link; absent from older workers' verdicts
+        "display": v.get("display"), "source_url": best and best.get("url"),
         # produce→publish in ms (from the turn's ts, else the record timestamp; newer workers only)
         "latency_ms": v.get("latency_ms"), "ts": v.get("ts"),
     }

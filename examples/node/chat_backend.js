@@ -49,6 +49,8 @@ async function main() {
           confidence: Math.round((v.probabilities[v.label] || 0) * 1000) / 1000, status: v.status.state,
           evidence_title: best ? best.title : null, evidence: best ? best.window : null,
           latency_ms: v.latency_ms === undefined ? null : v.latency_ms, // produce→publish (newer workers)
+          display: v.display || null, // schema 2.1: {show, tone, confidence}; absent from older workers
+          source_url: best && best.url ? best.url : null,
         }));
         clearTimeout(timer);
         resolve();

@@ -44,13 +44,12 @@ def _write_csv(path: Path, header: Sequence[str], rows: Sequence[Sequence], note
     return path
 
 
-def _title(title: str, note: str | None) -> str:
-    """The title, with the note wrapped below it."""
-    if not note:
-        return title
+def _title(title: str, note: str | None, width: int = 70) -> str:
+    """The title, with the note below it, each line wrapped at `width` characters (fits the figure)."""
     import textwrap
 
-    return title + "\n" + "\n".join(textwrap.wrap(note, 70))
+    lines = title.split("\n") + ([note] if note else [])
+    return "\n".join(w for line in lines for w in (textwrap.wrap(line, width) or [""]))
 
 
 def _save(fig, path: Path) -> Path:
@@ -132,7 +131,7 @@ def plot_reliability(by_claim: dict[str, dict], records: Sequence, out: Path, ti
     ax.plot([t[3] for t in full], [t[4] for t in full], "o", color=OKABE_ITO[1], ms=4, label="(mean confidence, accuracy)")
     ax.set_ylabel("accuracy")
     ax.set_ylim(0, 1)
-    ax.set_title(_title(f"{title}\nECE {ece:.2f}%", note), fontsize=9 if not note else 7)
+    ax.set_title(_title(f"{title}\nECE {ece:.2f}%", note, 52 if not note else 66), fontsize=9 if not note else 7)
     ax.legend(fontsize=7, loc="upper left")
     axn.bar([t[0] + 0.05 for t in table], [t[2] for t in table], width=0.09, color="#999999")
     axn.set_ylabel("claims")
@@ -307,7 +306,7 @@ def plot_precision_by_band(runs: dict[str, dict[str, dict]], records: Sequence, 
         ax.set_title(name, fontsize=8)
     axes[0][0].set_ylabel("precision (%): gold agrees with the label")
     axes[0][0].legend(fontsize=6, loc="upper center", ncol=2, frameon=False)  # above the 100% line
-    fig.suptitle(_title(title, note), fontsize=8)
+    fig.suptitle(_title(title, note, int(16 * fig.get_figwidth())), fontsize=8)
     return [_save(fig, out.with_suffix(".png")), csv_path]
 
 

@@ -28,6 +28,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from schemas import TIMING_META_KEYS  # noqa: E402
 from schemas.items import load_dialfact  # noqa: E402
 from schemas.settings import load_settings  # noqa: E402
 
@@ -64,7 +65,7 @@ def run(pipeline, items, batch: int) -> tuple[list, float]:
 def stage_ms(verdicts) -> dict[str, float]:
     total: collections.Counter = collections.Counter()
     for v in verdicts:
-        total.update({k: x for k, x in v.timings_ms.items() if k != "dense_client_side"})
+        total.update({k: x for k, x in v.timings_ms.items() if k not in TIMING_META_KEYS})
     return {k: round(x / max(len(verdicts), 1), 1) for k, x in total.items()}
 
 

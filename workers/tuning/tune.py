@@ -38,8 +38,10 @@ class Tuner:
 
         self.model_dir = model_dir or settings.models.nli_model_dir
         # tuning reads window probabilities, not a decision: the cheap rule keeps the shipped
-        # layer out of the loop (and a layer fitted for another model from being loaded)
-        self.settings = settings.updated(models={"nli_model_dir": self.model_dir}, verify={"decision": "threshold"})
+        # layer out of the loop (and a layer fitted for another model from being loaded); every
+        # claim is verified (no turn skipped: `tune checkworthy` measures skipping on its own)
+        self.settings = settings.updated(models={"nli_model_dir": self.model_dir},
+                                         verify={"decision": "threshold", "skip_turns": "", "checkworthy": False})
         self.data = data or settings.data.dialfact_sample
         self.cache_dir = cache_dir
         self.fp = model_fingerprint(self.model_dir)

@@ -33,9 +33,13 @@ def test_eval_ir_prints_recall(capsys, data_dir, index_dir):
 def test_check_command(capsys, data_dir):
     assert main(["check", "--protocol", "fv", "--context", "I love Elvis Presley.",
                  "--claim", "He was born in Tupelo", "--evidence", "Elvis Presley was born in Tupelo, Mississippi."]) == 0
-    v = json.loads(capsys.readouterr().out)
+    captured = capsys.readouterr()
+    v = json.loads(captured.out)
     assert v["claim"] == "He was born in Tupelo" and v["label"] in ("SUPPORTS", "REFUTES", "NOT ENOUGH INFO")
     assert v["surface"]["candidate_text"].startswith("Elvis Presley was born")
+    # loading is reported on its own line (stderr), not inside the claim's timings
+    assert "loaded before the first claim: models" in captured.err and "warm-up" in captured.err, captured.err
+    assert not {"models", "index", "warm_up"} & set(v["timings_ms"])
 
 
 def test_check_text_prints_stage_times_not_the_batch_count():

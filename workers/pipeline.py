@@ -126,6 +126,13 @@ class Pipeline:
         return Pipeline(self.settings, self.nli, self.encoder, self.searcher, protocol or self.protocol,
                         surface or self.surface, self.surface_builder)
 
+    def load_report(self) -> str:
+        """One line for people: what loading cost, kept out of every verdict's timings_ms."""
+        if not self.load_ms:
+            return ""
+        return ("loaded before the first claim: " + ", ".join(f"{k.replace('_', '-')} {v:.0f} ms"
+                                                              for k, v in self.load_ms.items()))
+
     # ---- public API ---------------------------------------------------------------------------
     def run(self, items: list[CheckItem]) -> list[ClaimState]:
         """Every stage of the protocol over the batch, timed (module docstring): a per-claim stage

@@ -59,6 +59,8 @@ def run(args) -> int:
         verdict = pipe.check_many([item])[0]
     fmt = args.format or ("text" if sys.stdout.isatty() else "json")
     print(verdict.to_json().decode() if fmt == "json" else format_text(verdict))
+    if pipe.load_report():
+        print(pipe.load_report(), file=sys.stderr)
     return 0
 
 

@@ -35,6 +35,9 @@ def cmd_worker(args) -> int:
             raise UsageError(f"unknown --surface {args.surface}: choose from {','.join(SURFACES)}")
     # load models before joining the group: a 20 s load inside the worker would stall a rebalance
     checker = load_checker(settings, args.pipeline, protocol=args.protocol, surface=args.surface)
+    report = getattr(checker, "load_report", None)
+    if callable(report) and report():
+        print(report(), flush=True)  # loading is reported here, never inside a verdict's timings_ms
     with kafka_for(settings) as s:
         if not settings.kafka.bootstrap:
             print(f"embedded broker at {s.kafka.bootstrap} (memory storage; gone when this worker stops)", flush=True)

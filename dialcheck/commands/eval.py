@@ -60,9 +60,9 @@ def run(args) -> int:
     for name, m in result["surfaces"].items():
         m[rate_key] = rates[name]
     if args.output:
-        with open(args.output, "w", encoding="utf-8") as f:
-            for row in rows:
-                f.write(json.dumps(row, ensure_ascii=False) + "\n")
+        from workers.jsonl import write_jsonl
+
+        write_jsonl(args.output, rows)
         print(f"[eval] run file: {args.output} ({len(rows)} rows)", file=sys.stderr)
     if args.plots:
         from workers.plots import plot_run

@@ -87,30 +87,19 @@ def _label_rows(pipe, records, what: str) -> list[dict]:
 
 
 def _hybridial_searcher(settings, index_dir: str, tsv: Path, encoder):
-    """The searcher over HybriDial's own passages; the index is built first when missing (file lock:
-    a second command waits for the first one's build)."""
-    from filelock import FileLock
-
-    from workers.retrieval.build import build_index
-    from workers.retrieval.factory import load_searcher
+    """The searcher over HybriDial's own passages; the index is built from `tsv` alone when missing."""
+    from workers.retrieval.build import ensure_index
 
     s = settings.updated(retrieval={"index_dir": index_dir, "backend": "embedded"})
-    d = Path(index_dir)
-    if not (d / "meta.json").exists():
-        d.parent.mkdir(parents=True, exist_ok=True)
-        with FileLock(str(d.parent / f".{d.name}.build.lock")):
-            if not (d / "meta.json").exists():
-                _say(f"building {d} from {tsv} alone (first run only)")
-                build_index(s, d, sources=[], tsv=str(tsv), encoder=encoder)
-    return load_searcher(s, encoder)
+    return ensure_index(s, encoder, sources=[], tsv=str(tsv))
 
 
 def _write_runs(runs_dir: str | None, name: str, rows: list[dict]) -> None:
+    from workers.jsonl import write_jsonl
+
     if runs_dir:
         Path(runs_dir).mkdir(parents=True, exist_ok=True)
-        with open(Path(runs_dir) / f"{name}.jsonl", "w", encoding="utf-8") as f:
-            for row in rows:
-                f.write(json.dumps(row, ensure_ascii=False) + "\n")
+        write_jsonl(Path(runs_dir) / f"{name}.jsonl", rows)
 
 
 def eval_figures(settings, out: Path, limit: int | None, hybridial_index: str, runs_dir: str | None) -> list[Path]:

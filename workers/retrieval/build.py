@@ -57,9 +57,10 @@ def check_encoder(meta: dict, index_dir: str | Path, encoder) -> None:
         f"{encoder.version!r}: rebuild it (`dialcheck index build`) or set DIALCHECK_ENCODER to match")
 
 
-def ensure_index(settings: Settings, encoder=None) -> EmbeddedIndex:
-    """Load the configured index (refused if built with another encoder), building it with
-    defaults first if it does not exist."""
+def ensure_index(settings: Settings, encoder=None, sources: Iterable[str] = DEFAULT_SOURCES,
+                 tsv: str | None = None) -> EmbeddedIndex:
+    """Load the configured index (refused if built with another encoder), building it first from
+    `sources` (and `tsv`) if it does not exist: the bundled defaults unless told otherwise."""
     from filelock import FileLock
 
     d = Path(settings.retrieval.index_dir)
@@ -69,8 +70,8 @@ def ensure_index(settings: Settings, encoder=None) -> EmbeddedIndex:
         d.parent.mkdir(parents=True, exist_ok=True)
         with FileLock(str(d.parent / f".{d.name}.build.lock")):
             if not (d / "meta.json").exists():
-                print(f"[dialcheck] building the default index in {d} (first run only)", file=sys.stderr)
-                return build_index(settings, d, encoder=encoder)
+                print(f"[dialcheck] building the index in {d} (first run only)", file=sys.stderr)
+                return build_index(settings, d, sources=sources, tsv=tsv, encoder=encoder)
     index = EmbeddedIndex.load(d)
     check_encoder(index.meta, d, encoder)
     return index

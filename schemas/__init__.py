@@ -244,7 +244,7 @@ SCHEMA_VERSION = "2.1"
 TIMING_META_KEYS = frozenset({"batch_items", "dense_client_side"})
 
 
-def _known(cls, d: dict) -> dict:
+def known_fields(cls, d: dict) -> dict:
     """Only the fields `cls` has: readers ignore fields they do not know (a later minor version's)."""
     names = {f.name for f in fields(cls)}
     return {k: v for k, v in d.items() if k in names}
@@ -293,13 +293,13 @@ class Verdict:
     def from_dict(cls, d: dict) -> "Verdict":
         """A published verdict of any version back to a Verdict: version 1 (no `schema_version`, no
         rationale), 2 and 2.1; fields this version does not know are ignored, as the schema asks."""
-        s = _known(Surface, d["surface"])
-        s["gate"] = GateDecision(**_known(GateDecision, s["gate"])) if s.get("gate") else None
+        s = known_fields(Surface, d["surface"])
+        s["gate"] = GateDecision(**known_fields(GateDecision, s["gate"])) if s.get("gate") else None
         shown = d.get("display")
-        return cls(**{**_known(cls, d), "schema_version": d.get("schema_version", "1"), "surface": Surface(**s),
-                      "evidence": [Evidence(**_known(Evidence, e)) for e in d["evidence"]],
-                      "status": Status(**_known(Status, d["status"])),
-                      "display": Display(**_known(Display, shown)) if isinstance(shown, dict) else None})
+        return cls(**{**known_fields(cls, d), "schema_version": d.get("schema_version", "1"), "surface": Surface(**s),
+                      "evidence": [Evidence(**known_fields(Evidence, e)) for e in d["evidence"]],
+                      "status": Status(**known_fields(Status, d["status"])),
+                      "display": Display(**known_fields(Display, shown)) if isinstance(shown, dict) else None})
 
 
 def parse_verdict(raw: bytes) -> Verdict:

@@ -21,8 +21,8 @@ from urllib.parse import urlsplit
 
 import orjson
 
-from schemas import (LABELS, ChatTurn, Evidence, GateDecision, InvalidEvent, Reason, Status, Surface, Verdict, load_bounded_json,
-                     parse_turn, validate)
+from schemas import (LABELS, ChatTurn, Evidence, GateDecision, InvalidEvent, Reason, Status, Surface, Verdict, known_fields,
+                     load_bounded_json, parse_turn, validate)
 
 EVIDENCE_FIELDS = ("passage_id", "title", "text", "window", "entail", "neutral", "contradict")
 # schema 2.1's display hint: the only values the page may receive (anything else is treated as absent)
@@ -33,33 +33,21 @@ MAX_URL_CHARS = 2048
 # label counts and 3 numbers, under 256 bytes serialised)
 CONVERSATION_OVERHEAD = 64 + 256
 MAX_REASON_KINDS = 64  # distinct kinds counted by name (a guard; schemas.Reason has fewer)
-_FIELDS = {cls: {f.name for f in dataclasses.fields(cls)} for cls in (Verdict, Surface, GateDecision, Evidence, Status)}
-
-
-def _known(cls, d: dict) -> dict:
-    """Only the fields the dataclass has: the schema says readers ignore fields they do not know."""
-    return {k: v for k, v in d.items() if k in _FIELDS[cls]}
-
-
 def read_verdict(raw: bytes, max_bytes: int, max_depth: int) -> Verdict:
     """chat.verdicts bytes → Verdict, or InvalidEvent with a short reason: size and depth first (nothing
     recursive runs on a hostile record), then verdict.schema.json, then the schemas.Verdict types
-    (a gate without `score` fits the schema's loose gate object but is no GateDecision)."""
-    return _read(raw, max_bytes, max_depth)[0]
-
-
-def _read(raw: bytes, max_bytes: int, max_depth: int) -> tuple[Verdict, dict]:
-    """read_verdict, plus the checked JSON object (schema 2.1's `display` and `evidence[].url` are read
-    from it, so the page shows them whether or not schemas.Verdict has those fields yet)."""
+    (a gate without `score` fits the schema's loose gate object but is no GateDecision). Schema 2.1's
+    `display` is kept as read (the page's `display_view` checks it), `evidence[].url` likewise (`safe_url`)."""
     if len(raw) > max_bytes:
         raise InvalidEvent(Reason.TOO_LARGE, f"verdict too large: {len(raw)} bytes > {max_bytes}")
     obj = load_bounded_json(raw, max_depth)
     validate("verdict", obj)
     try:
-        s = _known(Surface, obj["surface"])
-        s["gate"] = GateDecision(**_known(GateDecision, s["gate"])) if s.get("gate") is not None else None
-        return Verdict(**{**_known(Verdict, obj), "surface": Surface(**s), "status": Status(**_known(Status, obj["status"])),
-                          "evidence": [Evidence(**_known(Evidence, e)) for e in obj["evidence"]]}), obj
+        s = known_fields(Surface, obj["surface"])
+        s["gate"] = GateDecision(**known_fields(GateDecision, s["gate"])) if s.get("gate") is not None else None
+        return Verdict(**{**known_fields(Verdict, obj), "surface": Surface(**s),
+                          "status": Status(**known_fields(Status, obj["status"])),
+                          "evidence": [Evidence(**known_fields(Evidence, e)) for e in obj["evidence"]]})
     except (TypeError, ValueError, KeyError) as e:
         raise InvalidEvent(Reason.SCHEMA, f"verdict does not fit schemas.Verdict: {str(e)[:200]}") from None
 
@@ -102,17 +90,11 @@ def turn_view(turn: ChatTurn) -> dict:
             "text": turn.text, "check": turn.check, "ts": turn.ts}
 
 
-def verdict_view(v: Verdict, obj: dict | None = None) -> dict:
+def verdict_view(v: Verdict) -> dict:
     """The part of a verdict the page renders (no stage timings, no model versions, no unknown fields):
     with `ts`, `latency_ms` (produce→verdict), the display hint and each evidence item's source link
-    when the verdict has them (schema 2.1; read from `obj`, the record as published, or the Verdict),
-    each None when absent or unusable."""
+    when the verdict has them (schema 2.1), each None when absent or unusable."""
     gate = v.surface.gate
-    raw_ev = obj.get("evidence") if isinstance(obj, dict) and isinstance(obj.get("evidence"), list) else []
-
-    def url(i: int, e: Evidence):
-        raw = raw_ev[i] if i < len(raw_ev) and isinstance(raw_ev[i], dict) else {}
-        return safe_url(raw.get("url", getattr(e, "url", None)))
     return {"conversation_id": v.conversation_id, "turn_id": v.turn_id, "claim_id": v.claim_id, "claim": v.claim,
             "label": v.label, "probabilities": {k: v.probabilities[k] for k in LABELS if k in v.probabilities},
             "status": {"state": v.status.state, "reason": v.status.reason},
@@ -120,9 +102,8 @@ def verdict_view(v: Verdict, obj: dict | None = None) -> dict:
                         "candidate_text": v.surface.candidate_text,
                         "gate": dataclasses.asdict(gate) if gate is not None else None},
             "ts": _finite(getattr(v, "ts", None)), "latency_ms": _finite(getattr(v, "latency_ms", None)),
-            "display": display_view(obj.get("display") if isinstance(obj, dict) and "display" in obj
-                                    else getattr(v, "display", None)),
-            "evidence": [{**{k: getattr(e, k) for k in EVIDENCE_FIELDS}, "url": url(i, e)} for i, e in enumerate(v.evidence)]}
+            "display": display_view(v.display),
+            "evidence": [{**{k: getattr(e, k) for k in EVIDENCE_FIELDS}, "url": safe_url(e.url)} for e in v.evidence]}
 
 
 def _size(view: dict) -> int:
@@ -209,7 +190,7 @@ class Store:
 
     def add_verdict_raw(self, raw: bytes, where: str = "") -> list[dict]:
         try:
-            return self.add_verdict(*_read(raw, self.max_verdict_bytes, self.max_depth))
+            return self.add_verdict(read_verdict(raw, self.max_verdict_bytes, self.max_depth))
         except InvalidEvent as e:
             return self.reject("verdict", e.code, e.reason, where)
 
@@ -279,12 +260,11 @@ class Store:
         self.counts["turns"] += 1
         return events + self._fit_bytes(conv, ("turns", turn.turn_id)) + [{"type": "turn", "turn": view}]
 
-    def add_verdict(self, v: Verdict, obj: dict | None = None) -> list[dict]:
-        """`obj`: the record as published, for the fields schemas.Verdict may not carry (display, url)."""
+    def add_verdict(self, v: Verdict) -> list[dict]:
         if v.claim_id in self.seen_claims:
             self.counts["duplicates"] += 1
             return []
-        view = verdict_view(v, obj)
+        view = verdict_view(v)
         size = self._check_size(view)
         self.seen_claims[v.claim_id] = None
         while len(self.seen_claims) > self.max_conversations * self.max_verdicts:

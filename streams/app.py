@@ -33,15 +33,16 @@ ATTEMPTS_TABLE = "attempts"
 
 
 class DialcheckApp(faust.App):
-    """Faust's App whose flow control never drops queued input turns on resume (streams/transport.py)."""
+    """Faust's App whose flow control never drops queued input turns on resume, and whose consumer
+    never hands out one input offset twice per assignment (streams/transport.py)."""
 
     def __init__(self, *args, keep_topics=(), **kwargs):
-        self._keep_topics = frozenset(keep_topics)
+        self.keep_topics = frozenset(keep_topics)  # read by streams/transport.py's flow control and Consumer
         super().__init__(*args, **kwargs)
 
     @cached_property
     def flow_control(self) -> transport.KeepInputFlowControl:
-        return transport.KeepInputFlowControl(self._keep_topics, loop=self.loop)
+        return transport.KeepInputFlowControl(self.keep_topics, loop=self.loop)
 
 
 def create_app(settings: Settings, checker: Checker) -> faust.App:

@@ -1,7 +1,8 @@
-"""The two faust-streaming fixes in streams/transport.py, at unit level (no broker).
+"""The faust-streaming fixes in streams/transport.py, at unit level (no broker).
 
-Why: both are at-least-once bugs that lose input silently (a commit over a turn still being checked;
-queued turns cleared when the flow resumes). tests/test_stream_backlog.py shows the second end to
+Why: two are at-least-once bugs that lose input silently (a commit over a turn still being checked;
+queued turns cleared when the flow resumes); the third keeps the second's fix from checking a
+restart's backlog twice (the seek after the kept fetch reads the same turns again). tests/test_stream_backlog.py shows the second end to
 end with a real broker and worker."""
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ from intervaltree import IntervalTree
 from mode.utils.queues import FlowControlEvent, FlowControlQueue
 
 from faust.types import TP
+
+from faust.transport.drivers import aiokafka as faust_aiokafka
 
 from streams.transport import Consumer, KeepInputFlowControl, head_in_flight
 
@@ -87,3 +90,50 @@ def test_fausts_own_resume_drops_them():
         assert turns.empty()
 
     asyncio.run(run())
+
+
+CHANGELOG = TP("dialcheck-context-changelog", 0)
+
+
+def fetching_consumer(monkeypatch, batches: list[list[tuple[TP, int]]]) -> Consumer:
+    """A Consumer whose upstream getmany yields `batches` (one per call), messages carrying offsets."""
+    c = Consumer.__new__(Consumer)
+    c.app = SimpleNamespace(keep_topics=frozenset({TURNS.topic}))
+    c._read_offset = defaultdict(lambda: None)
+    c._handed_out = {}
+    pending = iter(batches)
+
+    async def upstream(self, timeout):
+        for tp, off in next(pending):
+            yield tp, SimpleNamespace(topic=tp.topic, offset=off)
+    monkeypatch.setattr(faust_aiokafka.Consumer, "getmany", upstream)
+    return c
+
+
+def fetch(c: Consumer) -> list[tuple[str, int]]:
+    async def run():
+        return [(tp.topic, m.offset) async for tp, m in c.getmany(timeout=1.0)]
+    return asyncio.run(run())
+
+
+def test_turns_fetched_again_after_the_seek_are_handed_out_once(monkeypatch):
+    c = fetching_consumer(monkeypatch, [
+        [(TURNS, 5), (TURNS, 6), (TURNS, 7)],                      # fetched before the seek (kept queued)
+        [(TURNS, 5), (TURNS, 6), (TURNS, 7), (TURNS, 8), (CHANGELOG, 3)],  # the same after the seek, and more
+    ])
+    assert fetch(c) == [("chat.turns", 5), ("chat.turns", 6), ("chat.turns", 7)]
+    c._read_offset[TURNS] = 5  # what Faust's seek to the committed offset does
+    assert fetch(c) == [("chat.turns", 8), ("dialcheck-context-changelog", 3)]
+    # the read offset moved past the skipped copies: Faust's drain loop sees 8 right after 7, no gap to commit over
+    assert c._read_offset[TURNS] == 7
+
+
+def test_a_new_assignment_reads_its_turns_again(monkeypatch):
+    c = fetching_consumer(monkeypatch, [[(TURNS, 5), (TURNS, 6)], [(TURNS, 5), (TURNS, 6)]])
+    assert len(fetch(c)) == 2
+
+    async def noop(self, *a, **kw):
+        return None
+    monkeypatch.setattr(faust_aiokafka.Consumer, "on_partitions_revoked", noop)
+    asyncio.run(c.on_partitions_revoked({TURNS}))  # queued events were cleared: they must come again
+    assert fetch(c) == [("chat.turns", 5), ("chat.turns", 6)]

@@ -24,7 +24,7 @@ from schemas.settings import Settings
 from .broker import kafka_for
 from .replay import TurnProducer, replay
 from .topics import ensure_topics
-from .verdicts import ReaderStalled, TopicReader, VerdictLog, end_offsets
+from .verdicts import VerdictFollower, end_offsets
 from .worker import WorkerProcess
 
 WARM_PREFIX = "warm-"
@@ -61,38 +61,25 @@ def run_sequential(settings: Settings, records: Sequence, warm_records: Sequence
                 t_ready = time.monotonic()
                 worker.wait_ready(timeout_s=ready_timeout_s)
                 out.worker_ready_s = round(time.monotonic() - t_ready, 1)
-                log, reached = VerdictLog(), dict(start)
-                reader = TopicReader(s, s.kafka.topic_verdicts, reached)
-                try:
-                    with TurnProducer(s) as producer:
-                        plan = [(r, WARM_PREFIX) for r in warm_records] + [(r, "") for r in records]
-                        for i, (rec, prefix) in enumerate(plan):
-                            cid = response_claim_id(rec, prefix)
-                            sent = replay(s, [rec], prefix=prefix, producer=producer).sent_at[cid]
-                            deadline = time.monotonic() + timeout_s
-                            while cid not in log.verdicts:
-                                if time.monotonic() > deadline or not worker.alive():
-                                    raise RuntimeError(f"no verdict for {rec.id} within {timeout_s:g} s (worker alive: "
-                                                       f"{worker.alive()}); worker log tail:\n{worker.log_text()[-3000:]}")
-                                try:
-                                    for m in reader.poll(0.2):
-                                        log.add_raw(m.value)
-                                        reached[m.partition] = m.offset + 1
-                                except ReaderStalled:  # a fresh reader from the offsets reached (streams/verdicts.py)
-                                    reader.close()
-                                    reader = TopicReader(s, s.kafka.topic_verdicts, reached)
-                            if prefix:
-                                continue
-                            v = log.verdicts[cid]
-                            out.claim_ids.append(cid)
-                            out.verdicts[cid] = v
-                            out.arrival_s[cid] = log.received_at[cid] - sent
-                            if v.latency_ms is not None:
-                                out.latency_ms[cid] = float(v.latency_ms)
-                            if progress:
-                                progress(i - len(warm_records))
-                finally:
-                    reader.close()
+                with VerdictFollower(s, start) as follower, TurnProducer(s) as producer:
+                    log = follower.log
+                    plan = [(r, WARM_PREFIX) for r in warm_records] + [(r, "") for r in records]
+                    for i, (rec, prefix) in enumerate(plan):
+                        cid = response_claim_id(rec, prefix)
+                        sent = replay(s, [rec], prefix=prefix, producer=producer).sent_at[cid]
+                        if not follower.wait(lambda lg: cid in lg.verdicts, time.monotonic() + timeout_s, worker.alive):
+                            raise RuntimeError(f"no verdict for {rec.id} within {timeout_s:g} s (worker alive: "
+                                               f"{worker.alive()}); worker log tail:\n{worker.log_text()[-3000:]}")
+                        if prefix:
+                            continue
+                        v = log.verdicts[cid]
+                        out.claim_ids.append(cid)
+                        out.verdicts[cid] = v
+                        out.arrival_s[cid] = log.received_at[cid] - sent
+                        if v.latency_ms is not None:
+                            out.latency_ms[cid] = float(v.latency_ms)
+                        if progress:
+                            progress(i - len(warm_records))
     finally:
         shutil.rmtree(work, ignore_errors=True)
     out.seconds = round(time.monotonic() - t0, 1)

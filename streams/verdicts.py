@@ -176,28 +176,60 @@ class VerdictLog:
             self.schema_errors.append(reason[:1024])
 
 
+class VerdictFollower:
+    """One reader of the verdict topic kept open across waits, that outlives a stall: a reader
+    whose kafka-python call does not return within `call_timeout_s` is replaced by a fresh one from
+    the offsets reached, so nothing read is read twice and nothing is skipped. `collect_verdicts`
+    waits once; `dialcheck figures`' one-at-a-time run waits once per claim on the same reader."""
+
+    def __init__(self, settings: Settings, start: dict[int, int] | None = None, log: VerdictLog | None = None,
+                 call_timeout_s: float = 30.0):
+        self.settings, self.call_timeout_s = settings, call_timeout_s
+        self.log = VerdictLog() if log is None else log
+        self.reached = dict(start or {})  # partition → next offset: where a fresh reader resumes
+        self._from_start = start is not None
+        self._reader: TopicReader | None = None
+
+    def wait(self, done, deadline: float, alive=lambda: True) -> bool:
+        """Read until `done(log)`, the monotonic `deadline` or `alive()` false; returns done(log)."""
+        while not done(self.log) and time.monotonic() < deadline and alive():
+            try:
+                if self._reader is None:
+                    self._reader = TopicReader(
+                        self.settings, self.settings.kafka.topic_verdicts,
+                        self.reached if self.reached or self._from_start else None,
+                        call_timeout_s=min(self.call_timeout_s, max(1.0, deadline - time.monotonic())))
+                for rec in self._reader.poll(0.5):
+                    self.log.add_raw(rec.value)
+                    self.reached[rec.partition] = rec.offset + 1
+            except ReaderStalled as e:
+                self.log.stalls += 1
+                logging.getLogger("dialcheck.stream").warning("%s; resuming with a fresh reader", e)
+                self.close()
+        return done(self.log)
+
+    def close(self) -> None:
+        if self._reader is not None:
+            reader, self._reader = self._reader, None
+            reader.close()
+
+    def __enter__(self) -> "VerdictFollower":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
 def collect_verdicts(settings: Settings, expected: set[str], timeout_s: float, start: dict[int, int] | None = None,
                      log: VerdictLog | None = None, alive=lambda: True, done=None,
                      call_timeout_s: float = 30.0) -> VerdictLog:
     """Consume verdicts until every expected claim id arrived (or `done(log)`), the timeout passed,
     or `alive()` turns false (the worker died). A reader that stalls (a kafka-python call past
     `call_timeout_s`) is replaced by a fresh one from the offsets reached: waiting is bounded by `timeout_s`."""
-    log = VerdictLog() if log is None else log
     done = done or (lambda lg: expected <= lg.verdicts.keys())
-    deadline = time.monotonic() + timeout_s
-    reached = dict(start or {})  # partition → next offset: where a fresh reader resumes after a stall
-    while not done(log) and time.monotonic() < deadline and alive():
-        try:
-            with TopicReader(settings, settings.kafka.topic_verdicts, reached if reached or start is not None else None,
-                             call_timeout_s=min(call_timeout_s, max(1.0, deadline - time.monotonic()))) as reader:
-                while not done(log) and time.monotonic() < deadline and alive():
-                    for rec in reader.poll(0.5):
-                        log.add_raw(rec.value)
-                        reached[rec.partition] = rec.offset + 1
-        except ReaderStalled as e:
-            log.stalls += 1
-            logging.getLogger("dialcheck.stream").warning("%s; resuming with a fresh reader", e)
-    return log
+    with VerdictFollower(settings, start, log, call_timeout_s) as follower:
+        follower.wait(done, time.monotonic() + timeout_s, alive)
+    return follower.log
 
 
 def read_dead_letters(settings: Settings, start: dict[int, int] | None = None) -> list[DeadLetter]:

@@ -1,7 +1,8 @@
 """`dialcheck demo --records 20 --json` runs everything embedded and exits 0 with a usable summary.
 
-Why: the demo is the one-command proof that broker, worker, replay and scoring fit together, and
-that it cleans up after itself (no broker or worker left running)."""
+Why: the demo is the one-command proof that broker, worker, replay and scoring fit together, that
+the shipped defaults give labels better than a constant answer, and that it cleans up after itself
+(no broker or worker left running)."""
 from __future__ import annotations
 
 import json
@@ -26,7 +27,12 @@ def test_demo_runs_embedded_and_exits_cleanly(tmp_path):
     out = json.loads(proc.stdout)
     assert out["claims"] == 20 and out["verdicts"] == 20 and out["missing"] == 0
     assert out["deadletter"] == out["deadletter_expected"] == 2
-    assert 0.0 <= out["metrics"]["accuracy"] <= 100.0 and "macro_f1" in out["metrics"]
+    assert out["status"] == {"ok": 20}, out["status"]  # every claim checked, none degraded
+    if PIPELINE == DEFAULT_CHECKER:
+        # the real pipeline's labels, with floors that fail for a broken decision: these 20 records are
+        # 10 NEI, 5 S, 5 R, so always-NEI scores accuracy 50 / macro-F1 22.2 and always-S 25 / 13.3;
+        # the shipped defaults measured 55.0 / 48.68 (README)
+        assert out["metrics"]["macro_f1"] >= 35.0 and out["metrics"]["accuracy"] >= 40.0, out["metrics"]
     assert out["broker"] == "embedded" and out["broker_address"].startswith("127.0.0.1:")
     assert out["off_schema_verdicts"] == 0
     # produce→verdict latency of every claim, and the dead letters explained (issue 20)

@@ -228,7 +228,8 @@ class VerifyStage:
         for s in states:
             hyp = with_context(s.item.context, s.fv_surface.text, cfg.hypothesis_context_turns)
             s.windows = self.window_fn([p.text for p in s.passages], s.fv_surface.text, cfg.max_windows)
-            premises += [w.text for w in s.windows]
+            titles = [p.title for p in s.passages] if cfg.title_in_premise else []
+            premises += [premise(w, titles) for w in s.windows]
             hyps += [hyp] * len(s.windows)
         probs = iter(self.nli.predict(premises, hyps) if premises else np.zeros((0, 3)))
         rule = self.decider.window_rule
@@ -243,6 +244,14 @@ class VerifyStage:
             s.decisions = []
             if s.windows:
                 s.problems.append(("error", f"NLI model unavailable: {error}"))
+
+
+def premise(w: Window, titles: list) -> str:
+    """The NLI premise of a window: its text, prefixed with its passage title when one is given and
+    the window does not already start with it (`verify.title_in_premise`)."""
+    title = (titles[w.passage_index] if 0 <= w.passage_index < len(titles) else "") or ""
+    title = title.strip()
+    return f"{title}. {w.text}" if title and not w.text.startswith(title) else w.text
 
 
 def claim_evidence(s: ClaimState) -> ClaimEvidence:

@@ -1,4 +1,4 @@
-"""`dialcheck nli train | release | quantize | evaluate`: dialcheck's own NLI model."""
+"""`dialcheck nli train | release | soup | quantize | evaluate`: dialcheck's own NLI model."""
 from __future__ import annotations
 
 import json
@@ -28,6 +28,13 @@ def register(sub) -> None:
     r.add_argument("--out", default=None, help="default: triton_models/nli/1")
     r.add_argument("--data-dir", default=None)
     r.set_defaults(func=run_release)
+    m = nsub.add_parser("soup", help="average the weights of two released models (same export), refit the temperature")
+    m.add_argument("model_a")
+    m.add_argument("model_b")
+    m.add_argument("--weight-a", type=float, default=0.5, help="share of model_a (default 0.5)")
+    m.add_argument("--out", required=True)
+    m.add_argument("--data-dir", default=None)
+    m.set_defaults(func=run_soup)
     q = nsub.add_parser("quantize", help="static int8 variant of the artifact (opt-in: changes verdicts)")
     q.add_argument("--model-dir", default=None, help="the fp32 artifact (default: settings)")
     q.add_argument("--out", default="artifacts/nli-int8-static")
@@ -78,6 +85,15 @@ def run_release(args) -> int:
 
     s = load_settings(data={"dir": args.data_dir})
     print(json.dumps(release(args.checkpoint, args.out or s.models.nli_model_dir, s.data.dir), indent=1))
+    return 0
+
+
+def run_soup(args) -> int:
+    from schemas.settings import load_settings
+    from workers.nli.soup import soup
+
+    s = load_settings(data={"dir": args.data_dir})
+    print(json.dumps(soup(args.model_a, args.model_b, args.weight_a, args.out, s.data.dir), indent=1))
     return 0
 
 

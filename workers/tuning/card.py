@@ -9,6 +9,16 @@ from ..decision import DecisionLayer
 from ..scoring import macro_f1
 
 
+def nli_model_meta(tuner) -> dict:
+    """The NLI model a decision was fitted for; its directory relative to the repository when it
+    lies inside it, so a committed artifact does not name the machine it was fitted on."""
+    from schemas.settings import REPO_ROOT
+
+    d = Path(tuner.model_dir).resolve()
+    shown = d.relative_to(REPO_ROOT) if d.is_relative_to(REPO_ROOT) else d
+    return {"dir": str(shown), "fingerprint": tuner.fp, "version": tuner.nli.version}
+
+
 def fit_and_write(tuner, method: str, surface: str, protocol: str, out: str | Path, k: int = 5) -> DecisionLayer:
     evs = tuner.evidence(surface, protocol)
     cv = tuner.cv(evs, ("threshold", "argmax", "perclass", "logreg"), k)
@@ -18,7 +28,7 @@ def fit_and_write(tuner, method: str, surface: str, protocol: str, out: str | Pa
         "fitted_on": {"data": Path(tuner.data).name, "records": len(evs), "protocol": protocol, "surface": surface,
                       "hypothesis_context_turns": s.verify.hypothesis_context_turns, "tau_fv": s.gate.tau_fv,
                       "max_windows": s.verify.max_windows},
-        "nli_model": {"dir": str(tuner.model_dir), "fingerprint": tuner.fp, "version": tuner.nli.version},
+        "nli_model": nli_model_meta(tuner),
         "cv": {"folds": k, "grouped_by": "context_id", **{m: {kk: r[kk] for kk in ("mean", "std", "folds")}
                                                          for m, r in cv.items()}},
         "in_sample_macro_f1": round(macro_f1(tuner.labels, layer.predict(evs)), 2),
@@ -84,7 +94,7 @@ def fit_union_and_write(tuner, sets: list, out: str | Path, k: int = 5, by_set: 
         "fitted_on": {"sets": {s.name: len(s) for s in sets}, "protocol": "fv", "surface": "r0",
                       "hypothesis_context_turns": tuner.settings.verify.hypothesis_context_turns,
                       "max_windows": tuner.settings.verify.max_windows},
-        "nli_model": {"dir": str(tuner.model_dir), "fingerprint": tuner.fp, "version": tuner.nli.version},
+        "nli_model": nli_model_meta(tuner),
         "lodo": {name: {m: {kk: r[kk] for kk in ("macro_f1", "accuracy", "refutes_precision", "nei_recall")}
                         for m, r in row.items()} for name, row in report["left_out"].items()},
         "dialfact_grouped_cv": {m: {kk: r[kk] for kk in ("macro_f1", "accuracy", "refutes_precision", "nei_recall")}

@@ -11,6 +11,7 @@ import numpy as np
 
 from ..decision import DecisionLayer
 from ..decision.layer import RULES
+from .card import nli_model_meta
 from .cv import folds
 from .datasets import IN_NLI_TRAINING, EvalSet, set_metrics
 from .tune import Tuner, log
@@ -44,7 +45,8 @@ def lodo_report(tuner: Tuner | None, sets: list[EvalSet], methods=("threshold", 
                 shipped: DecisionLayer | None = None, k: int = 5, evs: dict | None = None) -> dict:
     """`evs`: the sets' ClaimEvidence by set name when already computed (else the pipeline runs)."""
     evs = evs if evs is not None else {s.name: set_evidence(tuner, s) for s in sets}
-    report: dict = {"nli_model": getattr(tuner, "model_dir", None), "nli_fingerprint": getattr(tuner, "fp", None),
+    report: dict = {"nli_model": nli_model_meta(tuner)["dir"] if tuner is not None else None,
+                    "nli_fingerprint": getattr(tuner, "fp", None),
                     "protocol": "fv", "surface": "r0",
                     "sets": {s.name: {"n": len(s), "labels": list(s.label_space),
                                       "in_nli_training": IN_NLI_TRAINING.get(s.name, False)} for s in sets},

@@ -104,27 +104,3 @@ def test_a_fitted_decision_refuses_another_nli_models_probabilities(tmp_path):
     assert ClaimDecider(settings, "fv", "nli-a").layer.method == "guarded"
     with pytest.raises(DecisionModelMismatch, match="fitted for NLI model 'nli-a'.*'nli-b'"):
         ClaimDecider(settings, "fv", "nli-b")
-
-
-def _one_window(e: float, c: float) -> ClaimEvidence:
-    p = np.array([[e, 1.0 - e - c, c]])
-    return ClaimEvidence("claim", p, np.ones(1), np.zeros(1, int), [None])
-
-
-def test_the_guarded_fit_holds_refutes_precision_over_all_training_claims_not_per_set():
-    """One set where no threshold reaches the floor must not choose the thresholds for every set:
-    "small" contradicts 10 of its NEI claims at 0.5 (its REFUTES precision is ≤ 50 % at any
-    threshold that keeps its real REFUTES), "big" has 40 REFUTES at contradiction 0.46.
-    Pooled, REFUTES at ≥ 0.44 is right 50 times in 60 (83 %), so the fit keeps big's REFUTES;
-    with a floor the pooled claims cannot meet it must raise t_refutes instead."""
-    from workers.decision import guarded
-
-    big = [_one_window(0.9, 0.05)] * 40 + [_one_window(0.1, 0.46)] * 40
-    small = [_one_window(0.1, 0.5)] * 10 + [_one_window(0.1, 0.5)] * 10
-    labels = ["SUPPORTS"] * 40 + ["REFUTES"] * 40 + ["NOT ENOUGH INFO"] * 10 + ["REFUTES"] * 10
-    sets = ["big"] * 80 + ["small"] * 20
-    params = guarded.fit(big + small, labels, sets, min_refutes_precision=0.6)
-    assert params["t_refutes"] <= 0.46
-    assert DecisionLayer("guarded", params).predict(big[40:]) == ["REFUTES"] * 40
-    strict = guarded.fit(big + small, labels, sets, min_refutes_precision=0.9)
-    assert strict["t_refutes"] > 0.5  # 83 % < 90 %: no REFUTES at all beats a wrong floor

@@ -72,21 +72,6 @@ def test_subject_through_chat_wrappers():
 
     assert {t for _, t in subject_terms("I think Elvis Presley was born in Memphis.")} == {"elvi", "presley"}
     assert subject_terms("He was born in Tupelo, Mississippi.") is None
-    assert {t for _, t in subject_terms("I love Paris. The Eiffel Tower was built in 1889.")} == {"eiffel", "tower"}
-
-
-@pytest.mark.parametrize("claim", ["I would love to visit the Eiffel Tower one day!", "I visited the Eiffel Tower last year.",
-                                   "We saw the Eiffel Tower in 1889."])
-def test_a_claim_about_the_speaker_is_never_refuted_by_a_passage(claim):
-    """No passage is about the person chatting: a window about the Eiffel Tower that the NLI model
-    calls a contradiction of the speaker's wish or trip is no evidence against it."""
-    from workers.decision.sufficiency import subject_terms
-
-    assert subject_terms(claim) is None
-    window = "The tower was built for the 1889 World's Fair."
-    assert GUARDED.predict([ev(claim, [window], [[0.05, 0.15, 0.8]], ["Eiffel Tower"], topic=claim)]) == ["NOT ENOUGH INFO"]
-    third_party = "The Eiffel Tower was built in 1887."  # the same window refutes a claim about the tower
-    assert GUARDED.predict([ev(third_party, [window], [[0.05, 0.15, 0.8]], ["Eiffel Tower"], topic=third_party)]) == ["REFUTES"]
 
 
 def test_guarded_rule_never_refutes_when_a_window_supports():

@@ -9,13 +9,9 @@ is off the claim's topic (../shared/docs/verifier-recipes.md §6.1–6.2).
 - else NOT ENOUGH INFO.
 With all three at 0 this is the argmax rule with SUPPORTS first; the fit can only add guards.
 t_supports and t_refutes are fitted by a grid search that maximises the mean macro-F1 over the
-training sets (each over the labels it has) while keeping the REFUTES precision of all training
-claims together ≥ `min_refutes_precision` (the least shortfall where no grid point does).
-Pooled, not per set: one set where no threshold reaches the floor (HybriDial: every grid point
-stays under 36 %) made the per-set version pick the thresholds that shrink that set's shortfall,
-for every set (t_refutes 0.56: REFUTES recall lost on DialFact and FoolMeTwice for no precision
-gained on HybriDial). `dialcheck tune decision --lodo` fits them leaving each set out in turn.
-on_topic is fixed (below)."""
+training sets (each over the labels it has) while keeping REFUTES precision ≥
+`min_refutes_precision` on every training set (the least shortfall where no grid point does);
+`dialcheck tune decision --lodo` fits them leaving each set out in turn. on_topic is fixed (below)."""
 from __future__ import annotations
 
 from typing import Sequence
@@ -77,9 +73,9 @@ def _claim_summaries(evs, levels: tuple[float, ...]) -> tuple[np.ndarray, np.nda
     return max_e, max_c
 
 
-def _macro_f1(gold: np.ndarray, pred: np.ndarray, space: tuple[int, ...]) -> float:
-    """Macro-F1 over `space` in percent: the same 2PR/(P+R) as workers/scoring.per_class_f1, on code
-    arrays (the grid calls it ~10^4 times)."""
+def _score(gold: np.ndarray, pred: np.ndarray, space: tuple[int, ...], floor: float) -> tuple[float, float]:
+    """(macro-F1 over `space` in percent, REFUTES precision shortfall below `floor`, 0 if none).
+    The same 2PR/(P+R) as workers/scoring.per_class_f1, on code arrays: the grid calls it ~10^4 times."""
     seen = np.where(pred == S, S, NOT_S) if NOT_S in space else pred
     f1 = []
     for k in space:
@@ -87,22 +83,17 @@ def _macro_f1(gold: np.ndarray, pred: np.ndarray, space: tuple[int, ...]) -> flo
         n_pred, n_gold = float(np.sum(seen == k)), float(np.sum(gold == k))
         prec, rec = (tp / n_pred if n_pred else 0.0), (tp / n_gold if n_gold else 0.0)
         f1.append(2 * prec * rec / (prec + rec) if prec + rec else 0.0)
-    return 100 * float(np.mean(f1))
-
-
-def _refutes_shortfall(gold: np.ndarray, pred: np.ndarray, floor: float) -> float:
-    """How far REFUTES precision falls below `floor` (0 if not, or with under 5 REFUTES); a
-    REFUTES is right when the gold is REFUTES or, on a binary set, NOT SUPPORTS."""
     n_r = int(np.sum(pred == R))
     right = np.sum((pred == R) & ((gold == R) | (gold == NOT_S)))
-    return max(0.0, floor - right / n_r) if n_r >= 5 else 0.0
+    short = max(0.0, floor - right / n_r) if n_r >= 5 else 0.0
+    return 100 * float(np.mean(f1)), short
 
 
 def fit(evs: Sequence, labels: Sequence[str], sets: Sequence[str] | None = None,
         spaces: dict[str, tuple[str, ...]] | None = None, min_refutes_precision: float = 0.60,
         on_topic: tuple[float, ...] = ON_TOPIC_DEFAULT) -> dict:
-    """The grid point with the best mean per-set macro-F1 among those keeping the pooled REFUTES
-    precision ≥ the floor (the least shortfall if none does); ties toward higher thresholds."""
+    """The grid point with the best mean per-set macro-F1 among those keeping REFUTES precision
+    ≥ the floor on every set (the least shortfall if none does); ties toward higher thresholds."""
     sets = list(sets) if sets is not None else ["all"] * len(labels)
     gold = np.array([GOLD_CODES[lab] for lab in labels])
     names = list(dict.fromkeys(sets))
@@ -116,9 +107,9 @@ def fit(evs: Sequence, labels: Sequence[str], sets: Sequence[str] | None = None,
             refute = max_c[:, j] >= tr
             for ts in T_SUPPORTS:
                 pred = np.where(max_e >= ts, S, np.where(refute, R, NEI))
-                short = _refutes_shortfall(gold, pred, min_refutes_precision)
-                mean_f1 = np.mean([_macro_f1(gold[idx[n]], pred[idx[n]], space[n]) for n in names])
-                key = (-round(short, 6), round(float(mean_f1), 6), tr, k, ts)
+                scores = [_score(gold[idx[n]], pred[idx[n]], space[n], min_refutes_precision) for n in names]
+                short = sum(s for _, s in scores)
+                key = (-round(short, 6), round(float(np.mean([f for f, _ in scores])), 6), tr, k, ts)
                 if best is None or key > best:
                     best = key
     return {"t_supports": float(best[4]), "t_refutes": float(best[2]), "on_topic": float(best[3]),

@@ -99,35 +99,31 @@ def middle_names(span) -> frozenset:
 @lru_cache(maxsize=65536)
 def subject_terms(text: str) -> frozenset | None:
     """Key terms of what the claim is about: its main clause's grammatical subject (through "I
-    think / I read that ..." wrappers). None when that subject is a pronoun: a third-person one
-    ("it", "he", "they": no clear referent, so no window can be shown to be about it) or the
-    speaker ("I would love to visit the Eiffel Tower", "I saw it last year": no passage is about
-    the person chatting, so none can refute them; a later sentence with another subject still
-    counts); empty when no subject is found (nothing required)."""
+    think / I read that ..." wrappers). None when that subject is a third-person pronoun ("it",
+    "he", "they": no clear referent, so no window can be shown to be about it); empty when no
+    subject is found (nothing required)."""
     from ..surfaces.pronouns import parse
 
     doc = parse(text)
-    about_speaker = False
     for sent in doc.sents:
-        head, speaker = sent.root, False
+        head = sent.root
         for _ in range(4):  # "I think that he said X was ..." → the clause that states the fact
             subj = next((t for t in head.children if t.dep_ in ("nsubj", "nsubjpass")), None)
             inner = next((t for t in head.children if t.dep_ in ("ccomp", "xcomp")), None)
             if subj is not None and subj.lower_ in _SELF and inner is not None:
-                head, speaker = inner, True
+                head = inner
                 continue
             break
-        if subj is None or subj.lower_ in _SELF:  # "I would love to visit X": about the speaker
-            about_speaker |= subj is not None or speaker
+        if subj is None:
             continue
-        if subj.pos_ == "PRON":
+        if subj.pos_ == "PRON" and subj.lower_ not in _SELF:
             return None
         span = doc[subj.left_edge.i: subj.right_edge.i + 1]
         anchors, content, numbers = key_terms(span.text)
         middle = middle_names(span)  # "Elvis Aaron Presley": a window naming "Elvis Presley" is about him
         anchors, content = anchors - middle, content | (anchors & middle)
         return frozenset({("anchor", t) for t in anchors | numbers} | {("word", t) for t in content})
-    return None if about_speaker else frozenset()
+    return frozenset()
 
 
 def subject_covered(topic: str, window: str, title: str = "") -> bool:

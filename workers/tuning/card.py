@@ -116,7 +116,7 @@ window (it names the claim's subject and covers ≥ {p['on_topic']} of its key t
 
 - **Fitted on:** the union of {', '.join(f'{n} ({c})' for n, c in layer.meta['fitted_on']['sets'].items())}
   (FV protocol, gold evidence, surface R0; a set larger than --limit-per-set is an even spread of that many), maximising mean per-set macro-F1 with REFUTES precision
-  ≥ {p['min_refutes_precision']:.0%} over the training claims together.
+  ≥ {p['min_refutes_precision']:.0%} on every set.
 - **NLI model:** `{layer.meta['nli_model']['version']}` (fingerprint `{layer.meta['nli_model']['fingerprint']}`); loading refuses another
   model's probabilities (refit with `dialcheck tune fit --method guarded`).
 - **Fitted:** {layer.meta['date']}

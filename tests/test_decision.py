@@ -104,3 +104,30 @@ def test_a_fitted_decision_refuses_another_nli_models_probabilities(tmp_path):
     assert ClaimDecider(settings, "fv", "nli-a").layer.method == "guarded"
     with pytest.raises(DecisionModelMismatch, match="fitted for NLI model 'nli-a'.*'nli-b'"):
         ClaimDecider(settings, "fv", "nli-b")
+
+
+def _one_window(e: float, c: float) -> ClaimEvidence:
+    p = np.array([[e, 1.0 - e - c, c]])
+    return ClaimEvidence("claim", p, np.ones(1), np.zeros(1, int), [None])
+
+
+def test_the_guarded_fit_holds_its_refutes_floor_per_set_or_pooled():
+    """"small" contradicts 10 of its NEI claims at 0.5, so its REFUTES precision is ≤ 50 % at any
+    threshold that keeps its real REFUTES; "big" has 40 REFUTES at contradiction 0.46. Per set
+    (the default), small's shortfall raises t_refutes above 0.5 for both sets; pooled, REFUTES at
+    ≤ 0.46 is right 50 times in 60 (83 %), so big's REFUTES are kept."""
+    from workers.decision import guarded
+
+    big = [_one_window(0.9, 0.05)] * 40 + [_one_window(0.1, 0.46)] * 40
+    small = [_one_window(0.1, 0.5)] * 20
+    labels = ["SUPPORTS"] * 40 + ["REFUTES"] * 40 + ["NOT ENOUGH INFO"] * 10 + ["REFUTES"] * 10
+    sets = ["big"] * 80 + ["small"] * 20
+    per_set = DecisionLayer("guarded").fit(big + small, labels, sets=sets)
+    assert per_set.params["t_refutes"] > 0.5 and "refutes_floor" not in per_set.params
+    pooled = DecisionLayer("guarded", {"refutes_floor": "pooled"}).fit(big + small, labels, sets=sets)
+    assert pooled.params["t_refutes"] <= 0.46 and pooled.params["refutes_floor"] == "pooled"
+    assert pooled.predict(big[40:]) == ["REFUTES"] * 40
+    strict = guarded.fit(big + small, labels, sets, refutes_floor="pooled", min_refutes_precision=0.9)
+    assert strict["t_refutes"] > 0.5  # 83 % < 90 %: no REFUTES beats a missed floor
+    with pytest.raises(ValueError, match="refutes_floor"):
+        guarded.fit(big, labels[:80], refutes_floor="sometimes")

@@ -37,6 +37,8 @@ def register(sub) -> None:
                    help="leave-one-dataset-out over DialFact testsmall, HybriDial dev, FoolMeTwice dev, WiCE dev and "
                         "TRUE-DialFact valid: each method fitted on all sets but one, scored on the one left out")
     d.add_argument("--sets", default="dialfact,hybridial,foolmetwice,wice,true_dialfact", help="--lodo: comma list")
+    d.add_argument("--refutes-floor", choices=("per_set", "pooled"), default="per_set",
+                   help="--lodo: the guarded fit holds REFUTES precision per training set (default) or over all together")
     d.add_argument("--limit-per-set", type=int, default=None,
                    help="--lodo: at most N claims per set (an even spread over the file); default all")
     d.set_defaults(func=run_decision)
@@ -120,7 +122,7 @@ def run_lodo(args) -> int:
     except (FileNotFoundError, ValueError):
         shipped = None
     sets = [load_set(n, t.settings.data.dir, args.limit_per_set) for n in names]
-    report = lodo_report(t, sets, methods, shipped, args.folds)
+    report = lodo_report(t, sets, methods, shipped, args.folds, refutes_floor=args.refutes_floor)
     if args.json:
         print(json.dumps(report, indent=1))
     else:

@@ -69,7 +69,8 @@ class DecisionLayer:
         if self.method == "guarded":
             from . import guarded
 
-            self.params = guarded.fit(evs, labels, sets, spaces)
+            self.params = guarded.fit(evs, labels, sets, spaces,
+                                      refutes_floor=self.params.get("refutes_floor", "per_set"))
             return self
         y = np.array([LABELS.index(lab) for lab in labels])
         if self.method in RULES:

@@ -30,7 +30,7 @@ def set_evidence(tuner: Tuner, s: EvalSet) -> list:
     return out
 
 
-def _fit(method: str, train: list[tuple[EvalSet, list]]) -> DecisionLayer:
+def _fit(method: str, train: list[tuple[EvalSet, list]], refutes_floor: str = "per_set") -> DecisionLayer:
     if method in RULES:
         return DecisionLayer.rule(method)
     if method == "logreg":  # a 3-way classifier: binary sets have no R/NEI label to learn from
@@ -38,12 +38,15 @@ def _fit(method: str, train: list[tuple[EvalSet, list]]) -> DecisionLayer:
     evs = [e for _, es in train for e in es]
     labels = [lab for s, _ in train for lab in s.labels]
     sets = [s.name for s, es in train for _ in es]
-    return DecisionLayer(method).fit(evs, labels, sets=sets, spaces={s.name: s.label_space for s, _ in train})
+    layer = DecisionLayer(method, {"refutes_floor": refutes_floor} if method == "guarded" else {})
+    return layer.fit(evs, labels, sets=sets, spaces={s.name: s.label_space for s, _ in train})
 
 
 def lodo_report(tuner: Tuner | None, sets: list[EvalSet], methods=("threshold", "argmax", "guarded", "logreg"),
-                shipped: DecisionLayer | None = None, k: int = 5, evs: dict | None = None) -> dict:
-    """`evs`: the sets' ClaimEvidence by set name when already computed (else the pipeline runs)."""
+                shipped: DecisionLayer | None = None, k: int = 5, evs: dict | None = None,
+                refutes_floor: str = "per_set") -> dict:
+    """`evs`: the sets' ClaimEvidence by set name when already computed (else the pipeline runs);
+    `refutes_floor`: how the guarded fit holds its REFUTES-precision floor (workers/decision/guarded.py)."""
     evs = evs if evs is not None else {s.name: set_evidence(tuner, s) for s in sets}
     report: dict = {"nli_model": nli_model_meta(tuner)["dir"] if tuner is not None else None,
                     "nli_fingerprint": getattr(tuner, "fp", None),
@@ -55,7 +58,7 @@ def lodo_report(tuner: Tuner | None, sets: list[EvalSet], methods=("threshold", 
         train = [(s, evs[s.name]) for s in sets if s.name != held.name]
         row = {}
         for m in methods:
-            layer = _fit(m, train)
+            layer = _fit(m, train, refutes_floor)
             row[m] = {**set_metrics(held, layer.predict(evs[held.name])),
                       **({"params": layer.params} if m == "guarded" else {})}
         if shipped is not None:
@@ -64,11 +67,12 @@ def lodo_report(tuner: Tuner | None, sets: list[EvalSet], methods=("threshold", 
         log(f"left out {held.name}: " + ", ".join(f"{m} {r['macro_f1']}" for m, r in row.items()))
     inner = next((s for s in sets if s.name == "dialfact"), None)
     if inner is not None:
-        report["dialfact_grouped_cv"] = _grouped_cv(inner, evs, sets, methods, k)
+        report["dialfact_grouped_cv"] = _grouped_cv(inner, evs, sets, methods, k, refutes_floor)
     return report
 
 
-def _grouped_cv(inner: EvalSet, evs: dict, sets: list[EvalSet], methods, k: int) -> dict:
+def _grouped_cv(inner: EvalSet, evs: dict, sets: list[EvalSet], methods, k: int,
+                refutes_floor: str = "per_set") -> dict:
     """DialFact testsmall by grouped CV: each fold predicted by a decision fitted on the other sets
     plus the other folds (pooled out-of-fold predictions)."""
     others = [(s, evs[s.name]) for s in sets if s.name != inner.name]
@@ -78,7 +82,7 @@ def _grouped_cv(inner: EvalSet, evs: dict, sets: list[EvalSet], methods, k: int)
         for test in folds(inner.groups, k):
             train_idx = np.setdiff1d(np.arange(len(inner)), test)
             part = inner.subset(train_idx)
-            layer = _fit(m, others + [(part, [evs[inner.name][i] for i in train_idx])])
+            layer = _fit(m, others + [(part, [evs[inner.name][i] for i in train_idx])], refutes_floor)
             for i, p in zip(test, layer.predict([evs[inner.name][i] for i in test])):
                 pred[i] = p
         out[m] = set_metrics(inner, pred)

@@ -78,6 +78,14 @@ def _claim_summaries(evs, levels: tuple[float, ...]) -> tuple[np.ndarray, np.nda
     return max_e, max_c
 
 
+def _refutes_shortfall(gold: np.ndarray, pred: np.ndarray, floor: float) -> float:
+    """How far REFUTES precision falls below `floor` (0 if not, or with under 5 REFUTES); a REFUTES
+    is right when the gold is REFUTES or, on a binary set, NOT SUPPORTS."""
+    n_r = int(np.sum(pred == R))
+    right = np.sum((pred == R) & ((gold == R) | (gold == NOT_S)))
+    return max(0.0, floor - right / n_r) if n_r >= 5 else 0.0
+
+
 def _score(gold: np.ndarray, pred: np.ndarray, space: tuple[int, ...], floor: float) -> tuple[float, float]:
     """(macro-F1 over `space` in percent, REFUTES precision shortfall below `floor`, 0 if none).
     The same 2PR/(P+R) as workers/scoring.per_class_f1, on code arrays: the grid calls it ~10^4 times."""
@@ -88,10 +96,7 @@ def _score(gold: np.ndarray, pred: np.ndarray, space: tuple[int, ...], floor: fl
         n_pred, n_gold = float(np.sum(seen == k)), float(np.sum(gold == k))
         prec, rec = (tp / n_pred if n_pred else 0.0), (tp / n_gold if n_gold else 0.0)
         f1.append(2 * prec * rec / (prec + rec) if prec + rec else 0.0)
-    n_r = int(np.sum(pred == R))
-    right = np.sum((pred == R) & ((gold == R) | (gold == NOT_S)))
-    short = max(0.0, floor - right / n_r) if n_r >= 5 else 0.0
-    return (100 * float(np.mean(f1)) if f1 else 0.0), short
+    return 100 * float(np.mean(f1)), _refutes_shortfall(gold, pred, floor)
 
 
 def fit(evs: Sequence, labels: Sequence[str], sets: Sequence[str] | None = None,
@@ -116,7 +121,7 @@ def fit(evs: Sequence, labels: Sequence[str], sets: Sequence[str] | None = None,
                 pred = np.where(max_e >= ts, S, np.where(refute, R, NEI))
                 scores = [_score(gold[idx[n]], pred[idx[n]], space[n], min_refutes_precision) for n in names]
                 short = sum(s for _, s in scores) if refutes_floor == "per_set" else \
-                    _score(gold, pred, (), min_refutes_precision)[1]
+                    _refutes_shortfall(gold, pred, min_refutes_precision)
                 key = (-round(short, 6), round(float(np.mean([f for f, _ in scores])), 6), tr, k, ts)
                 if best is None or key > best:
                     best = key

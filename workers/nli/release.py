@@ -26,6 +26,14 @@ def validation_pairs(data_dir: str | Path, limit: int = 3000) -> tuple[list[str]
     return [p.premise for p in valid], [p.hypothesis for p in valid], np.array([p.label for p in valid])
 
 
+def validation_temperature(logits: np.ndarray, y: np.ndarray) -> tuple[float, dict]:
+    """The temperature fitted on the validation sample, and the calibration record's validation
+    fields (how many pairs, ECE before and after)."""
+    t = fit_temperature(logits, y)
+    return t, {"validation_pairs": len(y), "validation_ece_before": round(ece(softmax(logits, 1.0), y), 4),
+               "validation_ece_after": round(ece(softmax(logits, t), y), 4)}
+
+
 def release(checkpoint: str | Path, out_dir: str | Path, data_dir: str | Path, valid_limit: int = 3000,
             work_dir: str | Path = "artifacts/nli-export") -> dict:
     work, out = Path(work_dir), Path(out_dir)
@@ -52,7 +60,7 @@ def release(checkpoint: str | Path, out_dir: str | Path, data_dir: str | Path, v
     within_one_point = results["fp32"]["accuracy"] - results["int8"]["accuracy"] <= 0.01
     chosen = "fp32"
     logits = results[chosen]["logits"]
-    t = fit_temperature(logits, y)
+    t, validation = validation_temperature(logits, y)
     step = json.loads((Path(checkpoint) / "progress.json").read_text()) if (Path(checkpoint) / "progress.json").exists() else {}
     quant = {k: {"validation_accuracy": round(v["accuracy"], 4), "size_mb": v["size_mb"],
                  "pairs_per_second": v["pairs_per_second"]} for k, v in results.items()}
@@ -67,8 +75,6 @@ def release(checkpoint: str | Path, out_dir: str | Path, data_dir: str | Path, v
     stale = out / "model.fp32.onnx"
     if stale.exists():
         stale.unlink()
-    info = {"validation_pairs": len(y), "validation_ece_before": round(ece(softmax(logits, 1.0), y), 4),
-            "validation_ece_after": round(ece(softmax(logits, t), y), 4), "quantization": quant,
-            "training_step": step.get("step"), "training_total_steps": step.get("total_steps")}
+    info = {**validation, "quantization": quant, "training_step": step.get("step"), "training_total_steps": step.get("total_steps")}
     write_calibration(out, round(t, 4), f"dialcheck-nli-minilm-l6-{chosen}-step{step.get('step', 'x')}", **info)
     return {"temperature": t, **info}

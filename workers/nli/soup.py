@@ -15,11 +15,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ..models.nli_base import softmax
 from ..models.onnx_nli import OnnxNLI, read_calibration
-from .calibrate import ece, fit_temperature
 from .export import write_calibration
-from .release import validation_pairs
+from .release import validation_pairs, validation_temperature
 
 
 def average_onnx(model_a: Path, model_b: Path, weight_a: float, out: Path) -> int:
@@ -60,12 +58,10 @@ def soup(model_a: str | Path, model_b: str | Path, weight_a: float, out_dir: str
     write_calibration(out, 1.0, "tmp")
     prem, hyp, y = validation_pairs(data_dir, valid_limit)
     logits = OnnxNLI(out).logits(prem, hyp)
-    t = fit_temperature(logits, y)
+    t, validation = validation_temperature(logits, y)
     info = {"soup": {"a": cal_a.get("version"), "b": cal_b.get("version"), "weight_a": weight_a,
                      "tensors_averaged": averaged},
-            "validation_pairs": len(y), "validation_accuracy": round(float((logits.argmax(1) == y).mean()), 4),
-            "validation_ece_before": round(ece(softmax(logits, 1.0), y), 4),
-            "validation_ece_after": round(ece(softmax(logits, t), y), 4)}
+            "validation_accuracy": round(float((logits.argmax(1) == y).mean()), 4), **validation}
     version = f"dialcheck-nli-minilm-l6-fp32-soup{round(100 * weight_a)}"
     write_calibration(out, round(t, 4), version, **info)
     return {"version": version, "temperature": round(t, 4), **info}

@@ -57,3 +57,42 @@ def test_tune_decision_lodo_on_two_small_sets(in_tmp, capsys):
     assert {"threshold", "argmax", "guarded", "logreg"} <= set(row)
     assert row["guarded"]["n"] == 20 and "params" in row["guarded"]
     assert "dialfact_grouped_cv" in report
+
+
+def test_tune_decision_lodo_scores_an_e2e_row_with_the_same_fits(in_tmp, capsys):
+    """`--e2e dialfact`: the claims retrieve their evidence from the index (no gold evidence) and are
+    scored by the fits that leave DialFact out, beside the FV row."""
+    report = run(capsys, "decision", "--lodo", "--sets", "dialfact,hybridial", "--limit-per-set", "20",
+                 "--folds", "2", "--methods", "threshold,guarded", "--e2e", "dialfact", "--json")
+    assert set(report["left_out"]) == {"dialfact", "hybridial", "dialfact_e2e"}
+    assert report["sets"]["dialfact_e2e"]["protocol"] == "e2e"
+    fv, e2e = report["left_out"]["dialfact"], report["left_out"]["dialfact_e2e"]
+    assert e2e["guarded"]["n"] == 20 and e2e["guarded"]["params"] == fv["guarded"]["params"]
+
+
+def test_e2e_set_drops_gold_evidence_and_refuses_sets_without_dialogue(data_dir):
+    from workers.tuning.datasets import load_set
+    from workers.tuning.lodo import e2e_set
+
+    s = load_set("hybridial", data_dir, 10)
+    assert all(it.gold_evidence for it in s.items)
+    e = e2e_set(s)
+    assert e.name == "hybridial_e2e" and e.labels == s.labels and all(it.gold_evidence is None for it in e.items)
+    with pytest.raises(ValueError, match="only the dialogue sets"):
+        e2e_set(load_set("wice", data_dir, 5))
+
+
+@pytest.mark.parametrize("spec", ["wice", "hybridial=/no/such/index"])
+def test_tune_decision_lodo_e2e_mistakes_are_one_line(spec, capsys):
+    assert main(["tune", "decision", "--lodo", "--sets", "dialfact,hybridial,wice", "--e2e", spec]) == 2
+    assert "--e2e" in capsys.readouterr().err
+
+
+def test_tune_fit_guarded_with_the_pooled_floor_writes_it_into_decision_and_card(in_tmp, capsys):
+    out = in_tmp / "decision.json"
+    meta = run(capsys, "fit", "--method", "guarded", "--limit-per-set", "8", "--folds", "2",
+               "--refutes-floor", "pooled", "--out", str(out), "--json")
+    saved = json.loads(out.read_text())
+    assert saved["method"] == "guarded" and saved["params"]["refutes_floor"] == "pooled"
+    assert set(meta["lodo"]) == {"dialfact", "hybridial", "foolmetwice", "wice", "true_dialfact"}
+    assert "over all sets together" in (in_tmp / "DECISION_CARD.md").read_text()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 
 
 _DEFAULT_METHODS = ",".join(("threshold", "argmax", "perclass", "logreg"))
@@ -41,6 +42,10 @@ def register(sub) -> None:
                    help="--lodo: the guarded fit holds REFUTES precision per training set (default) or over all together")
     d.add_argument("--limit-per-set", type=int, default=None,
                    help="--lodo: at most N claims per set (an even spread over the file); default all")
+    d.add_argument("--e2e", action="append", default=[], metavar="SET[=INDEX_DIR]",
+                   help="--lodo: also score SET (dialfact or hybridial) end to end, retrieving from INDEX_DIR "
+                        "(default: the settings' index), with the fits that leave SET out; repeatable")
+    d.add_argument("--e2e-surface", default="r4g", help="--lodo --e2e: the claim surface (default r4g, as the stream)")
     d.set_defaults(func=run_decision)
     g.add_argument("--method", default="logreg")
     g.add_argument("--which", choices=["fv", "ir"], default="fv", help="τ_FV (FV labels) or τ_IR (E2E labels)")
@@ -49,6 +54,9 @@ def register(sub) -> None:
     f.add_argument("--surface", default="r4g")
     f.add_argument("--out", default="workers/decision/params/decision.json")
     f.add_argument("--limit-per-set", type=int, default=None, help="guarded: at most N claims per set")
+    f.add_argument("--refutes-floor", choices=("per_set", "pooled"), default="per_set",
+                   help="guarded: hold REFUTES precision on every set (shipped) or over all sets together "
+                        "(more REFUTES found, fewer of them right: README, issue 18)")
     f.set_defaults(func=run_fit)
     c.add_argument("--method", default="logreg")
     c.add_argument("--surface", default="r0")
@@ -106,12 +114,20 @@ def run_lodo(args) -> int:
     from dialcheck.errors import UsageError
     from workers.decision import load_layer
     from workers.tuning.datasets import SETS, load_set
-    from workers.tuning.lodo import lodo_report
+    from workers.tuning.lodo import E2E_SETS, e2e_evidence, lodo_report
 
     names = [x for x in args.sets.split(",") if x]
     unknown = [x for x in names if x not in SETS]
     if unknown or len(names) < 2:
         raise UsageError(f"--sets needs two or more of {','.join(SETS)} (got {args.sets!r})")
+    e2e_specs = {}  # set → index directory (None: the settings' index); checked before any model loads
+    for spec in args.e2e:
+        name, _, index_dir = spec.partition("=")
+        if name not in E2E_SETS or name not in names:
+            raise UsageError(f"--e2e {spec!r}: the set must be one of {','.join(E2E_SETS)} and in --sets")
+        if index_dir and not Path(index_dir).is_dir():
+            raise UsageError(f"--e2e {spec!r}: no index at {index_dir} (build one with `dialcheck index build --tsv`)")
+        e2e_specs[name] = index_dir or None
     t = _tuner(args)
     methods = [m for m in args.methods.split(",") if m] if args.methods != _DEFAULT_METHODS else \
         ["threshold", "argmax", "guarded", "logreg"]
@@ -122,7 +138,9 @@ def run_lodo(args) -> int:
     except (FileNotFoundError, ValueError):
         shipped = None
     sets = [load_set(n, t.settings.data.dir, args.limit_per_set) for n in names]
-    report = lodo_report(t, sets, methods, shipped, args.folds, refutes_floor=args.refutes_floor)
+    e2e = {name: e2e_evidence(t, next(x for x in sets if x.name == name), index_dir, args.e2e_surface)
+           for name, index_dir in e2e_specs.items()}
+    report = lodo_report(t, sets, methods, shipped, args.folds, refutes_floor=args.refutes_floor, e2e=e2e)
     if args.json:
         print(json.dumps(report, indent=1))
     else:
@@ -151,7 +169,7 @@ def run_fit(args) -> int:
         from workers.tuning.datasets import SETS, load_set
 
         sets = [load_set(n, t.settings.data.dir, args.limit_per_set) for n in SETS]
-        layer = fit_union_and_write(t, sets, args.out, args.folds)
+        layer = fit_union_and_write(t, sets, args.out, args.folds, refutes_floor=args.refutes_floor)
     else:
         layer = fit_and_write(t, args.method, args.surface, args.protocol, args.out, args.folds)
     print(json.dumps(layer.to_dict()["meta"], indent=1) if args.json else f"wrote {args.out}", file=sys.stdout)

@@ -76,18 +76,21 @@ used only as transfer sets and are in the NLI model's training pairs, so scores 
 """)
 
 
-def fit_union_and_write(tuner, sets: list, out: str | Path, k: int = 5, by_set: dict | None = None) -> DecisionLayer:
+def fit_union_and_write(tuner, sets: list, out: str | Path, k: int = 5, by_set: dict | None = None,
+                        refutes_floor: str = "per_set") -> DecisionLayer:
     """The guarded rule fitted on the union of the yardstick's sets (FV, R0), written with a card
     that quotes its leave-one-dataset-out numbers: the only numbers not tuned on their own records.
-    `by_set`: the sets' ClaimEvidence when already computed."""
+    `by_set`: the sets' ClaimEvidence when already computed; `refutes_floor`: per_set (shipped) or
+    pooled (workers/decision/guarded.py)."""
     import json
 
     from .lodo import lodo_report, set_evidence
 
     by_set = by_set or {s.name: set_evidence(tuner, s) for s in sets}
-    report = lodo_report(tuner, sets, ("threshold", "argmax", "guarded", "logreg"), None, k, by_set)
+    report = lodo_report(tuner, sets, ("threshold", "argmax", "guarded", "logreg"), None, k, by_set,
+                         refutes_floor=refutes_floor)
     evs = [e for s in sets for e in by_set[s.name]]
-    layer = DecisionLayer("guarded").fit(evs, [lab for s in sets for lab in s.labels],
+    layer = DecisionLayer("guarded", {"refutes_floor": refutes_floor}).fit(evs, [lab for s in sets for lab in s.labels],
                                          sets=[s.name for s in sets for _ in s.items],
                                          spaces={s.name: s.label_space for s in sets})
     layer.meta = {
@@ -116,7 +119,7 @@ window (it names the claim's subject and covers ≥ {p['on_topic']} of its key t
 
 - **Fitted on:** the union of {', '.join(f'{n} ({c})' for n, c in layer.meta['fitted_on']['sets'].items())}
   (FV protocol, gold evidence, surface R0; a set larger than --limit-per-set is an even spread of that many), maximising mean per-set macro-F1 with REFUTES precision
-  ≥ {p['min_refutes_precision']:.0%} on every set.
+  ≥ {p['min_refutes_precision']:.0%} {"over all sets together" if p.get("refutes_floor") == "pooled" else "on every set"}.
 - **NLI model:** `{layer.meta['nli_model']['version']}` (fingerprint `{layer.meta['nli_model']['fingerprint']}`); loading refuses another
   model's probabilities (refit with `dialcheck tune fit --method guarded`).
 - **Fitted:** {layer.meta['date']}

@@ -4,8 +4,15 @@ Every decision method is fitted on all sets but one and scored on the one left o
 LeaveOneGroupOut with the set as the group), so no reported number was tuned on its own records.
 DialFact testsmall is also scored by grouped CV inside it (fit on the other sets plus the other
 folds of testsmall, grouped by conversation). Rules with nothing to fit (threshold, argmax) are
-the baselines; `shipped` is the decision the settings load today, applied as is."""
+the baselines; `shipped` is the decision the settings load today, applied as is.
+
+Gold evidence is on topic by construction, so it cannot show what the on-topic guard is for. E2E
+rows (`--e2e hybridial=DIR`) score the same left-out fits on evidence the product retrieves from
+an index (default surface R4 + gate, as the stream runs): `<set>_e2e` in the report. They are
+never fitted on; a DialFact-format set's E2E row is scored by the fits that leave that set out."""
 from __future__ import annotations
+
+from dataclasses import replace
 
 import numpy as np
 
@@ -17,6 +24,7 @@ from .datasets import IN_NLI_TRAINING, EvalSet, set_metrics
 from .tune import Tuner, log
 
 FITTED = ("guarded", "logreg")
+E2E_SETS = ("dialfact", "hybridial")  # DialFact-format: dialogue context, passages to index
 
 
 def set_evidence(tuner: Tuner, s: EvalSet) -> list:
@@ -28,6 +36,25 @@ def set_evidence(tuner: Tuner, s: EvalSet) -> list:
     for start in range(0, len(s), 1000):  # bounded memory; the NLI pairs are cached on disk
         out += [claim_evidence(st) for st in tuner.states(s.items[start:start + 1000], "fv", "r0")]
     return out
+
+
+def e2e_set(s: EvalSet) -> EvalSet:
+    """The same claims without their gold evidence: the pipeline retrieves (protocol e2e)."""
+    if s.name not in E2E_SETS:
+        raise ValueError(f"no E2E row for {s.name!r}: only the dialogue sets ({', '.join(E2E_SETS)}) have one")
+    return EvalSet(f"{s.name}_e2e", [replace(it, gold_evidence=None) for it in s.items], s.labels, s.groups,
+                   s.label_space, s.type_labels)
+
+
+def e2e_evidence(tuner: Tuner, s: EvalSet, index_dir: str | None, surface: str = "r4g") -> tuple[EvalSet, list]:
+    """A dialogue set's claims through the real E2E pipeline on `index_dir` (None: the settings'
+    index), each claim's evidence as the decision sees it."""
+    from ..stages import claim_evidence
+
+    e2e = e2e_set(s)
+    t = tuner.on_index(index_dir) if index_dir else tuner
+    log(f"{e2e.name}: {len(e2e)} claims through the E2E pipeline ({surface}, index {t.settings.retrieval.index_dir})")
+    return e2e, [claim_evidence(st) for st in t.states(e2e.items, "e2e", surface)]
 
 
 def _fit(method: str, train: list[tuple[EvalSet, list]], refutes_floor: str = "per_set") -> DecisionLayer:
@@ -44,9 +71,11 @@ def _fit(method: str, train: list[tuple[EvalSet, list]], refutes_floor: str = "p
 
 def lodo_report(tuner: Tuner | None, sets: list[EvalSet], methods=("threshold", "argmax", "guarded", "logreg"),
                 shipped: DecisionLayer | None = None, k: int = 5, evs: dict | None = None,
-                refutes_floor: str = "per_set") -> dict:
+                refutes_floor: str = "per_set", e2e: dict | None = None) -> dict:
     """`evs`: the sets' ClaimEvidence by set name when already computed (else the pipeline runs);
-    `refutes_floor`: how the guarded fit holds its REFUTES-precision floor (workers/decision/guarded.py)."""
+    `refutes_floor`: how the guarded fit holds its REFUTES-precision floor (workers/decision/guarded.py);
+    `e2e`: set name → (its E2E set, evidence) from `e2e_evidence`, scored beside the FV row."""
+    e2e = e2e or {}
     evs = evs if evs is not None else {s.name: set_evidence(tuner, s) for s in sets}
     report: dict = {"nli_model": nli_model_meta(tuner)["dir"] if tuner is not None else None,
                     "nli_fingerprint": getattr(tuner, "fp", None),
@@ -54,17 +83,20 @@ def lodo_report(tuner: Tuner | None, sets: list[EvalSet], methods=("threshold", 
                     "sets": {s.name: {"n": len(s), "labels": list(s.label_space),
                                       "in_nli_training": IN_NLI_TRAINING.get(s.name, False)} for s in sets},
                     "left_out": {}}
+    for name, (es, _) in e2e.items():
+        report["sets"][es.name] = {"n": len(es), "labels": list(es.label_space), "protocol": "e2e",
+                                   "scored_by_fits_without": name, "in_nli_training": False}
     for held in sets:
         train = [(s, evs[s.name]) for s in sets if s.name != held.name]
-        row = {}
-        for m in methods:
-            layer = _fit(m, train, refutes_floor)
-            row[m] = {**set_metrics(held, layer.predict(evs[held.name])),
-                      **({"params": layer.params} if m == "guarded" else {})}
-        if shipped is not None:
-            row["shipped"] = set_metrics(held, shipped.predict(evs[held.name]))
-        report["left_out"][held.name] = row
-        log(f"left out {held.name}: " + ", ".join(f"{m} {r['macro_f1']}" for m, r in row.items()))
+        layers = {m: _fit(m, train, refutes_floor) for m in methods}
+        scored = [(held, evs[held.name])] + ([e2e[held.name]] if held.name in e2e else [])  # + retrieved evidence
+        for s, s_evs in scored:
+            row = {m: {**set_metrics(s, layer.predict(s_evs)),
+                       **({"params": layer.params} if m == "guarded" else {})} for m, layer in layers.items()}
+            if shipped is not None:
+                row["shipped"] = set_metrics(s, shipped.predict(s_evs))
+            report["left_out"][s.name] = row
+            log(f"left out {held.name}, scored {s.name}: " + ", ".join(f"{m} {r['macro_f1']}" for m, r in row.items()))
     inner = next((s for s in sets if s.name == "dialfact"), None)
     if inner is not None:
         report["dialfact_grouped_cv"] = _grouped_cv(inner, evs, sets, methods, k, refutes_floor)

@@ -76,6 +76,17 @@ class Tuner:
             self._searcher = MemoSearcher(load_searcher(self.settings, self.encoder))
         return self._searcher
 
+    def on_index(self, index_dir: str) -> "Tuner":
+        """This tuner (same NLI model, cache and encoder) retrieving from another embedded index:
+        the yardstick's E2E rows read each set's own passages (e.g. HybriDial's passages TSV)."""
+        import copy
+
+        other = copy.copy(self)
+        other._encoder = self.encoder  # loaded once, shared
+        other.settings = self.settings.updated(retrieval={"index_dir": index_dir})
+        other._searcher = None
+        return other
+
     def pipeline(self, protocol: str = "fv", surface: str = "r0", window_fn=None, **changes):
         """The real Pipeline with the cached models; `changes`: settings sections to override."""
         from ..pipeline import Pipeline

@@ -173,3 +173,41 @@ def test_nli_evaluate_reports_the_probes(capsys, data_dir):
     # P(contradiction) >= 0.55 makes contradiction the argmax, so the p55 rate never exceeds the argmax rate
     assert 0.0 <= out["silent_probe_false_contradiction_p55"] <= out["silent_probe_false_contradiction"]
     assert out["swap_probe_pairs"] >= 27 and 0.0 <= out["swap_probe_false_contradiction"] <= 1.0
+
+
+def test_value_swap_changes_a_value_the_evidence_states_and_labels_it_contradiction():
+    from workers.nli.hard_pairs import value_swap_pairs
+
+    pairs = value_swap_pairs(RECORDS, random.Random(0), n=20)
+    assert pairs and all(p.label == CONTRADICTION and p.source == "contrast_value_swap" for p in pairs)
+    by_evidence = {clean_claim(r.evidence): clean_claim(r.claim) for r in RECORDS if r.label == S}
+    for p in pairs:
+        original = by_evidence[p.premise]
+        assert p.hypothesis != original
+        changed = set(p.hypothesis.split()) - set(original.split())
+        assert len(changed) == 1 and changed.pop().rstrip(".") not in p.premise  # one value, absent from the evidence
+    # a refuted claim is never the source of a swap (its changed value could be the true one)
+    assert not any("Halley" in p.hypothesis and "appeared" in p.hypothesis for p in pairs)
+
+
+def test_value_swap_skips_comparative_claims_a_changed_value_can_leave_true():
+    from workers.nli.hard_pairs import value_swap_pairs
+
+    recs = [PageClaim("X", "X has more than 5 members .", "X has 7 members , and 5 of them are founders .", S, "t")]
+    assert value_swap_pairs(recs, random.Random(0), n=5) == []
+
+
+def test_same_page_number_pairs_state_another_value_elsewhere_on_the_page_and_are_neutral():
+    from workers.nli.hard_pairs import same_page_number_pairs
+
+    recs = RECORDS + [PageClaim("Ada Lovelace", "Ada Lovelace died in 1852 .",
+                                "Ada Lovelace died of uterine cancer in 1852 , aged 36 .", S, "t")]
+    pairs = same_page_number_pairs(recs, random.Random(0), n=20)
+    assert pairs and all(p.label == NEUTRAL and p.source == "hard_same_page_number" for p in pairs)
+    for p in pairs:
+        own = {clean_claim(r.evidence) for r in recs if clean_claim(r.claim) == p.hypothesis}
+        assert p.premise not in own
+        claim_years = {w for w in p.hypothesis.split() if w.rstrip(".").isdigit()}
+        assert not claim_years & set(p.premise.split())  # a different value, not the claim's own
+    died = [p for p in pairs if p.hypothesis == "Ada Lovelace died in 1852."]
+    assert died and all("born" in p.premise for p in died)  # a birth sentence (another year), never its own evidence

@@ -239,6 +239,114 @@ def dialogue_pairs(records: Sequence[PageClaim], rng: random.Random, n: int) -> 
     return out
 
 
+_NUMBER = re.compile(r"(?<![\w.,])(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)(?![\w,]|\.\d)")
+# A changed value keeps a comparative or range claim true ("more than 5" with 7 in the evidence), so
+# claims with these words are never value-swapped.
+_COMPARATIVE = set("more less fewer over under least most than above below about around nearly almost "
+                   "approximately roughly exceed exceeded exceeds before after since until by between up "
+                   "within top only some several".split())
+
+
+def _numbers(text: str) -> list[str]:
+    return _NUMBER.findall(text)
+
+
+def _is_year(value: str) -> bool:
+    return value.isdigit() and len(value) == 4 and 1000 <= int(value) <= 2100
+
+
+def _other_value(value: str, rng: random.Random) -> str | None:
+    """A different value of the same kind: a year moves by 1–15 years, a count or amount by a factor
+    or a step, keeping its format (thousands commas, decimals)."""
+    plain = value.replace(",", "")
+    if _is_year(plain):
+        return str(int(plain) + rng.choice([-1, 1]) * rng.randint(1, 15))
+    try:
+        x = float(plain)
+    except ValueError:
+        return None
+    if "." in plain:
+        decimals = len(plain.split(".")[1])
+        y = round(x * rng.choice((0.5, 0.7, 1.3, 1.6, 2.0)) + rng.choice((-1, 1)) * 10 ** -decimals, decimals)
+        out = f"{y:.{decimals}f}"
+    elif x < 20:
+        y = int(x) + rng.choice([-1, 1]) * rng.randint(1, 4)
+        if y < 0:
+            y = int(x) + rng.randint(1, 4)
+        out = str(y)
+    else:
+        y = int(round(x * rng.choice((0.4, 0.6, 0.75, 1.3, 1.5, 2.5))))
+        out = f"{y:,}" if "," in value else str(y)
+    return out if out.replace(",", "") != plain else None
+
+
+def value_swap_pairs(records: Sequence[PageClaim], rng: random.Random, n: int) -> list[NLIPair]:
+    """A supported claim whose number or year, also stated in its evidence, is changed → contradiction.
+
+    The conflict is in the same slot by construction: the half of the lesson "a different date in the
+    same slot refutes" that `same_page_number_pairs` pairs with "a different date elsewhere is silent"."""
+    recs = [r for r in records if r.label == ENTAILMENT]
+    rng.shuffle(recs)
+    out = []
+    for r in recs:
+        if len(out) >= n:
+            break
+        claim = clean_claim(r.claim)
+        if set(claim.lower().replace(",", " ").split()) & _COMPARATIVE:
+            continue
+        evidence_values = set(_numbers(clean_claim(r.evidence)))
+        values = [v for v in _numbers(claim) if v in evidence_values]
+        if not values:
+            continue
+        value = rng.choice(values)
+        other = _other_value(value, rng)
+        if other is None or other in evidence_values:
+            continue
+        swapped = re.sub(rf"(?<![\w.,]){re.escape(value)}(?![\w,]|\.\d)", other, claim, count=1)
+        out.append(NLIPair(clean_claim(r.evidence), swapped, CONTRADICTION, "contrast_value_swap"))
+    return out
+
+
+def same_page_number_pairs(records: Sequence[PageClaim], rng: random.Random, n: int) -> list[NLIPair]:
+    """A claim stating a number or year with another sentence of its own page that states a different
+    one (a different fact about the same subject, e.g. "renamed in 1996" / "founded in 1984") and is
+    neither the claim's evidence nor a revision of it → neutral. The silent half of the contrast with
+    `value_swap_pairs`; filtered for entailment like every hard_ pair."""
+    sents, own = _by_page(records)
+    keys = sorted(own)
+    rng.shuffle(keys)
+    out = []
+    for page, claim in keys:
+        if len(out) >= n:
+            break
+        claim_values = set(_numbers(clean_claim(claim)))
+        if not claim_values:
+            continue
+        years = any(_is_year(v) for v in claim_values)
+        cands = []
+        for s in sents[page]:
+            if s in own[(page, claim)] or not _silent(claim, s, own[(page, claim)]):
+                continue
+            values = set(_numbers(clean_claim(s)))
+            if values and not values & claim_values and any(_is_year(v) == years for v in values):
+                cands.append(s)
+        if cands:
+            out.append(NLIPair(clean_claim(rng.choice(cands)), clean_claim(claim), NEUTRAL, "hard_same_page_number"))
+    return out
+
+
+def chat_wrap(pairs: Sequence[NLIPair], rng: random.Random, share: float) -> list[NLIPair]:
+    """Put `share` of the hypotheses in a hedge, first-person or chit-chat wrapper (label kept),
+    so the contrast is learnt on dialogue-style claims too."""
+    out = []
+    for p in pairs:
+        if rng.random() < share:
+            tmpl = rng.choice(_HEDGES + _FIRST_PERSON + _CHITCHAT)
+            p = NLIPair(p.premise, tmpl.format(c=_inline(p.hypothesis)), p.label, p.source)
+        out.append(p)
+    return out
+
+
 def filter_pairs(pairs: list[NLIPair], model, max_entail: float = 0.6) -> tuple[list[NLIPair], int]:
     """Drop neutral-by-construction pairs the current model calls entailment with confidence
     (a 'non-evidence' sentence that really supports the claim). Returns (kept, dropped)."""
@@ -249,8 +357,10 @@ def filter_pairs(pairs: list[NLIPair], model, max_entail: float = 0.6) -> tuple[
     return [p for p, k in zip(pairs, keep) if k], int((~keep).sum())
 
 
-def build_hard_pairs(root: str | Path, n_same: int, n_nearest: int, n_dialogue: int, seed: int = 13) -> list[NLIPair]:
-    """Training pairs from the non-probe pages only (unfiltered; see `filter_pairs`)."""
+def build_hard_pairs(root: str | Path, n_same: int, n_nearest: int, n_dialogue: int, seed: int = 13,
+                     n_contrast: int = 0) -> list[NLIPair]:
+    """Training pairs from the non-probe pages only (unfiltered; see `filter_pairs`). `n_contrast`:
+    that many value-swap contradictions and as many same-page different-number neutrals (NLI v4)."""
     rng = random.Random(seed)
     recs = [r for r in page_claims(root) if not is_probe_page(r.page)]
     same = same_page_pairs(recs, rng)
@@ -258,7 +368,11 @@ def build_hard_pairs(root: str | Path, n_same: int, n_nearest: int, n_dialogue: 
     rng.shuffle(same)
     rng.shuffle(near)
     dia = dialogue_pairs(recs, rng, n_dialogue)
-    return same[:n_same] + near[:n_nearest] + dia
+    contrast = []
+    if n_contrast:
+        contrast = chat_wrap(value_swap_pairs(recs, rng, n_contrast) + same_page_number_pairs(recs, rng, n_contrast),
+                             rng, share=0.3)
+    return same[:n_same] + near[:n_nearest] + dia + contrast
 
 
 def silent_probe_pairs(root: str | Path, per_kind: int = 400, seed: int = 7) -> list[NLIPair]:
@@ -345,7 +459,7 @@ def same_event_contradiction(p: NLIPair) -> bool:
 
 def build_training_file(root: str | Path, out: str | Path, filter_model=None, n_same: int = 6000,
                         n_nearest: int = 6000, n_dialogue: int = 6000, n_replay: int = 12000,
-                        seed: int = 13) -> dict:
+                        seed: int = 13, n_contrast: int = 0) -> dict:
     """Hard pairs (filtered with `filter_model`) + a replay sample of the original training pairs
     (so the model does not forget), shuffled, written as JSONL. Returns the counts per source."""
     from collections import Counter
@@ -353,7 +467,7 @@ def build_training_file(root: str | Path, out: str | Path, filter_model=None, n_
     from .data import training_pairs
 
     rng = random.Random(seed)
-    hard = build_hard_pairs(root, n_same, n_nearest, n_dialogue, seed)
+    hard = build_hard_pairs(root, n_same, n_nearest, n_dialogue, seed, n_contrast)
     dropped = 0
     if filter_model is not None:
         neutral = [p for p in hard if p.source.startswith("hard_")]

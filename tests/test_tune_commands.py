@@ -96,3 +96,22 @@ def test_tune_fit_guarded_with_the_pooled_floor_writes_it_into_decision_and_card
     assert saved["method"] == "guarded" and saved["params"]["refutes_floor"] == "pooled"
     assert set(meta["lodo"]) == {"dialfact", "hybridial", "foolmetwice", "wice", "true_dialfact"}
     assert "over all sets together" in (in_tmp / "DECISION_CARD.md").read_text()
+
+
+def test_e2e_evidence_is_retrieved_from_the_index_not_the_gold_passages(in_tmp, settings, data_dir, index_dir):
+    """The E2E row's evidence comes from retrieval: each claim reads the index's top passages, each
+    with its retrieval score, where the FV row reads its gold passages at score 0. Fails if
+    `e2e_evidence` fell back to gold evidence."""
+    from workers.stages import claim_evidence
+    from workers.tuning.datasets import load_set
+    from workers.tuning.lodo import e2e_evidence
+    from workers.tuning.tune import Tuner
+
+    tuner = Tuner(settings, cache_dir=in_tmp / "cache")
+    s = load_set("dialfact", data_dir, 4)
+    fv = [claim_evidence(st) for st in tuner.states(s.items, "fv", "r0")]
+    assert all(ev.passage_scores and all(x == 0.0 for x in ev.passage_scores) for ev in fv)
+    e2e, evs = e2e_evidence(tuner, s, str(index_dir), surface="r0")
+    assert e2e.name == "dialfact_e2e" and len(evs) == 4
+    top_k = settings.retrieval.verify_top_passages
+    assert all(len(ev.passage_scores) == top_k and all(x > 0 for x in ev.passage_scores) for ev in evs)

@@ -22,8 +22,10 @@ def register(sub) -> None:
     h.add_argument("--filter-model", default=None, help="NLI artifact dir that filters out entailed 'silent' pairs")
     for k, v in (("same", 6000), ("nearest", 6000), ("dialogue", 6000), ("replay", 12000)):
         h.add_argument(f"--{k}", type=int, default=v, help=f"pairs of this kind (default {v})")
-    h.add_argument("--contrast", type=int, default=0,
-                   help="N value-swap contradictions and N same-page different-number neutrals (default 0)")
+    h.add_argument("--value-swaps", type=int, default=0,
+                   help="supported claims with a number or year changed → contradiction (default 0)")
+    h.add_argument("--number-neutrals", type=int, default=0,
+                   help="a claim with another sentence of its page stating a different number → neutral (default 0)")
     h.set_defaults(func=run_hard_pairs)
     r = nsub.add_parser("release", help="export ONNX (fp32/int8), fit temperature, write the artifact")
     r.add_argument("--checkpoint", default="artifacts/nli-train/model")
@@ -77,7 +79,7 @@ def run_hard_pairs(args) -> int:
         model = OnnxNLI(args.filter_model)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     print(json.dumps(build_training_file(s.data.dir, args.out, model, args.same, args.nearest, args.dialogue,
-                                         args.replay, n_contrast=args.contrast), indent=1))
+                                         args.replay, n_swaps=args.value_swaps, n_number=args.number_neutrals), indent=1))
     return 0
 
 

@@ -358,9 +358,9 @@ def filter_pairs(pairs: list[NLIPair], model, max_entail: float = 0.6) -> tuple[
 
 
 def build_hard_pairs(root: str | Path, n_same: int, n_nearest: int, n_dialogue: int, seed: int = 13,
-                     n_contrast: int = 0) -> list[NLIPair]:
-    """Training pairs from the non-probe pages only (unfiltered; see `filter_pairs`). `n_contrast`:
-    that many value-swap contradictions and as many same-page different-number neutrals (NLI v4)."""
+                     n_swaps: int = 0, n_number: int = 0) -> list[NLIPair]:
+    """Training pairs from the non-probe pages only (unfiltered; see `filter_pairs`). `n_swaps` value-swap
+    contradictions and `n_number` same-page different-number neutrals, 30 % of them chat-wrapped."""
     rng = random.Random(seed)
     recs = [r for r in page_claims(root) if not is_probe_page(r.page)]
     same = same_page_pairs(recs, rng)
@@ -369,8 +369,8 @@ def build_hard_pairs(root: str | Path, n_same: int, n_nearest: int, n_dialogue: 
     rng.shuffle(near)
     dia = dialogue_pairs(recs, rng, n_dialogue)
     contrast = []
-    if n_contrast:
-        contrast = chat_wrap(value_swap_pairs(recs, rng, n_contrast) + same_page_number_pairs(recs, rng, n_contrast),
+    if n_swaps or n_number:
+        contrast = chat_wrap(value_swap_pairs(recs, rng, n_swaps) + same_page_number_pairs(recs, rng, n_number),
                              rng, share=0.3)
     return same[:n_same] + near[:n_nearest] + dia + contrast
 
@@ -459,7 +459,7 @@ def same_event_contradiction(p: NLIPair) -> bool:
 
 def build_training_file(root: str | Path, out: str | Path, filter_model=None, n_same: int = 6000,
                         n_nearest: int = 6000, n_dialogue: int = 6000, n_replay: int = 12000,
-                        seed: int = 13, n_contrast: int = 0) -> dict:
+                        seed: int = 13, n_swaps: int = 0, n_number: int = 0) -> dict:
     """Hard pairs (filtered with `filter_model`) + a replay sample of the original training pairs
     (so the model does not forget), shuffled, written as JSONL. Returns the counts per source."""
     from collections import Counter
@@ -467,7 +467,7 @@ def build_training_file(root: str | Path, out: str | Path, filter_model=None, n_
     from .data import training_pairs
 
     rng = random.Random(seed)
-    hard = build_hard_pairs(root, n_same, n_nearest, n_dialogue, seed, n_contrast)
+    hard = build_hard_pairs(root, n_same, n_nearest, n_dialogue, seed, n_swaps, n_number)
     dropped = 0
     if filter_model is not None:
         neutral = [p for p in hard if p.source.startswith("hard_")]

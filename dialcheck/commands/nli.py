@@ -32,6 +32,11 @@ def register(sub) -> None:
     r.add_argument("--out", default=None, help="default: triton_models/nli/1")
     r.add_argument("--data-dir", default=None)
     r.set_defaults(func=run_release)
+    u = nsub.add_parser("unpack", help="rebuild a trainable checkpoint from a released ONNX artifact")
+    u.add_argument("artifact", help="a released artifact dir (model.onnx + tokenizer), e.g. triton_models/nli/1")
+    u.add_argument("--config-from", required=True, help="a checkpoint of the same architecture (its config is read)")
+    u.add_argument("--out", required=True)
+    u.set_defaults(func=run_unpack)
     m = nsub.add_parser("soup", help="average the weights of two released models (same export), refit the temperature")
     m.add_argument("model_a")
     m.add_argument("model_b")
@@ -89,6 +94,13 @@ def run_release(args) -> int:
 
     s = load_settings(data={"dir": args.data_dir})
     print(json.dumps(release(args.checkpoint, args.out or s.models.nli_model_dir, s.data.dir), indent=1))
+    return 0
+
+
+def run_unpack(args) -> int:
+    from workers.nli.export import onnx_to_checkpoint
+
+    print(onnx_to_checkpoint(args.artifact, args.config_from, args.out))
     return 0
 
 

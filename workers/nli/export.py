@@ -41,3 +41,42 @@ def write_calibration(out_dir: str | Path, temperature: float, version: str, **e
     data = {"temperature": temperature, "version": version,
             "label_order": ["entailment", "neutral", "contradiction"], **extra}
     (Path(out_dir) / "calibration.json").write_text(json.dumps(data, indent=1))
+
+
+def onnx_to_checkpoint(artifact_dir: str | Path, config_from: str | Path, out_dir: str | Path) -> Path:
+    """The reverse of `export_onnx`: a trainable Hugging Face checkpoint rebuilt from a released ONNX
+    artifact, so training can continue from the shipped model (releases ship ONNX only).
+
+    `config_from`: a checkpoint of the same architecture (e.g. the one the artifact was trained from),
+    read for its config. Named initializers map by name; the anonymous MatMul weights the exporter
+    folds (`onnx::MatMul_N`) map by the node that reads them (/bert/encoder/layer.0/…/query/MatMul →
+    bert.encoder.layer.0.….query.weight, transposed). Refuses an artifact that leaves a weight unset."""
+    import onnx
+    import torch
+    from onnx import numpy_helper
+    from transformers import AutoModelForSequenceClassification
+
+    graph = onnx.load(str(Path(artifact_dir) / "model.onnx")).graph
+    arrays = {t.name: numpy_helper.to_array(t) for t in graph.initializer}
+    model = AutoModelForSequenceClassification.from_pretrained(str(config_from))
+    state = model.state_dict()
+    loaded = {name: torch.tensor(a.copy()) for name, a in arrays.items() if name in state}
+    for node in graph.node:
+        weights = [x for x in node.input if x in arrays and x not in state]
+        if node.op_type != "MatMul" or not weights:
+            continue
+        name = node.name.strip("/").replace("/", ".").rsplit(".", 1)[0] + ".weight"
+        w = arrays[weights[0]].T
+        if name not in state or tuple(w.shape) != tuple(state[name].shape):
+            raise ValueError(f"{artifact_dir}: ONNX weight {weights[0]} ({node.name}) has no matching {name}")
+        loaded[name] = torch.tensor(w.copy())
+    unset = [k for k in state if k not in loaded and not k.endswith("position_ids")]
+    if unset:
+        raise ValueError(f"{artifact_dir}: no ONNX weight for {unset[:3]}{' …' if len(unset) > 3 else ''}")
+    model.load_state_dict({**state, **loaded})
+    out = Path(out_dir)
+    model.save_pretrained(str(out))
+    tok = Path(artifact_dir) / "tokenizer"
+    for f in tok.iterdir():
+        shutil.copy(f, out / f.name)
+    return out

@@ -34,7 +34,8 @@ def register(sub) -> None:
     r.set_defaults(func=run_release)
     u = nsub.add_parser("unpack", help="rebuild a trainable checkpoint from a released ONNX artifact")
     u.add_argument("artifact", help="a released artifact dir (model.onnx + tokenizer), e.g. triton_models/nli/1")
-    u.add_argument("--config-from", required=True, help="a checkpoint of the same architecture (its config is read)")
+    u.add_argument("--config-from", default=None,
+                   help="a checkpoint of the same architecture, for its config (default: the installed MiniLM base)")
     u.add_argument("--out", required=True)
     u.set_defaults(func=run_unpack)
     m = nsub.add_parser("soup", help="average the weights of two released models (same export), refit the temperature")
@@ -100,7 +101,7 @@ def run_release(args) -> int:
 def run_unpack(args) -> int:
     from workers.nli.export import onnx_to_checkpoint
 
-    print(onnx_to_checkpoint(args.artifact, args.config_from, args.out))
+    print(onnx_to_checkpoint(args.artifact, args.out, args.config_from))
     return 0
 
 

@@ -43,27 +43,35 @@ def write_calibration(out_dir: str | Path, temperature: float, version: str, **e
     (Path(out_dir) / "calibration.json").write_text(json.dumps(data, indent=1))
 
 
-def onnx_to_checkpoint(artifact_dir: str | Path, config_from: str | Path, out_dir: str | Path) -> Path:
+def onnx_to_checkpoint(artifact_dir: str | Path, out_dir: str | Path, config_from: str | Path | None = None) -> Path:
     """The reverse of `export_onnx`: a trainable Hugging Face checkpoint rebuilt from a released ONNX
     artifact, so training can continue from the shipped model (releases ship ONNX only).
 
-    `config_from`: a checkpoint of the same architecture (e.g. the one the artifact was trained from),
-    read for its config. Named initializers map by name; the anonymous MatMul weights the exporter
+    `config_from`: a checkpoint of the same architecture, read for its config (default: the installed
+    all-MiniLM-L6-v2 base every dialcheck NLI model is trained from), with dialcheck's three labels. Named initializers map by name; the anonymous MatMul weights the exporter
     folds (`onnx::MatMul_N`) map by the node that reads them (/bert/encoder/layer.0/…/query/MatMul →
     bert.encoder.layer.0.….query.weight, transposed). Refuses an artifact that leaves a weight unset."""
     import onnx
     import torch
     from onnx import numpy_helper
-    from transformers import AutoModelForSequenceClassification
+    from transformers import AutoConfig, AutoModelForSequenceClassification
+
+    from .labels import LABELS
+    from .train import base_model_dir
 
     graph = onnx.load(str(Path(artifact_dir) / "model.onnx")).graph
     arrays = {t.name: numpy_helper.to_array(t) for t in graph.initializer}
-    model = AutoModelForSequenceClassification.from_pretrained(str(config_from))
+    config = AutoConfig.from_pretrained(str(config_from or base_model_dir()), num_labels=len(LABELS),
+                                        id2label=dict(enumerate(LABELS)),
+                                        label2id={lab: i for i, lab in enumerate(LABELS)})
+    model = AutoModelForSequenceClassification.from_config(config)
     state = model.state_dict()
     loaded = {name: torch.tensor(a.copy()) for name, a in arrays.items() if name in state}
     for node in graph.node:
+        if node.op_type != "MatMul":
+            continue
         weights = [x for x in node.input if x in arrays and x not in state]
-        if node.op_type != "MatMul" or not weights:
+        if not weights:
             continue
         name = node.name.strip("/").replace("/", ".").rsplit(".", 1)[0] + ".weight"
         w = arrays[weights[0]].T

@@ -239,7 +239,9 @@ def dialogue_pairs(records: Sequence[PageClaim], rng: random.Random, n: int) -> 
     return out
 
 
-_NUMBER = re.compile(r"(?<![\w.,])(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)(?![\w,]|\.\d)")
+# A whole number as written ("1,075,187", "7.4", "1994"), not part of a word ("a3") or a longer number.
+_NUMBER_START, _NUMBER_END = r"(?<![\w.,])", r"(?![\w,]|\.\d)"
+_NUMBER = re.compile(_NUMBER_START + r"(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)" + _NUMBER_END)
 # A changed value keeps a comparative or range claim true ("more than 5" with 7 in the evidence), so
 # claims with these words are never value-swapped.
 _COMPARATIVE = set("more less fewer over under least most than above below about around nearly almost "
@@ -302,7 +304,7 @@ def value_swap_pairs(records: Sequence[PageClaim], rng: random.Random, n: int) -
         other = _other_value(value, rng)
         if other is None or other in evidence_values:
             continue
-        swapped = re.sub(rf"(?<![\w.,]){re.escape(value)}(?![\w,]|\.\d)", other, claim, count=1)
+        swapped = re.sub(_NUMBER_START + re.escape(value) + _NUMBER_END, other, claim, count=1)
         out.append(NLIPair(clean_claim(r.evidence), swapped, CONTRADICTION, "contrast_value_swap"))
     return out
 
@@ -369,7 +371,7 @@ def build_hard_pairs(root: str | Path, n_same: int, n_nearest: int, n_dialogue: 
     rng.shuffle(near)
     dia = dialogue_pairs(recs, rng, n_dialogue)
     contrast = []
-    if n_swaps or n_number:
+    if n_swaps or n_number:  # only when asked: the builders draw from rng, and v3's file must rebuild unchanged
         contrast = chat_wrap(value_swap_pairs(recs, rng, n_swaps) + same_page_number_pairs(recs, rng, n_number),
                              rng, share=0.3)
     return same[:n_same] + near[:n_nearest] + dia + contrast

@@ -19,7 +19,7 @@ def _version() -> str:
 
 COMMAND_MODULES = ("check", "eval", "index", "nli", "stream", "serve", "config", "tune",
                    "score",
-                   "ui", "figures")
+                   "ui", "figures", "data")
 
 
 class _Parser(argparse.ArgumentParser):

@@ -32,6 +32,36 @@ class ServiceUnreachable(UsageError):
     exit_code = UNREACHABLE
 
 
+def port_in_use_line(host: str, port: int, option: str) -> str:
+    return f"port {host}:{port} is in use: pass {option} with another port (0: any free one) or stop what holds it"
+
+
+def check_port_free(host: str, port: int | None, option: str = "--port") -> None:
+    """UsageError when something already listens on host:port (0 / None: a free port is picked later).
+    Bound with SO_REUSEADDR like aiohttp and tritonserver do, so a port in TIME_WAIT counts as free."""
+    import socket
+
+    if not port:
+        return
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except socket.gaierror as e:
+        raise UsageError(f"cannot bind {host}:{port}: {e.strerror or e}") from None
+    family, _, _, _, addr = infos[0]
+    with socket.socket(family, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(addr)
+        except PermissionError:
+            raise UsageError(f"port {host}:{port} needs privileges: pass {option} above 1023") from None
+        except OSError as e:
+            import errno
+
+            if e.errno == errno.EADDRINUSE:
+                raise UsageError(port_in_use_line(host, port, option)) from None
+            raise UsageError(f"cannot bind {host}:{port}: {e.strerror or e} ({option})") from None
+
+
 def input_files(args: argparse.Namespace) -> dict[str, str]:
     """{path: '--option'} for the input-file options this command was given."""
     out = {}
@@ -75,10 +105,15 @@ def one_line(error: BaseException, args: argparse.Namespace | None) -> tuple[int
         return UNREACHABLE, f"search backend unavailable: {redact(str(error))}"
     if isinstance(error, FileNotFoundError) and error.filename in files:
         return USAGE, f"no such file: {error.filename} ({files[error.filename]})"
+    missing = _missing_data(error)
+    if missing is not None:  # a data file the command needs (not one the user named): what to fetch
+        return USAGE, redact(str(missing))
     if isinstance(error, IsADirectoryError) and error.filename in files:
         return USAGE, f"not a file: {error.filename} ({files[error.filename]})"
     if isinstance(error, ValueError) and any(str(error).startswith(f"{p}:") for p in files):
         return USAGE, str(error).splitlines()[0]  # readers name the file and line: 'data.jsonl:3: ...'
+    if _is(error, "streams.ui.server", "PortInUse"):
+        return USAGE, port_in_use_line(error.host, error.port, getattr(args, "port_option", None) or "--port")
     if _is(error, "streams.observability", "MetricsBindError"):
         return USAGE, str(error)
     if _is(error, "workers.decision.decider", "DecisionModelMismatch"):
@@ -88,6 +123,18 @@ def one_line(error: BaseException, args: argparse.Namespace | None) -> tuple[int
     if _is(error, "kafka.errors", "NoBrokersAvailable") or _is(error, "kafka.errors", "KafkaConnectionError"):
         return UNREACHABLE, f"Kafka broker unavailable: {redact(str(error)) or type(error).__name__}"
     return None
+
+
+def _missing_data(error: BaseException):
+    """DataMissing, or a FileNotFoundError inside the data dir turned into one (dialcheck/commands/data.py)."""
+    if not isinstance(error, FileNotFoundError):
+        return None
+    from dialcheck.commands.data import missing_data
+
+    try:
+        return missing_data(error, load_settings())
+    except (SettingsInvalid, UsageError):
+        return None
 
 
 def _readable_setting(message: str) -> str:

@@ -53,6 +53,21 @@ class InvalidEvent(ValueError):
         self.reason = reason
 
 
+class DataMissing(FileNotFoundError):
+    """A data file a command needs is not in the data dir. `dataset` is the set's name in the data
+    manifest (`dialcheck data fetch <dataset>`), `title` its readable name, `looked_in` the data dirs
+    tried; the CLI turns it into one line that says what to run (dialcheck/errors.py)."""
+
+    def __init__(self, dataset: str, title: str, path: str, looked_in: tuple[str, ...] = ()):
+        super().__init__(2, f"{title} data not found", path)
+        self.dataset, self.title, self.path, self.looked_in = dataset, title, path, tuple(looked_in)
+
+    def __str__(self) -> str:
+        where = ", ".join(self.looked_in) or self.path
+        return (f"{self.title} data not found (looked in {where}): run `dialcheck data fetch {self.dataset}` "
+                "or set DIALCHECK_DATA_DIR")
+
+
 @lru_cache(maxsize=None)
 def _validator(name: str) -> jsonschema.Draft202012Validator:
     schema = json.loads((SCHEMA_DIR / f"{name}.schema.json").read_text())

@@ -52,6 +52,10 @@ def run(args) -> int:
     if args.protocol == "fv" and not evidence:
         raise UsageError("--protocol fv checks the claim against evidence you give: add --evidence TEXT "
                          "(or a --file with 'evidence'), or use --protocol e2e to retrieve it")
+    if args.protocol != "fv":  # no index yet and no data to build it from: one line naming `dialcheck data fetch`
+        from dialcheck.commands.data import require_index_sources
+
+        require_index_sources(load_settings())
     with Status("loading models and checking (the first check of a process loads NLI, encoder and spaCy)"):
         pipe = Pipeline.from_settings(load_settings(models={"backend": args.models}), protocol=args.protocol,
                                       surface=args.surface)

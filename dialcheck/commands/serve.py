@@ -25,6 +25,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from dialcheck.errors import check_port_free
+
+    check_port_free(args.host, args.http_port, "--http-port")  # a taken port: one line, before tritonserver starts
+    check_port_free(args.host, args.grpc_port, "--grpc-port")
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # infra/ lives at the repo root
     from infra.triton_server import DEFAULT_REPOSITORY, TritonServer, TritonStartError
 

@@ -25,4 +25,7 @@ def run(args) -> int:
 
         raise UsageError("no broker: pass --broker HOST:PORT or set DIALCHECK_KAFKA_BOOTSTRAP "
                          "('dialcheck demo --ui' runs everything embedded)")
+    from dialcheck.errors import check_port_free
+
+    check_port_free(s.ui.host, s.ui.port, "--port")
     return serve(s, s.ui.host, s.ui.port, s.ui.max_conversations, from_beginning=not args.from_now)

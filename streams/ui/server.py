@@ -279,11 +279,27 @@ def create_app(settings: Settings, max_conversations: int | None = None, max_tur
     return app
 
 
+class PortInUse(OSError):
+    """The page's port is taken (the CLI says so in one line, dialcheck/errors.py)."""
+
+    def __init__(self, host: str, port: int):
+        super().__init__(f"port {host}:{port} is in use")
+        self.host, self.port = host, port
+
+
 async def _start(app: web.Application, host: str, port: int) -> tuple[web.AppRunner, str]:
+    import errno
+
     runner = web.AppRunner(app, shutdown_timeout=2)
     await runner.setup()
     site = web.TCPSite(runner, host, port)
-    await site.start()
+    try:
+        await site.start()
+    except OSError as e:
+        await runner.cleanup()
+        if e.errno == errno.EADDRINUSE:
+            raise PortInUse(host, port) from None
+        raise
     bound = site._server.sockets[0].getsockname()[1]  # the real port when 0 was asked for
     return runner, f"http://{host}:{bound}/"
 
@@ -349,6 +365,8 @@ class UIServer:
         self._thread.start()
         if not ready.wait(timeout_s) or errors:
             self.stop()
+            if errors and isinstance(errors[0], PortInUse):
+                raise errors[0]
             raise RuntimeError(f"ui server did not start: {errors[0] if errors else 'timeout'}")
         return self
 
@@ -364,4 +382,4 @@ class UIServer:
         self.stop()
 
 
-__all__ = ["READY_MARKER", "UIServer", "create_app", "serve"]
+__all__ = ["READY_MARKER", "PortInUse", "UIServer", "create_app", "serve"]

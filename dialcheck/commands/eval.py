@@ -32,6 +32,12 @@ def run(args) -> int:
     from workers.pipeline import SURFACES, Pipeline
 
     settings = load_settings(retrieval={"index_dir": args.index}, models={"backend": args.models})
+    from dialcheck.commands.data import require, require_index_sources
+
+    if not args.data:  # missing data: one line naming `dialcheck data fetch` (dialcheck/commands/data.py)
+        require(settings, "dialfact/testsmall.jsonl")
+    if args.protocol != "fv":
+        require_index_sources(settings)
     data = args.data or settings.data.dialfact_sample
     records = load_dialfact(data, args.limit)
     surfaces = [s.strip() for s in args.surfaces.split(",") if s.strip()]

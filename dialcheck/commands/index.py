@@ -41,6 +41,11 @@ def run_build(args) -> int:
     if args.keep < 0:
         raise UsageError(f"--keep must be at least 0 (got {args.keep})")
     settings = settings.updated(retrieval={"backend": args.backend})
+    from dialcheck.commands.data import SOURCE_FILES, require
+    from workers.retrieval.collection import DEFAULT_SOURCES
+
+    require(settings, *(SOURCE_FILES[s] for s in (DEFAULT_SOURCES if sources is None else sources)
+                        if s in SOURCE_FILES))  # missing data: one line naming `dialcheck data fetch`
     result = build_index(settings, sources, args.tsv, with_vectors=not args.no_vectors, keep=args.keep)
     if result["backend"] == "opensearch":
         result = {"backend": "opensearch", "url": redact(settings.retrieval.opensearch_url), **result}

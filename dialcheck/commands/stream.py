@@ -51,6 +51,10 @@ def cmd_replay(args) -> int:
     from streams.topics import ensure_topics
 
     s = _need_broker(_settings(args))
+    if not args.data:
+        from dialcheck.commands.data import require
+
+        require(s, "dialfact/testsmall.jsonl")
     records = load_records(args.data or s.data.dialfact_sample, args.records)
     ensure_topics(s)
     stats = replay(s, records, rate=args.rate, prefix=args.prefix, progress=not args.quiet)
@@ -165,9 +169,18 @@ def demo_text(summary: dict) -> str:
 def cmd_demo(args) -> int:
     from streams.demo import run_demo
 
+    from dialcheck.commands.data import require, require_index_sources
+    from dialcheck.errors import check_port_free
+
     settings = _settings(args)
+    if not args.data:  # no data: one line naming `dialcheck data fetch`, before anything starts
+        require(settings, "dialfact/testsmall.jsonl")
+    if args.ui:  # a taken page port: one line before the broker and the worker start
+        args.port_option = "--ui-port"
+        check_port_free(settings.ui.host, settings.ui.port if args.ui_port is None else args.ui_port, "--ui-port")
     if args.pipeline is None:
         from workers.retrieval.build import ensure_index  # e2e needs the embedded passage index
+        require_index_sources(settings)
         ensure_index(settings)
     summary = run_demo(settings, args.data or settings.data.dialfact_sample, args.records, pipeline=args.pipeline, progress=not args.json,
                        timeout_s=args.timeout, score=_demo_metrics, ui_port=(settings.ui.port if args.ui_port is None else args.ui_port) if args.ui else None)

@@ -52,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     args = build_parser().parse_args(argv)
-    scrub = _install_scrubber()
+    scrub = _install_scrubber(getattr(args, "broker", None) or "")
     try:
         preflight(args)
         return int(args.func(args) or 0)
@@ -97,18 +97,20 @@ def run() -> None:
     os._exit(code)
 
 
-def _install_scrubber():
+def _install_scrubber(broker: str = ""):
     """The one scrubber (schemas/secrets.py) over this process's log records, its error line and an
     uncaught traceback: URL userinfo and the configured secret values never reach the terminal."""
     import traceback
 
-    from schemas.secrets import Scrubber, install_record_scrubber
+    from schemas.secrets import Scrubber, install_record_scrubber, url_passwords
     from schemas.settings import SettingsInvalid, load_settings
 
     try:
         scrub = Scrubber.from_settings(load_settings())
     except SettingsInvalid:  # reported by the command itself; its line is masked already
         scrub = Scrubber()
+    if broker:  # --broker kafka://user:pass@host: its password is a secret too (it is not in the environment)
+        scrub = Scrubber([*scrub.secrets, *url_passwords(broker)])
     install_record_scrubber(scrub)
     sys.excepthook = lambda tp, value, tb: sys.stderr.write(scrub("".join(traceback.format_exception(tp, value, tb))))
     return scrub

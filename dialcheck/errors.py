@@ -81,6 +81,8 @@ def preflight(args: argparse.Namespace) -> None:
     data_dir = getattr(args, "data_dir", None)
     if isinstance(data_dir, str) and data_dir and not Path(data_dir).is_dir():
         raise UsageError(f"no such data directory: {data_dir} (--data-dir; the folder that holds dialfact/ and nli/)")
+    for host, port, option in _requested_ports(args):  # a taken port: one line, before any broker wait or model load
+        check_port_free(host, port, option)
     if hasattr(args, "broker"):  # the Kafka commands: a broker that does not answer fails fast, by name
         from streams.observability import wait_for_broker
 
@@ -90,6 +92,22 @@ def preflight(args: argparse.Namespace) -> None:
             raise ServiceUnreachable(
                 f"no Kafka broker answers at {redact(bootstrap)} (waited {settings.stream.broker_wait_s:g} s; "
                 "check --broker / DIALCHECK_KAFKA_BOOTSTRAP, or DIALCHECK_BROKER_WAIT_S to wait longer)")
+
+
+def _requested_ports(args: argparse.Namespace) -> list[tuple[str, int, str]]:
+    """(host, port, option) a command will bind: `ui --port`, `demo --ui [--ui-port]`, `serve-models`."""
+    command = getattr(args, "command", None)
+    if command == "serve-models":
+        host = getattr(args, "host", None) or "127.0.0.1"
+        return [(host, p, o) for p, o in ((getattr(args, "http_port", 0), "--http-port"),
+                                          (getattr(args, "grpc_port", 0), "--grpc-port")) if p]
+    if command not in ("ui", "demo") or (command == "demo" and not getattr(args, "ui", False)):
+        return []
+    ui = load_settings().ui
+    if command == "ui":
+        return [(getattr(args, "host", None) or ui.host, ui.port if args.port is None else args.port, "--port")]
+    args.port_option = "--ui-port"
+    return [(ui.host, ui.port if args.ui_port is None else args.ui_port, "--ui-port")]
 
 
 def one_line(error: BaseException, args: argparse.Namespace | None) -> tuple[int, str] | None:

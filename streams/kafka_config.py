@@ -8,30 +8,39 @@ from __future__ import annotations
 import ssl
 from typing import Any
 
-from schemas.settings import Settings
+from schemas.settings import Settings, parse_bootstrap  # noqa: F401 - the one parser of broker URLs
 
 _PROTOCOLS = {"PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"}
 
 
 def bootstrap_list(settings: Settings) -> list[str]:
-    """'h1:9092,kafka://h2:9092' → ['h1:9092', 'h2:9092']."""
-    out = []
-    for part in settings.kafka.bootstrap.replace(";", ",").split(","):
-        part = part.strip()
-        if part.startswith("kafka://"):
-            part = part[len("kafka://"):]
-        if part:
-            out.append(part)
+    """'h1:9092,kafka://user:pass@h2:9092' → ['h1:9092', 'h2:9092'] (credentials never in the list)."""
+    out, _ = parse_bootstrap(settings.kafka.bootstrap)
     if not out:
         raise ValueError("no Kafka bootstrap servers configured")
     return out
 
 
+def _url_security(settings: Settings) -> dict[str, Any]:
+    return parse_bootstrap(settings.kafka.bootstrap)[1]
+
+
 def _protocol(settings: Settings) -> str:
+    from_url = _url_security(settings).get("security_protocol")
     proto = (settings.kafka.security_protocol or "PLAINTEXT").upper()
+    if from_url and proto == "PLAINTEXT":  # the URL's scheme and credentials decide unless a protocol is set
+        proto = from_url
     if proto not in _PROTOCOLS:
         raise ValueError(f"DIALCHECK_KAFKA_SECURITY_PROTOCOL must be one of {sorted(_PROTOCOLS)}, not {proto!r}")
     return proto
+
+
+def sasl_credentials(settings: Settings) -> tuple[str, str]:
+    """(user, password): from the broker URL when it has them, else the SASL settings."""
+    url = _url_security(settings)
+    if "sasl_username" in url:
+        return url["sasl_username"], url["sasl_password"]
+    return settings.kafka.sasl_username, settings.kafka.sasl_password.get_secret_value()
 
 
 def ssl_context(settings: Settings) -> ssl.SSLContext | None:
@@ -50,8 +59,9 @@ def faust_broker_kwargs(settings: Settings) -> dict[str, Any]:
     kw: dict[str, Any] = {"broker": ";".join(f"kafka://{b}" for b in bootstrap_list(settings))}
     proto = _protocol(settings)
     if proto.startswith("SASL"):
+        user, password = sasl_credentials(settings)
         kw["broker_credentials"] = faust.SASLCredentials(
-            username=settings.kafka.sasl_username, password=settings.kafka.sasl_password.get_secret_value(),
+            username=user, password=password,
             ssl_context=ssl_context(settings), mechanism=settings.kafka.sasl_mechanism or "PLAIN")
     elif proto == "SSL":
         kw["broker_credentials"] = faust.SSLCredentials(ssl_context(settings))
@@ -64,9 +74,9 @@ def aiokafka_kwargs(settings: Settings) -> dict[str, Any]:
     if "SSL" in proto:
         kw["ssl_context"] = ssl_context(settings)
     if proto.startswith("SASL"):
+        user, password = sasl_credentials(settings)
         kw.update(sasl_mechanism=settings.kafka.sasl_mechanism or "PLAIN",
-                  sasl_plain_username=settings.kafka.sasl_username,
-                  sasl_plain_password=settings.kafka.sasl_password.get_secret_value())
+                  sasl_plain_username=user, sasl_plain_password=password)
     return kw
 
 
@@ -78,7 +88,7 @@ def kafka_python_kwargs(settings: Settings) -> dict[str, Any]:
                                      ("ssl_certfile", settings.kafka.ssl_certfile),
                                      ("ssl_keyfile", settings.kafka.ssl_keyfile)) if v})
     if proto.startswith("SASL"):
+        user, password = sasl_credentials(settings)
         kw.update(sasl_mechanism=settings.kafka.sasl_mechanism or "PLAIN",
-                  sasl_plain_username=settings.kafka.sasl_username,
-                  sasl_plain_password=settings.kafka.sasl_password.get_secret_value())
+                  sasl_plain_username=user, sasl_plain_password=password)
     return kw

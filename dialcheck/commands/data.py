@@ -167,9 +167,10 @@ def source_url(entry: dict[str, Any], base_url: str | None) -> str | None:
 
 
 def fetch(manifest: Manifest, names: list[str], root: Path, base_url: str | None = None,
-          force: bool = False, out=sys.stdout) -> dict[str, int]:
+          force: bool = False, out=None) -> dict[str, int]:
     import requests
 
+    out = out or sys.stdout
     counts = {"fetched": 0, "present": 0}
     for entry in manifest.files_of(names):
         target = root / entry["path"]

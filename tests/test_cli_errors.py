@@ -149,3 +149,25 @@ def test_readme_table_matches_what_users_see():
 if __name__ == "__main__":
     print("| mistake | command | what the user sees (stderr) | exit |\n|---|---|---|---|")
     print("\n".join(readme_rows()))
+
+
+@pytest.mark.parametrize("argv, option", [
+    (["ui", "--broker", "127.0.0.1:9", "--port", "{port}"], "--port"),
+    (["demo", "--ui", "--ui-port", "{port}", "--records", "1"], "--ui-port"),
+    (["serve-models", "--http-port", "{port}"], "--http-port"),
+])
+def test_a_busy_port_is_one_line(argv, option, capsys):
+    """A real listening socket holds the port; each command says so in one line before it waits
+    for a broker, loads a model or starts tritonserver."""
+    import socket
+
+    from dialcheck.cli import main
+
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        port = held.getsockname()[1]
+        assert main([a.format(port=port) for a in argv]) == 2
+    err = capsys.readouterr().err
+    assert err == (f"dialcheck: port 127.0.0.1:{port} is in use: pass {option} with another port "
+                   "(0: any free one) or stop what holds it\n")

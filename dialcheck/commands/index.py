@@ -10,7 +10,9 @@ def register(sub) -> None:
     isub = p.add_subparsers(dest="index_command", required=True)
     b = isub.add_parser("build", help="build the passage index")
     b.add_argument("--out", default=None, help="index directory (embedded backend)")
-    b.add_argument("--sources", default="dialfact,foolmetwice", help="comma list of dialfact,foolmetwice,wice; \"\" with --tsv: your own corpus alone")
+    b.add_argument("--sources", default=None,
+                   help="comma list of dialfact,foolmetwice,wice,starter (default: dialfact,foolmetwice,starter; "
+                        "without starter when DIALCHECK_STARTER_KB=0); \"\" with --tsv: your own corpus alone")
     b.add_argument("--tsv", default=None, help="your passages: id<TAB>title<TAB>text (a header row 'id ...' is skipped); "
                                                 "added to --sources, or alone with --sources \"\"")
     b.add_argument("--no-vectors", action="store_true", help="skip encoder vectors (BM25 only)")
@@ -31,12 +33,12 @@ def run_build(args) -> int:
     from dialcheck.errors import UsageError
 
     settings = load_settings(retrieval={"index_dir": args.out, "opensearch_url": args.url, "opensearch_index": args.index_name})
-    sources = [s.strip() for s in args.sources.split(",") if s.strip()]
-    unknown = [s for s in sources if s not in ALL_SOURCES]
+    sources = None if args.sources is None else [s.strip() for s in args.sources.split(",") if s.strip()]
+    unknown = [s for s in sources or [] if s not in ALL_SOURCES]
     if unknown:
         raise UsageError(f"unknown --sources {','.join(unknown)}: choose from {','.join(ALL_SOURCES)} "
                          "(or --sources \"\" with --tsv for your own corpus alone)")
-    if not sources and not args.tsv:
+    if sources == [] and not args.tsv:
         raise UsageError("nothing to index: --sources \"\" needs --tsv YOUR.tsv (id<TAB>title<TAB>text)")
     if args.keep < 0:
         raise UsageError(f"--keep must be at least 0 (got {args.keep})")

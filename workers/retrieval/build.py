@@ -1,6 +1,14 @@
-"""`dialcheck index build`: collection → BM25 index + encoder vectors, saved to a directory."""
+"""`dialcheck index build`: collection → BM25 index + encoder vectors, saved to a directory.
+
+The default index (no sources named: `default_sources`, the benchmark evidence plus the starter
+knowledge base) records `"default": true` and what it was built from (`sources`, the starter's
+pinned package); `ensure_index` rebuilds such an index when the defaults it was built from are no
+longer the configured ones (DIALCHECK_STARTER_KB switched, a new starter pin, an index from before
+the starter base). An index built from sources one named is never rebuilt behind one's back."""
 from __future__ import annotations
 
+import os
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -11,7 +19,7 @@ import numpy as np
 from schemas.settings import Settings
 
 from .bm25 import EmbeddedIndex
-from .collection import DEFAULT_SOURCES, build_collection
+from .collection import BENCHMARK_SOURCES, build_collection, default_sources
 
 
 def encode_passages(encoder, passages, batch: int = 64, progress: bool = True) -> np.ndarray:
@@ -24,12 +32,59 @@ def encode_passages(encoder, passages, batch: int = 64, progress: bool = True) -
     return np.concatenate(rows) if rows else np.zeros((0, encoder.dim), dtype=np.float32)
 
 
-def build_index(settings: Settings, out_dir: str | Path | None = None, sources: Iterable[str] = DEFAULT_SOURCES,
+def collection_meta(settings: Settings, sources: Iterable[str] | None, tsv: str | None) -> tuple[list[str], dict]:
+    """(sources, meta) of a build: `sources` None means the defaults (recorded as such); with the
+    starter base, its package pin, licence and attribution."""
+    default = sources is None and not tsv
+    sources = list(default_sources(settings) if sources is None else sources)
+    meta: dict = {"sources": sources + ([f"tsv:{tsv}"] if tsv else []), "default": default}
+    if "starter" in sources:
+        from .starter import SOURCE_TAG, starter_meta
+
+        meta["starter"] = {"package": SOURCE_TAG, **starter_meta()}
+    return sources, meta
+
+
+def stale_default(meta: dict, settings: Settings) -> str | None:
+    """Why a default index no longer matches the configured defaults (None: it does, or it was
+    built from sources someone named). An index from before `default` was recorded counts as a
+    default one when it holds exactly the old defaults."""
+    if not meta.get("default", meta.get("sources") == list(BENCHMARK_SOURCES)):
+        return None
+    _, want = collection_meta(settings, None, None)
+    if meta.get("sources") != want["sources"]:
+        return f"built from {','.join(meta.get('sources') or [])}, the defaults are now {','.join(want['sources'])}"
+    if "starter" in want and (meta.get("starter") or {}).get("package") != want["starter"]["package"]:
+        return f"starter base {(meta.get('starter') or {}).get('package')} → {want['starter']['package']}"
+    return None
+
+
+def collect(settings: Settings, sources: Iterable[str], tsv: str | None = None) -> list:
+    """The passages of `sources` (and `tsv`); the starter base is read from settings.retrieval.starter_dir."""
+    def starter():
+        from .starter import starter_passages
+
+        return starter_passages(settings.retrieval.starter_dir)
+
+    return build_collection(settings.data.dir, sources, tsv, readers={"starter": starter})
+
+
+def _swap_in(tmp: Path, d: Path) -> None:
+    """Replace directory `d` by the finished build in `tmp` (readers never see a half-written index)."""
+    old = d.with_name(f".{d.name}.old-{os.getpid()}")
+    if d.exists():
+        d.rename(old)
+    tmp.rename(d)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def build_index(settings: Settings, out_dir: str | Path | None = None, sources: Iterable[str] | None = None,
                 tsv: str | None = None, with_vectors: bool = True, encoder=None, progress: bool = True) -> EmbeddedIndex:
+    """Build and save the index; `sources` None: the defaults (`default_sources`)."""
     t0 = time.time()
-    passages = build_collection(settings.data.dir, sources, tsv)
+    sources, meta = collection_meta(settings, sources, tsv)
+    passages = collect(settings, sources, tsv)
     vectors = None
-    meta = {"sources": list(sources) + ([f"tsv:{tsv}"] if tsv else [])}
     if with_vectors:
         if encoder is None:
             from ..models.encoders import load_local_encoder
@@ -39,7 +94,12 @@ def build_index(settings: Settings, out_dir: str | Path | None = None, sources: 
         meta["encoder"] = encoder.version
     index = EmbeddedIndex.build(passages, settings.retrieval.bm25_k1, settings.retrieval.bm25_b, vectors, meta)
     index.meta["build_seconds"] = round(time.time() - t0, 1)
-    index.save(out_dir or settings.retrieval.index_dir)
+    d = Path(out_dir or settings.retrieval.index_dir)
+    d.parent.mkdir(parents=True, exist_ok=True)
+    tmp = d.with_name(f".{d.name}.tmp-{os.getpid()}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    index.save(tmp)
+    _swap_in(tmp, d)
     return index
 
 
@@ -57,20 +117,40 @@ def check_encoder(meta: dict, index_dir: str | Path, encoder) -> None:
         f"{encoder.version!r}: rebuild it (`dialcheck index build`) or set DIALCHECK_ENCODER to match")
 
 
-def ensure_index(settings: Settings, encoder=None, sources: Iterable[str] = DEFAULT_SOURCES,
+def _read_meta(d: Path) -> dict | None:
+    import json
+
+    try:
+        return json.loads((d / "meta.json").read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def ensure_index(settings: Settings, encoder=None, sources: Iterable[str] | None = None,
                  tsv: str | None = None) -> EmbeddedIndex:
     """Load the configured index (refused if built with another encoder), building it first from
-    `sources` (and `tsv`) if it does not exist: the bundled defaults unless told otherwise."""
+    `sources` (and `tsv`) if it does not exist: the defaults (`default_sources`) unless told
+    otherwise. A default index whose defaults changed (`stale_default`) is rebuilt."""
     from filelock import FileLock
 
     d = Path(settings.retrieval.index_dir)
-    if not (d / "meta.json").exists():
+    defaults = sources is None and not tsv
+
+    def why_build() -> str | None:
+        meta = _read_meta(d)
+        if meta is None:
+            return "first run only"
+        stale = stale_default(meta, settings) if defaults else None
+        return f"rebuilding: {stale}" if stale else None
+
+    if why_build():
         # one builder at a time: a worker and a CLI started together on a fresh checkout would
-        # otherwise both write the same files, and one could load the other's half-written passages
+        # otherwise both build; the build is written beside `d` and swapped in when complete
         d.parent.mkdir(parents=True, exist_ok=True)
         with FileLock(str(d.parent / f".{d.name}.build.lock")):
-            if not (d / "meta.json").exists():
-                print(f"[dialcheck] building the index in {d} (first run only)", file=sys.stderr)
+            reason = why_build()
+            if reason:
+                print(f"[dialcheck] building the index in {d} ({reason})", file=sys.stderr)
                 return build_index(settings, d, sources=sources, tsv=tsv, encoder=encoder)
     index = EmbeddedIndex.load(d)
     check_encoder(index.meta, d, encoder)

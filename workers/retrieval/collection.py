@@ -4,21 +4,32 @@ FoolMeTwice Wikipedia sentences as distractors, optionally WiCE web pages) or a 
 
 Source links: a passage's own URL where the source keeps one (DialFact evidence, a TSV's `url`
 column), else the Wikipedia article of its title for the bundled Wikipedia sources (FoolMeTwice);
-WiCE web pages get none (the data does not keep their address)."""
+WiCE web pages get none (the data does not keep their address).
+
+The starter knowledge base (`starter`, workers/retrieval/starter.py: English Wikipedia summaries of
+the vital articles, CC BY-SA 4.0) is indexed by default beside the benchmark passages
+(`default_sources`; DIALCHECK_STARTER_KB=0 leaves it out); each of its passages links its article."""
 from __future__ import annotations
 
 import csv
 import hashlib
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Callable, Iterable, Iterator, Mapping
 from urllib.parse import quote
 
 from ..jsonl import read_jsonl
 from schemas.protocols import Passage
 
-DEFAULT_SOURCES = ("dialfact", "foolmetwice")
-ALL_SOURCES = ("dialfact", "foolmetwice", "wice")
-WIKIPEDIA_SOURCES = frozenset({"dialfact", "foolmetwice"})  # titles are English Wikipedia article titles
+BENCHMARK_SOURCES = ("dialfact", "foolmetwice")
+DEFAULT_SOURCES = BENCHMARK_SOURCES + ("starter",)  # with DIALCHECK_STARTER_KB on (the default)
+ALL_SOURCES = ("dialfact", "foolmetwice", "wice", "starter")
+WIKIPEDIA_SOURCES = frozenset({"dialfact", "foolmetwice", "starter"})  # titles are English Wikipedia article titles
+
+
+def default_sources(settings) -> tuple[str, ...]:
+    """The sources of the default index: the benchmark evidence, plus the starter base unless
+    DIALCHECK_STARTER_KB=0."""
+    return DEFAULT_SOURCES if settings.retrieval.starter_kb else BENCHMARK_SOURCES
 
 
 def wikipedia_url(title: str) -> str:
@@ -86,11 +97,13 @@ _READERS = {"dialfact": dialfact_passages, "foolmetwice": foolmetwice_passages, 
 
 
 def build_collection(data_dir: str | Path, sources: Iterable[str] = DEFAULT_SOURCES,
-                     tsv: str | Path | None = None) -> list[Passage]:
-    """Deduplicated passages from the chosen sources, in a stable order."""
+                     tsv: str | Path | None = None,
+                     readers: Mapping[str, Callable[[], Iterable[Passage]]] | None = None) -> list[Passage]:
+    """Deduplicated passages from the chosen sources, in a stable order. `readers`: sources read
+    elsewhere than data_dir (build.collect passes the starter base's, which imports this module)."""
     seen: set[str] = set()
     out: list[Passage] = []
-    streams = [_READERS[s](Path(data_dir)) for s in sources]
+    streams = [(readers or {})[s]() if s in (readers or {}) else _READERS[s](Path(data_dir)) for s in sources]
     if tsv:
         streams.append(tsv_passages(Path(tsv)))
     for stream in streams:

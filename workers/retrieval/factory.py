@@ -9,8 +9,6 @@ from typing import Iterable
 from schemas.protocols import Encoder, Searcher
 from schemas.settings import Settings
 
-from .collection import DEFAULT_SOURCES
-
 
 def load_searcher(settings: Settings, encoder: Encoder | None = None) -> Searcher:
     """The configured backend: OpenSearch, or the embedded index (built with defaults on first use)."""
@@ -23,16 +21,16 @@ def load_searcher(settings: Settings, encoder: Encoder | None = None) -> Searche
     return ensure_index(settings, encoder)
 
 
-def build_index(settings: Settings, sources: Iterable[str] = DEFAULT_SOURCES, tsv: str | None = None,
+def build_index(settings: Settings, sources: Iterable[str] | None = None, tsv: str | None = None,
                 with_vectors: bool = True, keep: int = 1) -> dict:
-    """Index the collection into the configured backend; returns what was built (for the CLI's JSON)."""
-    sources = list(sources)
+    """Index the collection into the configured backend; returns what was built (for the CLI's JSON).
+    `sources` None: the defaults (benchmark evidence + the starter base unless DIALCHECK_STARTER_KB=0)."""
     if settings.retrieval.backend == "opensearch":
-        from .build import encode_passages
-        from .collection import build_collection
+        from .build import collect, collection_meta, encode_passages
         from .opensearch import build_versioned_index
 
-        passages = build_collection(settings.data.dir, sources, tsv)
+        sources, meta = collection_meta(settings, sources, tsv)
+        passages = collect(settings, sources, tsv)
         vectors = None
         if with_vectors:
             from ..models.encoders import load_local_encoder
@@ -41,7 +39,7 @@ def build_index(settings: Settings, sources: Iterable[str] = DEFAULT_SOURCES, ts
         result = build_versioned_index(passages, vectors, settings.retrieval.opensearch_url,
                                        settings.retrieval.opensearch_index, keep=keep,
                                        k1=settings.retrieval.bm25_k1, b=settings.retrieval.bm25_b)
-        return {"backend": "opensearch", **result}
+        return {"backend": "opensearch", **result, **({"starter": meta["starter"]} if "starter" in meta else {})}
     from .build import build_index as build_embedded
 
     index = build_embedded(settings, sources=sources, tsv=tsv, with_vectors=with_vectors)

@@ -386,7 +386,7 @@ class PerfSettings(_Section):
 
 
 class LLMSettings(_Section):
-    """The LLM steps (R5 rewrite, evidence-guided editing) through any OpenAI-compatible endpoint."""
+    """The LLM steps (R5 rewrite, evidence-guided editing, the cascade judge) through any OpenAI-compatible endpoint."""
     _secret_urls = ("url",)
     url: str = _env("LLM_URL", "", "Base URL of an OpenAI-compatible API, up to /v1 (vLLM http://HOST:8000/v1, "
                     "llama.cpp http://HOST:8080/v1, Ollama http://HOST:11434/v1). Empty: no LLM; r5/r5g take the "
@@ -407,6 +407,18 @@ class LLMSettings(_Section):
                       "edited with its top evidence into a query, retrieved again, merged. Off by default.")
     edit_subclaims: int = _env("LLM_EDIT_SUBCLAIMS", 3, "Sub-claims per claim that evidence-guided editing edits.",
                                ge=1, le=20)
+    judge: bool = _env("LLM_JUDGE", False, "Cascade judge after verification: claims whose verdict would not be shown "
+                       "(and NEI on on-topic evidence) are re-judged by the LLM citing a window; its label replaces the "
+                       "NLI's only when the cited window exists. Off by default (docs/llm-judge.md).")
+    judge_max_calls_per_batch: int = _env("LLM_JUDGE_MAX_CALLS_PER_BATCH", 8, "Judge requests per pipeline batch at "
+                                          "most; the other unsure claims keep the NLI verdict.", ge=0, le=1024)
+    judge_top_windows: int = _env("LLM_JUDGE_TOP_WINDOWS", 5, "Evidence windows the judge is shown, numbered [1]..[k] "
+                                  "(the verifier's, by max(entail, contradict)).", ge=1, le=5)
+    judge_timeout_s: float = _env("LLM_JUDGE_TIMEOUT_S", 30.0, "Per-request timeout of a judge call (a reasoned "
+                                  "answer is longer than a rewrite); unanswered, the NLI verdict stands, degraded.",
+                                  gt=0, le=600)
+    judge_max_tokens: int = _env("LLM_JUDGE_MAX_TOKENS", 512, "Completion tokens per judge request (reasoning, then "
+                                 "the LABEL and WINDOW lines).", ge=16, le=8192)
 
 
 SECTIONS: dict[str, type[_Section]] = {

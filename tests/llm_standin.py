@@ -6,6 +6,9 @@ server instead: it speaks the same protocol as vLLM, llama.cpp's server, Ollama 
 auth, OpenAI-style error bodies) and answers deterministically from a fixture file
 (tests/fixtures/llm_rewrites.json): the R5 rewrite of a reply, the edited query of a sub-claim.
 A prompt it has no fixture for is answered with the text unchanged (a conservative model).
+A cascade-judge prompt (workers/llm/judge.py, its "Claim to judge:" line) is answered from `judges`
+(claim → the whole answer text, set by a test or the fixture's "judge" section), else with
+`judge_default` (a short reasoning ending "LABEL: NOT ENOUGH INFO" / "WINDOW: 1").
 
 Misbehaviour on demand (`mode`): "ok", "error" (HTTP 503 on every call), "slow" (answers after
 `delay_s`), "garbage" (200 with no choices). Every request is recorded in `requests`.
@@ -28,6 +31,8 @@ from aiohttp import web
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "llm_rewrites.json"
 _REPLY = re.compile(r"^Reply: (.*)$", re.MULTILINE)
 _CLAIM = re.compile(r"^Claim: (.*)$", re.MULTILINE)
+_JUDGED = re.compile(r"^Claim to judge: (.*)$", re.MULTILINE)
+JUDGE_DEFAULT = "The windows do not settle the claim.\nLABEL: NOT ENOUGH INFO\nWINDOW: 1"
 ROLES = {"system", "user", "assistant", "tool", "developer"}
 
 
@@ -41,6 +46,8 @@ class LLMStandIn:
         self.model = model or spec["model"]
         self.rewrites: dict[str, str] = spec.get("r5", {})
         self.edits: dict[str, str] = spec.get("edit", {})
+        self.judges: dict[str, str] = dict(spec.get("judge", {}))  # claim → the judge's whole answer
+        self.judge_default = JUDGE_DEFAULT
         self.api_key = api_key
         self.mode, self.delay_s = "ok", 0.0
         self.requests: list[dict] = []
@@ -103,7 +110,10 @@ class LLMStandIn:
                       "total_tokens": words + len(content.split())}})
 
     def answer(self, prompt: str) -> str:
-        """The fixture's answer for the prompt's reply (R5) or claim (editing); else the text unchanged."""
+        """The judge's answer for a judged claim; the fixture's answer for the prompt's reply (R5) or
+        claim (editing); else the text unchanged."""
+        if m := _JUDGED.search(prompt):
+            return self.judges.get(m.group(1).strip(), self.judge_default)
         if (m := _CLAIM.search(prompt)) and "Evidence:" in prompt:
             return self.edits.get(m.group(1).strip(), m.group(1).strip())
         if m := _REPLY.search(prompt):

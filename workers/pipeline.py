@@ -92,6 +92,9 @@ class Pipeline:
             stages.append(GoldEvidenceStage())
         if self.decider is not None:
             stages.append(VerifyStage(self.nli, s.verify, self.decider))
+            if s.llm.judge:  # the cascade judge (workers/llm/judge.py); the NLI's label stays in notes["judge"]
+                from .llm.judge import JudgeStage
+                stages.append(JudgeStage.of(s.llm, self.protocol, self.decider))
         return stages
 
     @classmethod

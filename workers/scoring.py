@@ -91,6 +91,10 @@ def verdict_row(verdict_dict: dict, record_id: str | None = None) -> dict:
     ev = row.get("evidence") or []
     row["evidence_ids"] = [e["passage_id"] for e in ev]
     row["rationale"] = (ev[0].get("window") or None) if ev else None
+    judge = (verdict_dict.get("rationale") or {}).get("judge")
+    if isinstance(judge, dict):  # the cascade judge (workers/llm/judge.py): the NLI's label beside the final one
+        row["nli_label"] = judge.get("nli_label")
+        row["judge"] = ({k: judge.get(k) for k in ("label", "window", "used")} if judge.get("label") else None)
     if record_id is not None:
         row["record_id"] = record_id
     return row

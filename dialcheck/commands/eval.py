@@ -21,6 +21,8 @@ def register(sub) -> None:
     p.add_argument("--output", default=None, help="write the run file: one JSON line per claim and surface")
     p.add_argument("--plots", default=None, help="write figures (PNG) and their numbers (CSV) to this directory")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--llm-judge", action="store_true", help="the cascade LLM judge on (DIALCHECK_LLM_URL, "
+                   "docs/llm-judge.md): run-file rows get nli_label (before the judge) and judge (its parsed answer)")
     p.set_defaults(func=run)
 
 
@@ -31,7 +33,10 @@ def run(args) -> int:
     from workers.runs import ir_rows, label_rows
     from workers.pipeline import SURFACES, Pipeline
 
-    settings = load_settings(retrieval={"index_dir": args.index}, models={"backend": args.models})
+    settings = load_settings(retrieval={"index_dir": args.index}, models={"backend": args.models},
+                             llm={"judge": True if getattr(args, "llm_judge", False) else None})
+    if getattr(args, "llm_judge", False) and not settings.llm.url:
+        raise UsageError("--llm-judge needs an LLM endpoint: set DIALCHECK_LLM_URL (docs/llm-judge.md)")
     from dialcheck.commands.data import require, require_index_sources
 
     if not args.data:  # missing data: one line naming `dialcheck data fetch` (dialcheck/commands/data.py)
@@ -61,6 +66,10 @@ def run(args) -> int:
         rates[name] = round(len(got) / secs, 2) if secs > 0 else 0.0
         print(f"[eval] {args.protocol} {name}: {len(got)} {'queries' if args.protocol == 'ir' else 'claims'} "
               f"in {secs:.1f} s ({rates[name]}/s)", file=sys.stderr)
+    if settings.llm.judge and args.protocol != "ir":  # every row says both labels (claims the judge never saw: the same)
+        for r in rows:
+            r.setdefault("nli_label", r.get("label"))
+            r.setdefault("judge", None)
     result = score_run(rows, records, data, protocol=args.protocol)
     rate_key = "queries_per_second" if args.protocol == "ir" else "claims_per_second"
     for name, m in result["surfaces"].items():

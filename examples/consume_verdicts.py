@@ -15,9 +15,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
+from pathlib import Path
+import os
 import time
 
 from kafka import KafkaConsumer
+from kafka.errors import KafkaTimeoutError
 
 
 def for_display(v: dict) -> dict:
@@ -40,7 +44,8 @@ def for_display(v: dict) -> dict:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--bootstrap", default="127.0.0.1:9092")
+    ap.add_argument("--bootstrap", default=os.environ.get("DIALCHECK_KAFKA_BOOTSTRAP"),
+                    help="Kafka bootstrap HOST:PORT (default: DIALCHECK_KAFKA_BOOTSTRAP)")
     ap.add_argument("--verdicts-topic", default="chat.verdicts")
     ap.add_argument("--deadletter-topic", default="chat.deadletter")
     ap.add_argument("--group", default=None, help="consumer group (default: none, read from the start)")
@@ -48,9 +53,11 @@ def main() -> int:
     ap.add_argument("--count", type=int, default=0, help="stop after this many verdicts (0: run until Ctrl-C)")
     ap.add_argument("--timeout", type=float, default=0, help="give up after this many seconds (0: never)")
     args = ap.parse_args()
+    if not args.bootstrap:
+        ap.exit(2, f"{ap.prog}: no broker: pass --bootstrap HOST:PORT or set DIALCHECK_KAFKA_BOOTSTRAP\n")
 
     consumer = KafkaConsumer(args.verdicts_topic, args.deadletter_topic, bootstrap_servers=args.bootstrap,
-                             group_id=args.group, auto_offset_reset="earliest", enable_auto_commit=args.group is not None)
+                             bootstrap_timeout_ms=8000, group_id=args.group, auto_offset_reset="earliest", enable_auto_commit=args.group is not None)
     seen: set[str] = set()  # claim ids already shown (redeliveries repeat them)
     deadline = time.monotonic() + args.timeout if args.timeout else None
     try:
@@ -81,4 +88,9 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    try:
+        raise SystemExit(main())
+    except KafkaTimeoutError:  # no broker within bootstrap_timeout_ms (8 s here; kafka-python's default is 30 s)
+        print(f"{Path(__file__).name}: no Kafka broker answers at the bootstrap address "
+              "(--bootstrap / DIALCHECK_KAFKA_BOOTSTRAP)", file=sys.stderr)
+        raise SystemExit(2) from None

@@ -12,10 +12,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
+from pathlib import Path
+import os
 import time
 import uuid
 
 from kafka import KafkaProducer
+from kafka.errors import KafkaTimeoutError
 
 
 def turn(conversation_id: str, turn_id: str, speaker: str, text: str, check: bool | None = None) -> dict:
@@ -29,10 +33,13 @@ def turn(conversation_id: str, turn_id: str, speaker: str, text: str, check: boo
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--bootstrap", default="127.0.0.1:9092", help="Kafka bootstrap HOST:PORT")
+    ap.add_argument("--bootstrap", default=os.environ.get("DIALCHECK_KAFKA_BOOTSTRAP"),
+                    help="Kafka bootstrap HOST:PORT (default: DIALCHECK_KAFKA_BOOTSTRAP)")
     ap.add_argument("--topic", default="chat.turns")
     ap.add_argument("--conversation", default=None, help="conversation id (default: a new uuid)")
     args = ap.parse_args()
+    if not args.bootstrap:
+        ap.exit(2, f"{ap.prog}: no broker: pass --bootstrap HOST:PORT or set DIALCHECK_KAFKA_BOOTSTRAP\n")
     conv = args.conversation or f"conv-{uuid.uuid4().hex[:8]}"
 
     turns = [
@@ -41,7 +48,7 @@ def main() -> int:
     ]
     # acks="all": a turn counts as sent once the broker has it; the key keeps a conversation on one
     # partition, so its turns are read (and their context built) in order
-    producer = KafkaProducer(bootstrap_servers=args.bootstrap, acks="all")
+    producer = KafkaProducer(bootstrap_servers=args.bootstrap, bootstrap_timeout_ms=8000, acks="all")
     for t in turns:
         producer.send(args.topic, key=t["conversation_id"].encode("utf-8"),
                       value=json.dumps(t).encode("utf-8")).get(timeout=30)
@@ -52,4 +59,9 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    try:
+        raise SystemExit(main())
+    except KafkaTimeoutError:  # no broker within bootstrap_timeout_ms (8 s here; kafka-python's default is 30 s)
+        print(f"{Path(__file__).name}: no Kafka broker answers at the bootstrap address "
+              "(--bootstrap / DIALCHECK_KAFKA_BOOTSTRAP)", file=sys.stderr)
+        raise SystemExit(2) from None

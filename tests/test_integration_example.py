@@ -183,3 +183,20 @@ def test_verdicts_gold_limit_wait_scores_what_was_replayed(worker):
     assert scored.returncode == 0, scored.stderr
     (m,) = json.loads(scored.stdout)["surfaces"].values()
     assert (m["n"], m["missing"]) == (3, 0), m
+
+
+@pytest.mark.parametrize("script", ["produce_turns.py", "consume_verdicts.py"])
+def test_examples_say_so_in_one_line_when_no_broker_answers(script):
+    """A port nothing listens on (bound and closed here): the kafka-python examples give up after
+    bootstrap_timeout_ms 8000 (8.9 s measured with interpreter start; no timed assertion here: speed is
+    bench/'s) with one line and exit 2, and take the broker from
+    DIALCHECK_KAFKA_BOOTSTRAP when --bootstrap is not given."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    done = subprocess.run([sys.executable, str(EXAMPLES / script)], capture_output=True, text=True, timeout=60,
+                          env={**_env(), "DIALCHECK_KAFKA_BOOTSTRAP": f"127.0.0.1:{port}"})
+    assert done.returncode == 2 and done.stderr == (
+        f"{script}: no Kafka broker answers at the bootstrap address (--bootstrap / DIALCHECK_KAFKA_BOOTSTRAP)\n"), done.stderr

@@ -115,6 +115,10 @@ def one_line(error: BaseException, args: argparse.Namespace | None) -> tuple[int
     files = input_files(args) if args is not None else {}
     if isinstance(error, UsageError):
         return error.exit_code, redact(str(error))
+    from dialcheck.commands.data import DataError
+
+    if isinstance(error, DataError):  # dialcheck data fetch/list (dialcheck/commands/data.py)
+        return error.exit_code, redact(str(error))
     if isinstance(error, SettingsInvalid):
         return USAGE, _readable_setting(str(error))
     if isinstance(error, ModelUnavailable):
@@ -147,11 +151,11 @@ def _missing_data(error: BaseException):
     """DataMissing, or a FileNotFoundError inside the data dir turned into one (dialcheck/commands/data.py)."""
     if not isinstance(error, FileNotFoundError):
         return None
-    from dialcheck.commands.data import missing_data
+    from dialcheck.commands.data import DataError, missing_data
 
     try:
         return missing_data(error, load_settings())
-    except (SettingsInvalid, UsageError):
+    except (SettingsInvalid, UsageError, DataError):
         return None
 
 

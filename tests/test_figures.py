@@ -63,7 +63,7 @@ def band_case(tmp_path):
 
 
 def test_precision_by_band_counts(band_case):
-    from workers.plots import precision_by_band
+    from lab.evaluation.plots import precision_by_band
 
     records, by_claim = band_case
     got = {(t["label"], t["band"]): (t["n"], t["correct"], t["precision"]) for t in precision_by_band(by_claim, records)}
@@ -75,7 +75,7 @@ def test_precision_by_band_counts(band_case):
 
 
 def test_wilson_interval():
-    from workers.plots import wilson
+    from lab.evaluation.plots import wilson
 
     assert wilson(0, 0) == (None, None)
     lo, hi = wilson(2, 3)
@@ -84,7 +84,7 @@ def test_wilson_interval():
 
 
 def test_precision_by_band_plot_writes_its_numbers(band_case, tmp_path):
-    from workers.plots import plot_precision_by_band
+    from lab.evaluation.plots import plot_precision_by_band
 
     records, by_claim = band_case
     png, csv_path = plot_precision_by_band({"E2E r4g": by_claim, "FV r0": by_claim}, records, tmp_path / "pb",
@@ -99,7 +99,7 @@ def test_precision_by_band_plot_writes_its_numbers(band_case, tmp_path):
 
 
 def test_latency_plot_percentiles(tmp_path):
-    from workers.plots import plot_latency
+    from lab.evaluation.plots import plot_latency
 
     lat = [0.2 + 0.05 * i for i in range(40)] + [4.0]
     png, csv_path = plot_latency(lat, tmp_path / "lat", "test", note="quiet", ids=[f"c{i}" for i in range(41)],

@@ -1,102 +1,130 @@
-"""The house's floors: schemas/ (contracts) ← workers/ (NLP stages) and streams/ (Kafka wiring) ← dialcheck/ (CLI).
+"""The house's floors: schemas/ (contracts) ← workers/ (NLP stages) and streams/ (Kafka wiring)
+← lab/ (the offline half: training, tuning, evaluation) ← dialcheck/ (CLI).
 
-An import from a lower floor to a higher one, or from streams/ into workers/, would let Kafka
-wiring and NLP code grow into each other again; this test reads every import (module level and
-inside functions) with `ast`, so it fails on the first such line."""
+An import from a lower floor to a higher one would let Kafka wiring, NLP code and lab code grow
+into each other again; an import circle between two modules (anywhere, inside a package too)
+makes the import order matter. This test reads every import (module level and inside functions,
+absolute and relative) with `ast`, module by module, so it fails on the first such line."""
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
+from functools import lru_cache
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.unit
+
 REPO = Path(__file__).resolve().parent.parent
-PACKAGES = ("schemas", "workers", "streams", "dialcheck")
+PACKAGES = ("schemas", "workers", "streams", "lab", "dialcheck")
 # what each package may import from the project (besides itself)
-ALLOWED = {"schemas": set(), "workers": {"schemas"}, "streams": {"schemas"},
-           "dialcheck": {"schemas", "workers", "streams"}}
+ALLOWED = {"schemas": set(), "workers": {"schemas"}, "streams": {"schemas"}, "lab": {"schemas", "workers"},
+           "dialcheck": {"schemas", "workers", "streams", "lab"}}
 
 
-def _project_imports(path: Path, package: str) -> list[tuple[int, str]]:
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(REPO).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+@lru_cache(maxsize=1)
+def _modules() -> dict[str, Path]:
+    return {_module_name(p): p for pkg in PACKAGES for p in (REPO / pkg).rglob("*.py")}
+
+
+def _imports(path: Path) -> list[tuple[int, str]]:
+    """(line, project module) for every import in the file; `from pkg import name` names the
+    submodule pkg.name where there is one, else pkg."""
+    mods = _modules()
+    me = _module_name(path)
+    package = me.split(".") if path.name == "__init__.py" else me.split(".")[:-1]
     out = []
-    for node in ast.walk(tree):
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
-            names = [a.name for a in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            names = [node.module]
+            targets = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = package[: len(package) - node.level + 1] if node.level else []
+            mod = ".".join(base + (node.module.split(".") if node.module else []))
+            targets = [f"{mod}.{a.name}" if f"{mod}.{a.name}" in mods else mod for a in node.names]
         else:
             continue
-        out += [(node.lineno, n.split(".")[0]) for n in names if n.split(".")[0] in PACKAGES]
+        for t in targets:
+            while t and t not in mods and "." in t:
+                t = t.rsplit(".", 1)[0]
+            if t in mods and t != me:
+                out.append((node.lineno, t))
     return out
+
+
+def _graph() -> dict[str, set[str]]:
+    return {m: {t for _, t in _imports(p)} for m, p in _modules().items()}
 
 
 def test_no_import_from_a_lower_floor_to_a_higher_one():
     bad = []
-    for package in PACKAGES:
-        for path in (REPO / package).rglob("*.py"):
-            for line, target in _project_imports(path, package):
-                if target != package and target not in ALLOWED[package]:
-                    bad.append(f"{path.relative_to(REPO)}:{line} imports {target}")
+    for mod, path in _modules().items():
+        package = mod.split(".")[0]
+        for line, target in _imports(path):
+            top = target.split(".")[0]
+            if top != package and top not in ALLOWED[package]:
+                bad.append(f"{path.relative_to(REPO)}:{line} imports {target}")
     assert not bad, "\n".join(bad)
 
 
-def test_layering_has_no_cycles():
-    edges = {p: set() for p in PACKAGES}
-    for package in PACKAGES:
-        for path in (REPO / package).rglob("*.py"):
-            edges[package] |= {t for _, t in _project_imports(path, package) if t != package}
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan), each a circle."""
+    index, low, stack, on, out = {}, {}, [], set(), []
 
-    def reaches(a, b, seen=()):
-        return any(n == b or (n not in seen and reaches(n, b, (*seen, n))) for n in edges[a])
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
 
-    assert not [p for p in PACKAGES if reaches(p, p)]
-
-
-def _workers_graph() -> dict[str, set[str]]:
-    """workers' own units (a top-level module or a subpackage, e.g. workers.decision) → the units
-    they import (module level and inside functions, absolute and relative)."""
-    graph: dict[str, set[str]] = {}
-    root = REPO / "workers"
-    for path in root.rglob("*.py"):
-        rel = path.relative_to(root).with_suffix("").parts
-        unit = f"workers.{rel[0]}"
-        package = ["workers", *rel[:-1]] if rel[-1] != "__init__" else ["workers", *rel[:-1]]
-        targets = graph.setdefault(unit, set())
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.ImportFrom):
-                if node.level:
-                    base = package[: len(package) - node.level + 1]
-                    mod = base + (node.module.split(".") if node.module else [])
-                    names = [".".join(mod)] if node.module else [".".join(mod + [a.name]) for a in node.names]
-                else:
-                    names = [node.module or ""]
-            elif isinstance(node, ast.Import):
-                names = [a.name for a in node.names]
-            else:
-                continue
-            for name in names:
-                parts = name.split(".")
-                if parts[0] == "workers" and len(parts) > 1 and f"workers.{parts[1]}" != unit:
-                    targets.add(f"workers.{parts[1]}")
-    return graph
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
 
 
-def test_no_import_circles_inside_workers():
-    graph = _workers_graph()
-    cycles = []
-
-    def visit(node, stack):
-        for nxt in sorted(graph.get(node, ())):
-            if nxt in stack:
-                cycles.append(" → ".join(stack[stack.index(nxt):] + [nxt]))
-            elif len(stack) < len(graph):
-                visit(nxt, stack + [nxt])
-
-    for start in graph:
-        visit(start, [start])
-    assert not cycles, "\n".join(sorted(set(cycles))[:20])
+def test_no_import_circles_anywhere():
+    """Module by module over every package: a circle inside one package fails too."""
+    cycles = _cycles(_graph())
+    assert not cycles, "\n".join(" ↔ ".join(c) for c in cycles)
 
 
-def test_models_do_not_import_the_training_package():
-    """Serving (workers/models) needs the NLIModel contract (schemas/protocols.py), never the
-    training code in workers/nli."""
-    assert "workers.nli" not in _workers_graph().get("workers.models", set())
+def test_the_cycle_finder_finds_a_circle():
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert _cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_serving_does_not_import_training():
+    """Serving (workers/models) needs the NLIModel contract (schemas/protocols.py), never lab/."""
+    graph = _graph()
+    assert not [t for m, ts in graph.items() if m.startswith("workers.models") for t in ts if t.startswith("lab")]
+
+
+def test_the_runtime_loads_no_lab_module():
+    """Importing the pipeline and the stream app loads nothing of lab/ (the issue's own check)."""
+    code = ("import workers.pipeline, streams.app, sys; "
+            "print([m for m in sys.modules if m == 'lab' or m.startswith('lab.')])")
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "[]", out.stdout

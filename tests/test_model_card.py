@@ -2,7 +2,7 @@
 
 Why: the hand-written card claimed int8 and a context + claim hypothesis while the artifact was
 fp32 and the default hypothesis is the claim alone. The card is now generated from the artifact
-(workers/nli/model_card.py); these tests check the committed card against the files, and that
+(lab/nli/model_card.py); these tests check the committed card against the files, and that
 the generator follows the files (a changed calibration.json, an int8 graph, a record of another
 version) instead of repeating numbers.
 """
@@ -16,7 +16,7 @@ import pytest
 from huggingface_hub import ModelCard
 
 from schemas.settings import REPO_ROOT
-from workers.nli.model_card import (NOTES_MARKER, RELEASE_RECORD, card_path, default_hypothesis_turns, onnx_facts,
+from lab.nli.model_card import (NOTES_MARKER, RELEASE_RECORD, card_path, default_hypothesis_turns, onnx_facts,
                                     render)
 
 MODEL_DIR = REPO_ROOT / "triton_models" / "nli" / "1"
@@ -25,7 +25,7 @@ MODEL_DIR = REPO_ROOT / "triton_models" / "nli" / "1"
 def test_committed_card_is_what_the_artifact_gives():
     committed = card_path(MODEL_DIR).read_text()
     assert committed == render(MODEL_DIR), (
-        "triton_models/nli/MODEL_CARD.md does not match the artifact: run python -m workers.nli.model_card")
+        "triton_models/nli/MODEL_CARD.md does not match the artifact: run python -m lab.nli.model_card")
 
 
 def test_front_matter_and_facts_come_from_the_files():

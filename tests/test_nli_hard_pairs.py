@@ -1,4 +1,4 @@
-"""NLI v3 training pairs and the silent-evidence probe (workers/nli/hard_pairs.py).
+"""NLI v3 training pairs and the silent-evidence probe (lab/nli/hard_pairs.py).
 
 Builders run on small hand-made pages (labels must be right by construction); the source and
 hold-out rules run on the real data in ../shared/data."""
@@ -7,11 +7,11 @@ import random
 import numpy as np
 import pytest
 
-from workers.nli.data import NLIPair
-from workers.nli.hard_pairs import (EVALUATION_FILES, PageClaim, clean_claim, dialogue_pairs, filter_pairs, is_probe_page,
+from lab.nli.data import NLIPair
+from lab.nli.hard_pairs import (EVALUATION_FILES, PageClaim, clean_claim, dialogue_pairs, filter_pairs, is_probe_page,
                                     nearest_page_pairs, page_claims, same_event_contradiction, same_page_pairs,
                                     silent_probe, source_files)
-from workers.nli.labels import CONTRADICTION, ENTAILMENT, NEUTRAL
+from lab.nli.labels import CONTRADICTION, ENTAILMENT, NEUTRAL
 
 S, R = ENTAILMENT, CONTRADICTION
 ADA_CLAIM = "Ada Lovelace was born in 1815 ."
@@ -144,7 +144,7 @@ def test_probe_pages_are_held_out(real_records):
 
 def test_page_swap_probe_pairs_claims_with_another_pages_sentences(data_dir):
     from workers.jsonl import read_jsonl
-    from workers.nli.hard_pairs import page_swap_probe_pairs
+    from lab.nli.hard_pairs import page_swap_probe_pairs
 
     rows = list(read_jsonl(data_dir / "foolmetwice" / "dev.jsonl"))
     page_of_claim = {r["text"].strip(): r["wikipedia_page"] for r in rows}
@@ -176,7 +176,7 @@ def test_nli_evaluate_reports_the_probes(capsys, data_dir):
 
 
 def test_value_swap_changes_a_value_the_evidence_states_and_labels_it_contradiction():
-    from workers.nli.hard_pairs import value_swap_pairs
+    from lab.nli.hard_pairs import value_swap_pairs
 
     pairs = value_swap_pairs(RECORDS, random.Random(0), n=20)
     assert pairs and all(p.label == CONTRADICTION and p.source == "contrast_value_swap" for p in pairs)
@@ -191,14 +191,14 @@ def test_value_swap_changes_a_value_the_evidence_states_and_labels_it_contradict
 
 
 def test_value_swap_skips_comparative_claims_a_changed_value_can_leave_true():
-    from workers.nli.hard_pairs import value_swap_pairs
+    from lab.nli.hard_pairs import value_swap_pairs
 
     recs = [PageClaim("X", "X has more than 5 members .", "X has 7 members , and 5 of them are founders .", S, "t")]
     assert value_swap_pairs(recs, random.Random(0), n=5) == []
 
 
 def test_same_page_number_pairs_state_another_value_elsewhere_on_the_page_and_are_neutral():
-    from workers.nli.hard_pairs import same_page_number_pairs
+    from lab.nli.hard_pairs import same_page_number_pairs
 
     recs = RECORDS + [PageClaim("Ada Lovelace", "Ada Lovelace died in 1852 .",
                                 "Ada Lovelace died of uterine cancer in 1852 , aged 36 .", S, "t")]

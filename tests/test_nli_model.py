@@ -5,7 +5,7 @@ from pathlib import Path
 import numpy as np
 
 from schemas.protocols import NLIModel
-from workers.nli.labels import CONTRADICTION, ENTAILMENT, NEUTRAL
+from lab.nli.labels import CONTRADICTION, ENTAILMENT, NEUTRAL
 
 
 def test_artifact_layout(settings):

@@ -6,7 +6,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from workers.nli.soup import average_onnx
+from lab.nli.soup import average_onnx
 
 
 def _graph(path, weight: np.ndarray, op: str = "MatMul", shape_ids=(1, 2)):

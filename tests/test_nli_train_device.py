@@ -3,7 +3,7 @@ import pytest
 import torch
 
 from dialcheck.cli import build_parser
-from workers.nli.train import resolve_device
+from lab.nli.train import resolve_device
 
 
 def test_device_resolution():
@@ -31,9 +31,9 @@ def test_continue_from_a_trained_checkpoint_on_a_pairs_file(tmp_path, settings):
 
     from safetensors.torch import load_file
 
-    from workers.nli.data import NLIPair
-    from workers.nli.hard_pairs import write_pairs
-    from workers.nli.train import TrainConfig, train
+    from lab.nli.data import NLIPair
+    from lab.nli.hard_pairs import write_pairs
+    from lab.nli.train import TrainConfig, train
 
     init = Path(settings.data.dir).parent / "models" / "nli-minilm-l6-h200"
     if not (init / "model.safetensors").exists():

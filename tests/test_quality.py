@@ -69,7 +69,7 @@ def test_known_miss_wood_and_berlin(fv_pipeline):
 
 
 def test_macro_f1_floor_on_fixed_slice(fv_pipeline, dialfact_records):
-    from workers.scoring import label_metrics
+    from lab.evaluation.scoring import label_metrics
 
     recs = dialfact_records[:SLICE]
     verdicts = fv_pipeline.check_many([r.to_check_item("fv") for r in recs])

@@ -109,7 +109,7 @@ def test_reference_check_fails_below_and_passes_at_reference(fv_run, tmp_path):
 def test_label_metrics_round_like_the_published_tables(fp, fn, published):
     """scikit-learn counts, F1 as 2PR/(P+R): an F1 of exactly 5/32 rounds as the README's numbers did
     (sklearn's own 2TP/(2TP+FP+FN) would give 15.62 for both)."""
-    from workers.scoring import label_metrics
+    from lab.evaluation.scoring import label_metrics
 
     nei, s, r = "NOT ENOUGH INFO", "SUPPORTS", "REFUTES"
     gold = [nei] * 5 + [s] * fp + [nei] * fn

@@ -12,7 +12,7 @@ import pytest
 
 from dialcheck.cli import main
 from schemas.items import DialFactRecord
-from workers.scoring import response_claim_id
+from lab.evaluation.scoring import response_claim_id
 
 GOLD = [{"id": f"g{i}", "context": ["Where is Paris?"], "response": text, "response_label": label,
          "type_label": "factual"}

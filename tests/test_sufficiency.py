@@ -4,8 +4,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from workers.decision import ClaimEvidence, DecisionLayer
-from workers.decision.guarded import fit
+from workers.decision import ClaimEvidence, method
+from lab.tuning.fit import fit_guarded as fit
 from workers.decision.sufficiency import coverage, key_terms, strength, subject_covered
 
 EIFFEL = "It was built in 1889 for the World's Fair."
@@ -33,7 +33,7 @@ def test_a_different_year_in_the_same_slot_is_on_topic_and_a_conflict():
     assert cov >= 0.9 and conflict
 
 
-GUARDED = DecisionLayer("guarded", {"t_supports": 0.6, "t_refutes": 0.6, "on_topic": 0.5})
+GUARDED = method("guarded", {"t_supports": 0.6, "t_refutes": 0.6, "on_topic": 0.5})
 
 
 @pytest.mark.parametrize("window,title,probs,label", [
@@ -52,8 +52,9 @@ def test_no_refutes_about_another_subject_or_an_unresolved_pronoun():
     Tower; and with the pronoun unresolved nothing can be shown to be about the claim."""
     chicago = ev(EIFFEL, ["The fair was built in 1893 in Chicago for the World's Fair."], [[0.02, 0.08, 0.90]], ["Chicago"])
     assert GUARDED.predict([chicago]) == ["NOT ENOUGH INFO"]
-    label, probs, _ = GUARDED.decide(chicago)  # its contradiction is shown as NEI mass, not as REFUTES
-    assert label == "NOT ENOUGH INFO" and probs["REFUTES"] == 0.0 and probs["NOT ENOUGH INFO"] > 0.9
+    d = GUARDED.decide(chicago)  # its contradiction is shown as NEI mass, not as REFUTES
+    assert d.label == "NOT ENOUGH INFO" and d.probabilities["REFUTES"] == 0.0 and d.probabilities["NOT ENOUGH INFO"] > 0.9
+    assert d.evidence == "weak" and "off the claim's topic" in d.note
     unresolved = ev(EIFFEL, ["The tower was built for the 1887 World's Fair."], [[0.02, 0.08, 0.90]], ["Eiffel Tower"],
                     topic="")
     assert GUARDED.predict([unresolved]) == ["NOT ENOUGH INFO"]
@@ -77,7 +78,7 @@ def test_subject_through_chat_wrappers():
 def test_guarded_rule_never_refutes_when_a_window_supports():
     both = ev(EIFFEL, ["The tower was built for the 1889 World's Fair.", "The tower was built for the 1887 World's Fair."],
               [[0.9, 0.05, 0.05], [0.05, 0.05, 0.9]], ["Eiffel Tower", "Eiffel Tower"])
-    assert GUARDED.decide(both)[0] == "SUPPORTS"
+    assert GUARDED.decide(both).label == "SUPPORTS"
 
 
 def test_evidence_strength():
@@ -99,7 +100,7 @@ def test_fit_respects_the_refutes_precision_floor():
         evs.append(ev(EIFFEL, ["The tower was built for the 1889 World's Fair."], [[0.8, 0.15, 0.05]], ["Eiffel Tower"]))
         labels.append("SUPPORTS")
     params = fit(evs, labels)
-    layer = DecisionLayer("guarded", params)
+    layer = method("guarded", params)
     pred = layer.predict(evs)
     refutes = [g for g, p in zip(labels, pred) if p == "REFUTES"]
     assert refutes and all(g == "REFUTES" for g in refutes)

@@ -71,8 +71,8 @@ def test_tune_decision_lodo_scores_an_e2e_row_with_the_same_fits(in_tmp, capsys)
 
 
 def test_e2e_set_drops_gold_evidence_and_refuses_sets_without_dialogue(data_dir):
-    from workers.tuning.datasets import load_set
-    from workers.tuning.lodo import e2e_set
+    from lab.tuning.datasets import load_set
+    from lab.tuning.lodo import e2e_set
 
     s = load_set("hybridial", data_dir, 10)
     assert all(it.gold_evidence for it in s.items)
@@ -103,9 +103,9 @@ def test_e2e_evidence_is_retrieved_from_the_index_not_the_gold_passages(in_tmp, 
     with its retrieval score, where the FV row reads its gold passages at score 0. Fails if
     `e2e_evidence` fell back to gold evidence."""
     from workers.stages import claim_evidence
-    from workers.tuning.datasets import load_set
-    from workers.tuning.lodo import e2e_evidence
-    from workers.tuning.tune import Tuner
+    from lab.tuning.datasets import load_set
+    from lab.tuning.lodo import e2e_evidence
+    from lab.tuning.tune import Tuner
 
     tuner = Tuner(settings, cache_dir=in_tmp / "cache")
     s = load_set("dialfact", data_dir, 4)

@@ -1,7 +1,7 @@
 """Windows, lexical pre-score, decision rule and aggregation (pure functions)."""
 import numpy as np
 
-from workers.scoring import label_metrics, retrieval_metrics
+from lab.evaluation.scoring import label_metrics, retrieval_metrics
 from workers.text import with_context
 from workers.decision import WindowDecision, aggregate, decide_window
 from workers.windows import Window, prescore, top_windows, windows
@@ -84,7 +84,7 @@ def test_title_in_premise_prefixes_the_passage_title_only_when_set():
                             passages=[Passage("p0", "Elvis Presley", "He was born in Tupelo, Mississippi.")])
     seen = {}
     for on in (False, True):
-        stage = VerifyStage(RecordingNLI(), load_settings(verify={"title_in_premise": on}).verify, decider=None)
+        stage = VerifyStage(RecordingNLI(), load_settings(verify={"title_in_premise": on}).verify, decision=None)
         with pytest.raises(Seen) as e:
             stage.run([state])
         seen[on] = e.value.args[0]

@@ -23,7 +23,7 @@ from schemas.protocols import Encoder, ModelUnavailable, NLIModel, Searcher, Sea
 from schemas.settings import Settings
 
 from .caches import CachedEncoder, memoize
-from .decision import ClaimDecider
+from .decision import load_decision
 from .gate import BiConGate
 from .llm.client import client_for
 from .llm.stages import R5_SURFACES, EditStage, R5Stage, r5_cache
@@ -64,11 +64,10 @@ class Pipeline:
         self.surface_builder = surface_builder or memoize(surfaces_of, settings.perf.cache_entries)
         self.gate = BiConGate(nli, self.encoder, settings.gate.weights)
         # the verifier's label decision (fv and e2e; ir decides no label)
-        self.decider = ClaimDecider(settings.verify, protocol, getattr(nli, "version", None)) \
+        self.decision = load_decision(settings.verify, protocol, getattr(nli, "version", None)) \
             if protocol in ("fv", "e2e") else None
         self.stages: list[Stage] = self._stages()
-        self.verdict_context = VerdictContext(protocol, self.decision_rule(), self.model_versions(), settings.verify,
-                                              self.decider.layer.params if self.decider is not None else None)
+        self.verdict_context = VerdictContext(protocol, self.model_versions())
         self.scrub = Scrubber.from_settings(settings)  # status reasons quote backends' errors (URLs, passwords)
         self.load_ms: dict[str, float] = {}  # from_settings: models, index and warm-up milliseconds
 
@@ -90,11 +89,11 @@ class Pipeline:
                 stages.append(EditStage(client_for(s.llm), self.searcher, self.encoder, s.retrieval, s.llm))
         if self.protocol == "fv":
             stages.append(GoldEvidenceStage())
-        if self.decider is not None:
-            stages.append(VerifyStage(self.nli, s.verify, self.decider))
+        if self.decision is not None:
+            stages.append(VerifyStage(self.nli, s.verify, self.decision))
             if s.llm.judge:  # the cascade judge (workers/llm/judge.py); the NLI's label stays in notes["judge"]
                 from .llm.judge import JudgeStage
-                stages.append(JudgeStage.of(s.llm, self.protocol, self.decider))
+                stages.append(JudgeStage.of(s.llm, self.protocol, self.decision))
         return stages
 
     @classmethod
@@ -217,14 +216,14 @@ class Pipeline:
         return self.scrub.verdict(assemble(st, self.verdict_context))
 
     def decision_rule(self) -> str:
-        return self.decider.rule_name if self.decider is not None else "none"
+        return self.decision.rule if self.decision is not None else "none"
 
     def model_versions(self) -> dict[str, str]:
         v = {"nli": getattr(self.nli, "version", "?"), "encoder": getattr(self.encoder, "version", "?"),
              "protocol": self.protocol, "surface_mode": self.surface}
         if self.searcher is not None:
             v["search"] = getattr(self.searcher, "name", "?")
-        if self.decider is not None:
-            v["decision"] = self.decider.version
+        if self.decision is not None:
+            v["decision"] = self.decision.version
         return v
 

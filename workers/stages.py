@@ -20,11 +20,11 @@ from .gate import BiConGate, GateInput, gate_decision
 from .retrieval.dense import dense_rescore, merge_context_hits
 from .surfaces import ClaimSurfaces, build_surfaces, parse_batch_ahead
 from .text import last_turns, with_context
-from .decision import NO_EVIDENCE, ClaimDecider, ClaimEvidence, WindowDecision, decide_window
+from .decision import NO_EVIDENCE, ClaimEvidence, Decision, DecisionMethod, WindowDecision
 from .windows import Window, top_windows
 
 # R4 alternatives (salience order) the gate chooses among. Measured on DialFact with the antecedent
-# proxy (workers/surfaces/measure_r4.py): salience top-1 53.0%, gate's pick of the top 3 49.6%,
+# proxy (lab/probes/measure_r4.py): salience top-1 53.0%, gate's pick of the top 3 49.6%,
 # recency 49.6%, so the gate only accepts or rejects the most salient candidate.
 GATE_CANDIDATES = 1
 
@@ -47,7 +47,9 @@ class ClaimState:
     passages: list[Passage] = field(default_factory=list)
     windows: list[Window] = field(default_factory=list)
     decisions: list[WindowDecision] = field(default_factory=list)
-    label: str | None = None  # the claim label (VerifyStage's decider, or "not check-worthy" → NEI)
+    decision: Decision | None = None  # what the verify stage's decision method decided
+    # the published answer: the decision's (or "not check-worthy" → NEI), unless a later stage overrides it
+    label: str | None = None
     label_probs: dict[str, float] | None = None
     best: WindowDecision | None = None  # the window shown first as evidence
     skip_reason: str = ""  # set when the claim is answered without checking (not check-worthy)
@@ -214,12 +216,12 @@ class GoldEvidenceStage:
 
 
 class VerifyStage:
-    """Windows → lexical pre-score top-k → one batched NLI call → a label per window → the claim
-    label from the decider (decision layer by default)."""
+    """Windows → lexical pre-score top-k → one batched NLI call → the claim's `Decision` from the
+    configured decision method (workers/decision/)."""
     name = "verify"
 
-    def __init__(self, nli: NLIModel, settings: VerifySettings, decider: ClaimDecider, window_fn=top_windows):
-        self.nli, self.settings, self.decider = nli, settings, decider
+    def __init__(self, nli: NLIModel, settings: VerifySettings, decision: DecisionMethod, window_fn=top_windows):
+        self.nli, self.settings, self.decision = nli, settings, decision
         self.window_fn = window_fn  # (passages, fact, keep) → windows; tuning compares variants here
 
     def run(self, states: list[ClaimState]) -> None:
@@ -232,12 +234,12 @@ class VerifyStage:
             premises += [premise(w, titles) for w in s.windows]
             hyps += [hyp] * len(s.windows)
         probs = iter(self.nli.predict(premises, hyps) if premises else np.zeros((0, 3)))
-        rule = self.decider.window_rule
         for s in states:
-            s.decisions = [WindowDecision(w, p, decide_window(p, cfg.entail_threshold, cfg.win_gap, rule))
-                           for w, p in zip(s.windows, probs)]
+            s.decisions = [WindowDecision(w, p) for w, p in zip(s.windows, probs)]
             s.evidence = claim_evidence(s)
-            s.label, s.label_probs, s.best = self.decider.decide(s.evidence, s.decisions)
+        for s, d in zip(states, self.decision.decide_many([s.evidence for s in states])):
+            s.decision, s.label, s.label_probs = d, d.label, d.probabilities
+            s.best = s.decisions[d.window] if d.window is not None else None
 
     def on_outage(self, states: list[ClaimState], error: Exception) -> None:
         for s in states:

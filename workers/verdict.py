@@ -10,10 +10,8 @@ from dataclasses import dataclass, replace
 from schemas import LABELS, Evidence, Status, Surface, Verdict, claim_id
 from schemas.items import CheckItem
 from schemas.protocols import CONTRADICTION, ENTAILMENT, NEUTRAL
-from schemas.settings import VerifySettings
 
 from .decision import NO_EVIDENCE
-from .decision.sufficiency import strength
 from .display import display_for
 from .stages import ClaimState
 from .windows import normalise
@@ -27,21 +25,16 @@ WEAK_EVIDENCE_PRESCORE = 0.15
 class VerdictContext:
     """What a verdict says about how it was made (the same for every claim of a pipeline)."""
     protocol: str
-    rule: str  # the decision's name in the rationale: 'layer:logreg', 'threshold', 'argmax', 'none'
     model_versions: dict
-    verify: VerifySettings
-    decision_params: dict | None = None  # the decision's numbers (guarded: t_supports, t_refutes, on_topic)
-
-    @property
-    def on_topic(self) -> float:
-        """Coverage from which a window counts as about the claim (the guarded rule's, else 0.5)."""
-        return float((self.decision_params or {}).get("on_topic", 0.5))
 
 
 def assemble(st: ClaimState, ctx: VerdictContext) -> Verdict:
-    if st.label is not None:  # the verify stage's decider (or the check-worthiness stage)
+    """The verdict of one claim: the decision rendered (label, probabilities, evidence shown,
+    status, rationale); no decision (an outage before or in verification, or a turn not checked)
+    is rendered as nothing read."""
+    if st.label is not None:  # the verify stage's decision (or the check-worthiness stage's answer)
         label, best, probs = st.label, st.best, st.label_probs
-    else:  # no decider ran (an outage before or in verification): nothing was read or decided
+    else:
         label, best, probs = "NOT ENOUGH INFO", None, dict(NO_EVIDENCE)
     evidence = []
     for d in shown_windows(best, st.decisions):
@@ -50,23 +43,14 @@ def assemble(st: ClaimState, ctx: VerdictContext) -> Verdict:
                                  round(d.window.prescore, 4), float(d.probs[ENTAILMENT]),
                                  float(d.probs[NEUTRAL]), float(d.probs[CONTRADICTION]), p.url))
     assert label in LABELS
-    cov = deciding_coverage(st, best)
-    state = status(st, ctx.protocol, strength(cov, ctx.on_topic))
-    return Verdict(rationale=rationale(st, label, best, probs, ctx, cov),
+    decided = st.decision if st.decision is not None and best is not None else None
+    state = status(st, ctx.protocol, decided.evidence if decided else "none")
+    return Verdict(rationale=rationale(st, label, best, ctx),
                    conversation_id=st.item.conversation_id, turn_id=st.item.turn_id,
                    claim_id=claim_id(st.item.conversation_id, st.item.turn_id, st.item.claim), claim=st.item.claim,
                    surface=st.fv_surface or Surface("r0", st.item.claim), label=label, probabilities=probs,
                    evidence=evidence, model_versions=dict(ctx.model_versions), timings_ms=dict(st.timings),
                    status=state, display=display_for(label, probs, state))
-
-
-def deciding_coverage(st: ClaimState, best) -> float | None:
-    """How far the deciding window is about the claim: the share of the claim's key terms it (or its
-    passage title) covers, 0 when it does not name the claim's subject; None when nothing was read."""
-    if best is None or st.evidence is None:  # the verify stage's, coverage computed for the decision
-        return None
-    i = next((k for k, d in enumerate(st.decisions) if d is best), None)
-    return float(st.evidence.on_topic[i]) if i is not None else None
 
 
 def status(st: ClaimState, protocol: str, evidence: str = "none") -> Status:
@@ -83,40 +67,34 @@ def status(st: ClaimState, protocol: str, evidence: str = "none") -> Status:
     return Status("ok", None, evidence)
 
 
-def rationale(st: ClaimState, label: str, best, probs: dict[str, float], ctx: VerdictContext,
-              cov: float | None = None) -> dict:
-    """Which rule or layer decided, on which numbers, reading which window (verdict.schema.json)."""
+def rationale(st: ClaimState, label: str, best, ctx: VerdictContext) -> dict:
+    """Which method decided, on which numbers, reading which window (verdict.schema.json): the
+    numbers are the deciding window's and those the `Decision` quotes."""
     if any(s == "error" for s, _ in st.problems):
         rule = "error"
     elif st.skip_reason:
         rule = "not-check-worthy"
-    elif not st.decisions:
+    elif not st.decisions or st.decision is None:
         rule = "no-evidence"
     else:
-        rule = ctx.rule
+        rule = st.decision.rule
     numbers: dict = {}
     window = None
     if best is not None:
         e, n, c = (round(float(best.probs[i]), 4) for i in (ENTAILMENT, NEUTRAL, CONTRADICTION))
         numbers.update(entail=e, neutral=n, contradict=c, prescore=round(best.window.prescore, 4))
-        if rule == "threshold":
-            numbers.update(threshold=ctx.verify.entail_threshold, win_gap=ctx.verify.win_gap)
-        if rule == "layer:guarded":
-            numbers.update(coverage=round(cov, 4), **{k: (ctx.decision_params or {}).get(k)
-                                                        for k in ("t_supports", "t_refutes", "on_topic")})
+        if st.decision is not None:
+            numbers.update(st.decision.numbers)
         p = st.passages[best.window.passage_index]
         window = {"passage_id": p.id, "title": p.title, "text": best.window.text}
-    if rule.startswith("layer") and rule != "layer:guarded":
-        numbers.update({f"p_{k.lower().replace(' ', '_')}": round(float(x), 4) for k, x in probs.items()})
     numbers["windows_read"] = len(st.decisions)
     what = {"error": "a backend failed, so nothing was decided", "no-evidence": "no evidence window was read",
             "not-check-worthy": f"{st.skip_reason} — the turn states no checkable fact"}.get(rule)
     summary = (f"{label}: {what}." if what else
                f"{label} by {rule} over {len(st.decisions)} window(s); deciding window from '{window['title']}' "
                f"(entail {numbers['entail']:.2f}, contradict {numbers['contradict']:.2f}).")
-    if rule == "layer:guarded" and label == "NOT ENOUGH INFO" and cov is not None and cov < ctx.on_topic:
-        summary += (f" The windows read are off the claim's topic (coverage {cov:.2f} < {ctx.on_topic:g}), "
-                    "so their contradiction cannot refute it.")
+    if not what and st.decision is not None and st.decision.note:
+        summary += " " + st.decision.note
     if ctx.protocol == "e2e" and best is not None and best.window.prescore < WEAK_EVIDENCE_PRESCORE:
         summary += (f" Weak evidence: the deciding window shares little with the claim "
                     f"(pre-score {best.window.prescore:.2f} < {WEAK_EVIDENCE_PRESCORE}).")
@@ -143,3 +121,12 @@ def shown_windows(best, decisions: list, n: int = 3) -> list:
     for d in ([best] if best else []) + ranked:
         first_by_text.setdefault(tuple(normalise(d.window.text)) or d.window.text, d)
     return list(first_by_text.values())[:n]
+
+
+def deciding_coverage(st: ClaimState, best) -> float | None:
+    """How far the deciding window is about the claim (the decision's coverage); None when nothing
+    was decided or read."""
+    if best is None or st.decision is None or st.evidence is None:
+        return None
+    i = next((k for k, d in enumerate(st.decisions) if d is best), None)
+    return float(st.evidence.on_topic[i]) if i is not None else None

@@ -29,8 +29,8 @@ def register(sub) -> None:
 def run(args) -> int:
     from schemas.items import load_dialfact
     from schemas.settings import load_settings
-    from workers.scoring import ir_records, score_run
-    from workers.runs import ir_rows, label_rows
+    from lab.evaluation.scoring import ir_records, score_run
+    from lab.evaluation.runs import ir_rows, label_rows
     from workers.pipeline import SURFACES, Pipeline
 
     settings = load_settings(retrieval={"index_dir": args.index}, models={"backend": args.models},
@@ -80,7 +80,7 @@ def run(args) -> int:
         write_jsonl(args.output, rows)
         print(f"[eval] run file: {args.output} ({len(rows)} rows)", file=sys.stderr)
     if args.plots:
-        from workers.plots import plot_run
+        from lab.evaluation.plots import plot_run
 
         for path in plot_run(rows, records, args.plots):
             print(f"[eval] figure: {path}", file=sys.stderr)

@@ -75,8 +75,8 @@ def in_sample_note(settings, set_key: str, what: str) -> str | None:
 def _label_rows(pipe, records, what: str) -> list[dict]:
     from tqdm import tqdm
 
-    from workers.runs import ir_rows, label_rows
-    from workers.scoring import ir_records
+    from lab.evaluation.runs import ir_rows, label_rows
+    from lab.evaluation.scoring import ir_records
 
     make = ir_rows if pipe.protocol == "ir" else label_rows
     total = len(ir_records(records)) if pipe.protocol == "ir" else len(records)
@@ -107,10 +107,10 @@ def eval_figures(settings, out: Path, limit: int | None, hybridial_index: str, r
     from schemas.items import load_dialfact
     from workers.models.factory import load_models
     from workers.pipeline import Pipeline
-    from workers.plots import plot_confusion, plot_gate_sweep, plot_precision_by_band, plot_reliability
+    from lab.evaluation.plots import plot_confusion, plot_gate_sweep, plot_precision_by_band, plot_reliability
     from workers.retrieval.build import ensure_index
     from workers.retrieval.factory import load_searcher
-    from workers.scoring import group_rows
+    from lab.evaluation.scoring import group_rows
 
     written: list[Path] = []
     t = time.perf_counter()
@@ -185,7 +185,7 @@ def stream_figure(settings, out: Path, n_records: int, pipeline: str | None) -> 
     default); the verdicts' own latency_ms as the distribution, the consumer-side numbers in the CSV."""
     from schemas.items import load_dialfact
     from streams.sequential import run_sequential
-    from workers.plots import latency_summary, plot_latency
+    from lab.evaluation.plots import latency_summary, plot_latency
 
     if pipeline is None:
         from workers.retrieval.build import ensure_index

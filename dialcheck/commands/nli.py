@@ -6,7 +6,7 @@ from dataclasses import asdict
 
 
 def register(sub) -> None:
-    from workers.nli.train import TrainConfig
+    from lab.nli.train import TrainConfig
 
     p = sub.add_parser("nli", help="train, release and evaluate the NLI model")
     nsub = p.add_subparsers(dest="nli_command", required=True)
@@ -64,7 +64,7 @@ def register(sub) -> None:
 
 
 def run_train(args) -> int:
-    from workers.nli.train import TrainConfig, train
+    from lab.nli.train import TrainConfig, train
 
     cfg = TrainConfig(**{k: getattr(args, k) for k in asdict(TrainConfig())})
     print(train(cfg))
@@ -75,7 +75,7 @@ def run_hard_pairs(args) -> int:
     from pathlib import Path
 
     from schemas.settings import load_settings
-    from workers.nli.hard_pairs import build_training_file
+    from lab.nli.hard_pairs import build_training_file
 
     s = load_settings(data={"dir": args.data_dir})
     model = None
@@ -91,7 +91,7 @@ def run_hard_pairs(args) -> int:
 
 def run_release(args) -> int:
     from schemas.settings import load_settings
-    from workers.nli.release import release
+    from lab.nli.release import release
 
     s = load_settings(data={"dir": args.data_dir})
     print(json.dumps(release(args.checkpoint, args.out or s.models.nli_model_dir, s.data.dir), indent=1))
@@ -99,7 +99,7 @@ def run_release(args) -> int:
 
 
 def run_unpack(args) -> int:
-    from workers.nli.export import onnx_to_checkpoint
+    from lab.nli.export import onnx_to_checkpoint
 
     print(onnx_to_checkpoint(args.artifact, args.out, args.config_from))
     return 0
@@ -107,7 +107,7 @@ def run_unpack(args) -> int:
 
 def run_soup(args) -> int:
     from schemas.settings import load_settings
-    from workers.nli.soup import soup
+    from lab.nli.soup import soup
 
     s = load_settings(data={"dir": args.data_dir})
     print(json.dumps(soup(args.model_a, args.model_b, args.weight_a, args.out, s.data.dir), indent=1))
@@ -116,7 +116,7 @@ def run_soup(args) -> int:
 
 def run_quantize(args) -> int:
     from schemas.settings import load_settings
-    from workers.nli.quantize import quantize_static_int8
+    from lab.nli.quantize import quantize_static_int8
 
     s = load_settings(data={"dir": args.data_dir}, models={"nli_model_dir": args.model_dir})
     report = quantize_static_int8(s.models.nli_model_dir, args.out, s.data.dir,
@@ -132,12 +132,12 @@ def run_evaluate(args) -> int:
 
     from schemas.settings import load_settings
     from workers.models.onnx_nli import OnnxNLI, read_calibration
-    from workers.nli.benchmarks import evaluate_model
+    from lab.nli.benchmarks import evaluate_model
 
     s = load_settings(data={"dir": args.data_dir}, models={"nli_model_dir": args.model_dir})
     result = evaluate_model(OnnxNLI(s.models.nli_model_dir), s.data.dir, args.limit)
     if args.write_card:
-        from workers.nli.model_card import write_model_card
+        from lab.nli.model_card import write_model_card
 
         cfg_path = Path("artifacts/nli-train/train_config.json")
         cfg = json.loads(cfg_path.read_text()) if cfg_path.exists() else {}

@@ -44,7 +44,7 @@ def _readable(path: str, what: str) -> None:
 def read_rows(paths) -> list[dict]:
     """Every row of every run file, checked; a bad line is a UsageError naming FILE:LINE."""
     from dialcheck.errors import UsageError
-    from workers.scoring import RunFileError, read_run_file
+    from lab.evaluation.scoring import RunFileError, read_run_file
 
     rows = []
     for p in paths:
@@ -60,7 +60,7 @@ def load_gold(path: str, limit: int | None = None) -> list:
     """The gold records, each line checked first (unknown labels, deep or binary lines: UsageError)."""
     from dialcheck.errors import UsageError
     from schemas.items import load_dialfact
-    from workers.scoring import RunFileError, check_gold_file
+    from lab.evaluation.scoring import RunFileError, check_gold_file
 
     _readable(path, "--gold")
     try:
@@ -73,7 +73,7 @@ def load_gold(path: str, limit: int | None = None) -> list:
 def score_rows(rows: list[dict], records: list, gold: str, protocols: list[str | None], source: str) -> list[dict]:
     """score_run per protocol; a run that matches no gold claim, or lacks the protocol, is a UsageError."""
     from dialcheck.errors import UsageError
-    from workers.scoring import duplicate_ids, score_run
+    from lab.evaluation.scoring import duplicate_ids, score_run
 
     try:
         results = [score_run(rows, records, gold, protocol=p) for p in protocols]
@@ -93,7 +93,7 @@ def score_rows(rows: list[dict], records: list, gold: str, protocols: list[str |
 def print_scored(result: dict, as_json: bool) -> None:
     """The metrics (JSON or table) and, as text, how many claims were scored: '5 of 300 scored, 295 missing'."""
     from dialcheck.commands.eval import print_result
-    from workers.scoring import coverage_lines
+    from lab.evaluation.scoring import coverage_lines
 
     print_result(result, as_json)
     if not as_json:
@@ -108,13 +108,13 @@ def run(args) -> int:
     wanted = [args.protocol] if args.protocol else [None]
     results = score_rows(rows, records, gold, wanted, ", ".join(args.runs))
     if args.plots:
-        from workers.plots import plot_run
+        from lab.evaluation.plots import plot_run
 
         for path in plot_run(rows, records, args.plots):
             print(f"[score] figure: {path}", file=sys.stderr)
     status = 0
     if args.check:
-        from workers.scoring import check_reference
+        from lab.evaluation.scoring import check_reference
 
         with open(args.check, encoding="utf-8") as f:
             reference = json.load(f)
@@ -131,7 +131,7 @@ def usable_rows(rows: list[dict], source: str) -> list[dict]:
     """Rows read from a topic (`dialcheck verdicts --gold`): one that the metrics cannot read is
     left out and counted on stderr (a shared topic may hold anyone's records); none left: UsageError."""
     from dialcheck.errors import UsageError
-    from workers.scoring import row_problem
+    from lab.evaluation.scoring import row_problem
 
     problems = [(r, row_problem(r)) for r in rows]
     bad = [p for _, p in problems if p]

@@ -130,7 +130,7 @@ def _progress_bar(total: int, desc: str):
 
 def _demo_metrics(verdicts: dict, records: list) -> dict:
     """The evaluator's metrics of the demo's one surface (flat: accuracy, macro_f1, ...)."""
-    from workers.scoring import score_run
+    from lab.evaluation.scoring import score_run
 
     if not verdicts:
         return {}

@@ -1,6 +1,6 @@
 """`dialcheck tune decision | gate | fit | checkworthy | segment | windows | bm25`: cross-validated
 choice of the decision layer, the gate's τ, the verifier's input and BM25 tokenisation, and fitting
-the shipped layer. Each runs the real Pipeline (workers/tuning/tune.py) with NLI probabilities
+the shipped layer. Each runs the real Pipeline (lab/tuning/tune.py) with NLI probabilities
 cached in artifacts/tune, so re-runs are fast."""
 from __future__ import annotations
 
@@ -74,13 +74,13 @@ def register(sub) -> None:
 
 def _tuner(args):
     from schemas.settings import load_settings
-    from workers.tuning.tune import Tuner
+    from lab.tuning.tune import Tuner
 
     return Tuner(load_settings(), args.model_dir, args.data)
 
 
 def run_decision(args) -> int:
-    from workers.tuning.tune import log, transfer_sets
+    from lab.tuning.tune import log, transfer_sets
 
     if args.lodo:
         return run_lodo(args)
@@ -112,9 +112,9 @@ def run_decision(args) -> int:
 
 def run_lodo(args) -> int:
     from dialcheck.errors import UsageError
-    from workers.decision import load_layer
-    from workers.tuning.datasets import SETS, load_set
-    from workers.tuning.lodo import E2E_SETS, e2e_evidence, lodo_report
+    from workers.decision import load_decision
+    from lab.tuning.datasets import SETS, load_set
+    from lab.tuning.lodo import E2E_SETS, e2e_evidence, lodo_report
 
     names = [x for x in args.sets.split(",") if x]
     unknown = [x for x in names if x not in SETS]
@@ -134,7 +134,7 @@ def run_lodo(args) -> int:
     from schemas.settings import load_settings
 
     try:  # the decision the settings ship, applied as is (the tuner's own settings decide by rule)
-        shipped, _ = load_layer(load_settings().verify, "fv")
+        shipped = load_decision(load_settings().verify, "fv")
     except (FileNotFoundError, ValueError):
         shipped = None
     sets = [load_set(n, t.settings.data.dir, args.limit_per_set) for n in names]
@@ -152,7 +152,7 @@ def run_lodo(args) -> int:
 
 
 def run_gate(args) -> int:
-    from workers.tuning.tune import tune_tau, tune_tau_ir
+    from lab.tuning.tune import tune_tau, tune_tau_ir
 
     if args.which == "ir":
         res = tune_tau_ir(_tuner(args), args.method, k=args.folds)
@@ -162,11 +162,11 @@ def run_gate(args) -> int:
 
 
 def run_fit(args) -> int:
-    from workers.tuning.card import fit_and_write, fit_union_and_write
+    from lab.tuning.card import fit_and_write, fit_union_and_write
 
     t = _tuner(args)
     if args.method == "guarded":  # fitted across domains: the yardstick's sets, not one file
-        from workers.tuning.datasets import SETS, load_set
+        from lab.tuning.datasets import SETS, load_set
 
         sets = [load_set(n, t.settings.data.dir, args.limit_per_set) for n in SETS]
         layer = fit_union_and_write(t, sets, args.out, args.folds, refutes_floor=args.refutes_floor)
@@ -184,7 +184,7 @@ def _print(args, res) -> int:
 def run_checkworthy(args) -> int:
     from dialcheck.errors import UsageError
     from schemas.settings import load_settings
-    from workers.tuning.tune import CHECKWORTHY_SETS, checkworthy_report, checkworthy_sets_report
+    from lab.tuning.tune import CHECKWORTHY_SETS, checkworthy_report, checkworthy_sets_report
 
     sets = [x for x in args.sets.split(",") if x]
     if any(x not in CHECKWORTHY_SETS for x in sets):
@@ -195,20 +195,20 @@ def run_checkworthy(args) -> int:
 
 
 def run_segment(args) -> int:
-    from workers.tuning.tune import segmentation_report
+    from lab.tuning.tune import segmentation_report
 
     return _print(args, segmentation_report(_tuner(args), args.method, args.folds))
 
 
 def run_windows(args) -> int:
-    from workers.tuning.tune import window_variants_report
+    from lab.tuning.tune import window_variants_report
 
     return _print(args, window_variants_report(_tuner(args), args.method, args.folds, args.protocol, args.surface))
 
 
 def run_bm25(args) -> int:
     from schemas.settings import load_settings
-    from workers.tuning.tune import bm25_tokenizer_report
+    from lab.tuning.tune import bm25_tokenizer_report
 
     print(json.dumps(bm25_tokenizer_report(load_settings(), args.data), indent=1))
     return 0

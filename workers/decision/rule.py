@@ -25,7 +25,7 @@ NO_EVIDENCE = {"SUPPORTS": 0.0, "REFUTES": 0.0, "NOT ENOUGH INFO": 1.0}  # nothi
 class WindowDecision:
     window: Window
     probs: np.ndarray  # entail, neutral, contradict
-    label: str
+    label: str | None = None  # the per-window rule's label, where a rule method labelled it
 
 
 def decide_window(p: np.ndarray, threshold: float = DEFAULT_THRESHOLD, gap: float = DEFAULT_GAP,

@@ -1,7 +1,7 @@
 """`dialcheck eval`: run the pipeline over DialFact-format records per surface and protocol.
 
-Why rows first: each claim becomes a run-file row (workers.scoring.verdict_row / ir row), and the
-metrics are computed from those rows by `workers.scoring.score_run`, the function
+Why rows first: each claim becomes a run-file row (lab.evaluation.scoring.verdict_row / ir row), and the
+metrics are computed from those rows by `lab.evaluation.scoring.score_run`, the function
 `dialcheck score` calls on the file, so eval and score cannot drift apart."""
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from schemas.items import DialFactRecord
 from schemas.secrets import Scrubber
 
 from .scoring import ir_records, verdict_row
-from .pipeline import Pipeline
-from .retrieval.dense import unique_docs
+from workers.pipeline import Pipeline
+from workers.retrieval.dense import unique_docs
 
 
 def label_rows(pipeline: Pipeline, records: Sequence[DialFactRecord], batch: int = 32,

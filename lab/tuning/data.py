@@ -1,7 +1,7 @@
 """What tuning caches and feeds to the real Pipeline: NLI probabilities per pair on disk, search
 results in memory, and the records of a set as CheckItems with their gold labels.
 
-Tuning runs `workers.pipeline.Pipeline` itself (workers/tuning/tune.py), so the numbers it reports
+Tuning runs `workers.pipeline.Pipeline` itself (lab/tuning/tune.py), so the numbers it reports
 come from the same stages the stream and `dialcheck eval` run; this module only makes re-runs cheap."""
 from __future__ import annotations
 

@@ -16,12 +16,11 @@ from dataclasses import replace
 
 import numpy as np
 
-from ..decision import DecisionLayer
-from ..decision.layer import RULES
-from .card import nli_model_meta
+from workers.decision import RULES, DecisionMethod, method as decision_method
 from .cv import folds
+from .fit import fit_decision
 from .datasets import IN_NLI_TRAINING, EvalSet, set_metrics
-from .tune import Tuner, log
+from .tune import Tuner, log, nli_model_meta
 
 FITTED = ("guarded", "logreg")
 E2E_SETS = ("dialfact", "hybridial")  # DialFact-format: dialogue context, passages to index
@@ -29,7 +28,7 @@ E2E_SETS = ("dialfact", "hybridial")  # DialFact-format: dialogue context, passa
 
 def set_evidence(tuner: Tuner, s: EvalSet) -> list:
     """The real FV pipeline at R0 over a set's claims with their gold evidence."""
-    from ..stages import claim_evidence
+    from workers.stages import claim_evidence
 
     log(f"{s.name}: {len(s)} claims through the FV pipeline")
     out = []
@@ -49,7 +48,7 @@ def e2e_set(s: EvalSet) -> EvalSet:
 def e2e_evidence(tuner: Tuner, s: EvalSet, index_dir: str | None, surface: str = "r4g") -> tuple[EvalSet, list]:
     """A dialogue set's claims through the real E2E pipeline on `index_dir` (None: the settings'
     index), each claim's evidence as the decision sees it."""
-    from ..stages import claim_evidence
+    from workers.stages import claim_evidence
 
     e2e = e2e_set(s)
     t = tuner.on_index(index_dir) if index_dir else tuner
@@ -57,20 +56,20 @@ def e2e_evidence(tuner: Tuner, s: EvalSet, index_dir: str | None, surface: str =
     return e2e, [claim_evidence(st) for st in t.states(e2e.items, "e2e", surface)]
 
 
-def _fit(method: str, train: list[tuple[EvalSet, list]], refutes_floor: str = "per_set") -> DecisionLayer:
+def _fit(method: str, train: list[tuple[EvalSet, list]], refutes_floor: str = "per_set") -> DecisionMethod:
     if method in RULES:
-        return DecisionLayer.rule(method)
+        return decision_method(method)
     if method == "logreg":  # a 3-way classifier: binary sets have no R/NEI label to learn from
         train = [(s, e) for s, e in train if not s.binary]
     evs = [e for _, es in train for e in es]
     labels = [lab for s, _ in train for lab in s.labels]
     sets = [s.name for s, es in train for _ in es]
-    layer = DecisionLayer(method, {"refutes_floor": refutes_floor} if method == "guarded" else {})
-    return layer.fit(evs, labels, sets=sets, spaces={s.name: s.label_space for s, _ in train})
+    return fit_decision(method, evs, labels, sets=sets, spaces={s.name: s.label_space for s, _ in train},
+                        refutes_floor=refutes_floor)
 
 
 def lodo_report(tuner: Tuner | None, sets: list[EvalSet], methods=("threshold", "argmax", "guarded", "logreg"),
-                shipped: DecisionLayer | None = None, k: int = 5, evs: dict | None = None,
+                shipped: DecisionMethod | None = None, k: int = 5, evs: dict | None = None,
                 refutes_floor: str = "per_set", e2e: dict | None = None) -> dict:
     """`evs`: the sets' ClaimEvidence by set name when already computed (else the pipeline runs);
     `refutes_floor`: how the guarded fit holds its REFUTES-precision floor (workers/decision/guarded.py);

@@ -10,7 +10,7 @@ a newly released model is never described with its predecessor's numbers.
 
 The card is a Hugging Face model card (huggingface_hub.ModelCard): YAML front matter with
 license, base_model, datasets, metrics and a model-index of the evaluation results.
-`python -m workers.nli.model_card [MODEL_DIR]` rewrites it; tests/test_model_card.py checks that
+`python -m lab.nli.model_card [MODEL_DIR]` rewrites it; tests/test_model_card.py checks that
 the committed card is exactly what the current files give.
 """
 from __future__ import annotations
@@ -24,7 +24,7 @@ from .data import EXCLUDED_SOURCES, TRAIN_SOURCES
 
 RELEASE_RECORD = "release.json"
 # hand-written notes (history, candidates not shipped) live below this line and are kept as they are
-NOTES_MARKER = "<!-- hand-written notes below: kept by workers/nli/model_card.py, not generated -->"
+NOTES_MARKER = "<!-- hand-written notes below: kept by lab/nli/model_card.py, not generated -->"
 BASE_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 LICENSE = "apache-2.0"  # the project's license (pyproject.toml); training-data licenses are listed in the card
 # evaluation keys of `dialcheck nli evaluate --json` → (model-index dataset name, metric type)
@@ -114,7 +114,7 @@ def render(model_dir: str | Path, notes: str | None = None) -> str:
     lines = [
         f"# {version} — dialcheck three-way NLI cross-encoder",
         "",
-        "Generated from the artifact by `python -m workers.nli.model_card` (workers/nli/model_card.py); do not edit by hand.",
+        "Generated from the artifact by `python -m lab.nli.model_card` (lab/nli/model_card.py); do not edit by hand.",
         "",
         "## What it is",
         f"A cross-encoder over (premise, hypothesis) pairs with logits in the order {', '.join(label_order)};",

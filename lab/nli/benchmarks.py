@@ -9,8 +9,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..models.nli_base import softmax
-from ..models.onnx_nli import OnnxNLI, read_calibration
+from workers.models.nli_base import softmax
+from workers.models.onnx_nli import OnnxNLI, read_calibration
 from .calibrate import ece
 from .data import anli_dev, snli_test, true_dialfact
 from .labels import ENTAILMENT

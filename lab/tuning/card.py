@@ -5,24 +5,17 @@ from __future__ import annotations
 import datetime as dt
 from pathlib import Path
 
-from ..decision import DecisionLayer
-from ..scoring import macro_f1
+from workers.decision import DecisionMethod
+from lab.evaluation.scoring import macro_f1
+
+from .fit import fit_decision
+from .tune import nli_model_meta
 
 
-def nli_model_meta(tuner) -> dict:
-    """The NLI model a decision was fitted for; its directory relative to the repository when it
-    lies inside it, so a committed artifact does not name the machine it was fitted on."""
-    from schemas.settings import REPO_ROOT
-
-    d = Path(tuner.model_dir).resolve()
-    shown = d.relative_to(REPO_ROOT) if d.is_relative_to(REPO_ROOT) else d
-    return {"dir": str(shown), "fingerprint": tuner.fp, "version": tuner.nli.version}
-
-
-def fit_and_write(tuner, method: str, surface: str, protocol: str, out: str | Path, k: int = 5) -> DecisionLayer:
+def fit_and_write(tuner, method: str, surface: str, protocol: str, out: str | Path, k: int = 5) -> DecisionMethod:
     evs = tuner.evidence(surface, protocol)
     cv = tuner.cv(evs, ("threshold", "argmax", "perclass", "logreg"), k)
-    layer = DecisionLayer(method).fit(evs, tuner.labels)
+    layer = fit_decision(method, evs, tuner.labels)
     s = tuner.settings
     layer.meta = {
         "fitted_on": {"data": Path(tuner.data).name, "records": len(evs), "protocol": protocol, "surface": surface,
@@ -40,7 +33,7 @@ def fit_and_write(tuner, method: str, surface: str, protocol: str, out: str | Pa
     return layer
 
 
-def write_card(path: Path, layer: DecisionLayer) -> None:
+def write_card(path: Path, layer: DecisionMethod) -> None:
     m = layer.meta
     f = m["fitted_on"]
     rows = "\n".join(f"| {name} | {r['mean']:.2f} ± {r['std']:.2f} | {', '.join(f'{x:.1f}' for x in r['folds'])} |"
@@ -49,7 +42,7 @@ def write_card(path: Path, layer: DecisionLayer) -> None:
 
 `workers/decision/params/{'decision' + path.stem[len('DECISION_CARD'):]}.json` maps the verifier's window-level NLI probabilities (and claim
 features) to the claim label. Format `dialcheck-decision` v1: plain JSON numbers, loaded by
-`workers.decision.DecisionLayer.load` (no pickle, no scikit-learn needed at inference).
+`workers.decision.methods.load` (no pickle, no scikit-learn needed at inference).
 
 - **Method:** `{layer.method}` (chosen as the best mean macro-F1 in grouped cross-validation below)
 - **Fitted on:** all {f['records']} records of DialFact `{f['data']}` ({f['protocol'].upper()} protocol:
@@ -77,11 +70,11 @@ used only as transfer sets and are in the NLI model's training pairs, so scores 
 
 
 def fit_union_and_write(tuner, sets: list, out: str | Path, k: int = 5, by_set: dict | None = None,
-                        refutes_floor: str = "per_set") -> DecisionLayer:
+                        refutes_floor: str = "per_set") -> DecisionMethod:
     """The guarded rule fitted on the union of the yardstick's sets (FV, R0), written with a card
     that quotes its leave-one-dataset-out numbers: the only numbers not tuned on their own records.
     `by_set`: the sets' ClaimEvidence when already computed; `refutes_floor`: per_set (shipped) or
-    pooled (workers/decision/guarded.py)."""
+    pooled (lab/tuning/fit.py)."""
     import json
 
     from .lodo import lodo_report, set_evidence
@@ -90,9 +83,9 @@ def fit_union_and_write(tuner, sets: list, out: str | Path, k: int = 5, by_set: 
     report = lodo_report(tuner, sets, ("threshold", "argmax", "guarded", "logreg"), None, k, by_set,
                          refutes_floor=refutes_floor)
     evs = [e for s in sets for e in by_set[s.name]]
-    layer = DecisionLayer("guarded", {"refutes_floor": refutes_floor}).fit(evs, [lab for s in sets for lab in s.labels],
-                                         sets=[s.name for s in sets for _ in s.items],
-                                         spaces={s.name: s.label_space for s in sets})
+    layer = fit_decision("guarded", evs, [lab for s in sets for lab in s.labels],
+                         sets=[s.name for s in sets for _ in s.items],
+                         spaces={s.name: s.label_space for s in sets}, refutes_floor=refutes_floor)
     layer.meta = {
         "fitted_on": {"sets": {s.name: len(s) for s in sets}, "protocol": "fv", "surface": "r0",
                       "hypothesis_context_turns": tuner.settings.verify.hypothesis_context_turns,

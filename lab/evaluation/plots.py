@@ -241,7 +241,7 @@ def row_confidence(row: dict) -> str:
         return band
     from schemas import Status
 
-    from .display import display_for
+    from workers.display import display_for
 
     st = row.get("status") or {}
     status = Status(state=st.get("state", "ok"), reason=st.get("reason"), evidence=st.get("evidence"))

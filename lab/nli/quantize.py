@@ -21,8 +21,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..models.nli_base import softmax
-from ..models.onnx_nli import MAX_LENGTH, OnnxNLI, read_calibration
+from workers.models.nli_base import softmax
+from workers.models.onnx_nli import MAX_LENGTH, OnnxNLI, read_calibration
 from .calibrate import ece, fit_temperature
 from .data import NLIPair, training_pairs
 

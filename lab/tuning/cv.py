@@ -6,8 +6,8 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from ..decision import DecisionLayer
-from ..scoring import macro_f1
+from workers.decision import DecisionMethod
+from lab.evaluation.scoring import macro_f1
 
 
 def folds(groups: Sequence[str], k: int = 5) -> list[np.ndarray]:
@@ -18,9 +18,9 @@ def folds(groups: Sequence[str], k: int = 5) -> list[np.ndarray]:
     return [test for _, test in GroupKFold(n_splits=k).split(idx, groups=list(groups))]
 
 
-def cross_validate(evs: Sequence, labels: Sequence[str], groups: Sequence[str], make: Callable[[], DecisionLayer],
+def cross_validate(evs: Sequence, labels: Sequence[str], groups: Sequence[str], fit: Callable[[list, list], DecisionMethod],
                    k: int = 5, transfer: dict | None = None) -> dict:
-    """Per-fold and mean ± std macro-F1 of a layer fitted on the other folds; the out-of-fold
+    """Per-fold and mean ± std macro-F1 of a method fitted (`fit(evs, labels)`) on the other folds; the out-of-fold
     predictions pooled give one more number (`pooled`). `transfer`: name → (evs, labels) scored with
     the layer fitted on each training fold (mean over folds)."""
     labels = list(labels)
@@ -28,7 +28,7 @@ def cross_validate(evs: Sequence, labels: Sequence[str], groups: Sequence[str], 
     trans: dict[str, list[float]] = {n: [] for n in (transfer or {})}
     for test in folds(groups, k):
         train = np.setdiff1d(np.arange(len(labels)), test)
-        layer = make().fit([evs[i] for i in train], [labels[i] for i in train])
+        layer = fit([evs[i] for i in train], [labels[i] for i in train])
         pred = layer.predict([evs[i] for i in test])
         per.append(macro_f1([labels[i] for i in test], pred))
         for i, p in zip(test, pred):

@@ -26,7 +26,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from ..jsonl import read_jsonl
+from workers.jsonl import read_jsonl
 from .data import NLIPair
 from .labels import CONTRADICTION, ENTAILMENT, NEUTRAL, label_id
 

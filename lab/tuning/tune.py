@@ -13,12 +13,13 @@ import numpy as np
 from schemas import LABELS
 from schemas.items import CheckItem
 
-from ..decision import ClaimEvidence, DecisionLayer, METHODS
-from ..scoring import macro_f1
-from ..windows import top_windows
+from workers.decision import METHODS, ClaimEvidence, method as decision_method
+from lab.evaluation.scoring import macro_f1
+from workers.windows import top_windows
 from .cache import DEFAULT_DIR, PairCache
 from .cv import cross_validate, folds
 from .data import CachedNLI, MemoSearcher, model_fingerprint
+from .fit import fit_decision
 
 
 def log(msg: str) -> None:
@@ -32,9 +33,9 @@ class Tuner:
     def __init__(self, settings, model_dir: str | None = None, data: str | None = None, cache_dir: Path = DEFAULT_DIR):
         from schemas.items import load_dialfact
 
-        from ..caches import memoize
-        from ..models.onnx_nli import load_local_nli
-        from ..stages import surfaces_of
+        from workers.caches import memoize
+        from workers.models.onnx_nli import load_local_nli
+        from workers.stages import surfaces_of
 
         self.model_dir = model_dir or settings.models.nli_model_dir
         # tuning reads window probabilities, not a decision: the cheap rule keeps the shipped
@@ -62,8 +63,8 @@ class Tuner:
     @property
     def encoder(self):
         if self._encoder is None:
-            from ..caches import CachedEncoder
-            from ..models.encoders import load_local_encoder
+            from workers.caches import CachedEncoder
+            from workers.models.encoders import load_local_encoder
 
             self._encoder = CachedEncoder(load_local_encoder(self.settings.models.encoder), 1 << 16)
         return self._encoder
@@ -71,7 +72,7 @@ class Tuner:
     @property
     def searcher(self):
         if self._searcher is None:
-            from ..retrieval.factory import load_searcher
+            from workers.retrieval.factory import load_searcher
 
             self._searcher = MemoSearcher(load_searcher(self.settings, self.encoder))
         return self._searcher
@@ -89,7 +90,7 @@ class Tuner:
 
     def pipeline(self, protocol: str = "fv", surface: str = "r0", window_fn=None, **changes):
         """The real Pipeline with the cached models; `changes`: settings sections to override."""
-        from ..pipeline import Pipeline
+        from workers.pipeline import Pipeline
 
         settings = self.settings.updated(**changes) if changes else self.settings
         pipe = Pipeline(settings, self.nli, self.encoder, self.searcher if protocol == "e2e" else None,
@@ -106,7 +107,7 @@ class Tuner:
 
     def evidence(self, surface: str = "r0", protocol: str = "fv", hyp_turns: int | None = None,
                  tau_fv: float | None = None, tau_ir: float | None = None, window_fn=None) -> list[ClaimEvidence]:
-        from ..stages import claim_evidence
+        from workers.stages import claim_evidence
 
         verify = {"hypothesis_context_turns": hyp_turns}
         gate = {"tau_fv": tau_fv, "tau_ir": tau_ir}
@@ -114,7 +115,7 @@ class Tuner:
                 self.states(self.items(protocol), protocol, surface, window_fn, verify=verify, gate=gate)]
 
     def cv(self, evs, methods=METHODS, k: int = 5, transfer: dict | None = None) -> dict:
-        return {m: cross_validate(evs, self.labels, self.groups, lambda m=m: DecisionLayer(m), k, transfer)
+        return {m: cross_validate(evs, self.labels, self.groups, lambda e, y, m=m: fit_decision(m, e, y), k, transfer)
                 for m in methods}
 
 
@@ -140,7 +141,7 @@ def transfer_sets(tuner: Tuner, names=("foolmetwice", "wice")) -> dict:
 def gold_evidence(tuner: Tuner, claims: list[tuple[str, list[str]]], context: list[str] | None = None
                   ) -> list[ClaimEvidence]:
     """Claims without dialogue (claim, passage texts) verified by the real FV pipeline at R0."""
-    from ..stages import claim_evidence
+    from workers.stages import claim_evidence
 
     items = [CheckItem(f"t{i}", f"t{i}#claim", list(context or []), c, [("", p) for p in ps])
              for i, (c, ps) in enumerate(claims)]
@@ -154,9 +155,9 @@ def nested_choice(evs: dict, y, g, taus, method: str, k: int, tie_break_toward: 
     for test in folds(g, k):
         train = np.setdiff1d(np.arange(len(y)), test)
         inner = {t: cross_validate([evs[t][i] for i in train], [y[i] for i in train], [g[i] for i in train],
-                                   lambda: DecisionLayer(method), k)["mean"] for t in taus}
+                                   lambda e, y: fit_decision(method, e, y), k)["mean"] for t in taus}
         best = max(taus, key=lambda t: (inner[t], -abs(t - tie_break_toward)))
-        layer = DecisionLayer(method).fit([evs[best][i] for i in train], [y[i] for i in train])
+        layer = fit_decision(method, [evs[best][i] for i in train], [y[i] for i in train])
         outer.append(macro_f1([y[i] for i in test], layer.predict([evs[best][i] for i in test])))
         chosen.append(float(best))
     return {"folds": [round(f, 2) for f in outer], "mean": round(float(np.mean(outer)), 2),
@@ -169,7 +170,7 @@ def tune_tau(tuner: Tuner, method: str, taus=tuple(np.round(np.arange(0.40, 0.96
     layer there, score the held-out fold. Also the plain CV curve per τ."""
     evs = {t: tuner.evidence("r4g", protocol, tau_fv=float(t)) for t in taus}
     y, g = tuner.labels, tuner.groups
-    curve = {str(t): cross_validate(evs[t], y, g, lambda: DecisionLayer(method), k)["mean"] for t in taus}
+    curve = {str(t): cross_validate(evs[t], y, g, lambda e, y: fit_decision(method, e, y), k)["mean"] for t in taus}
     nested = nested_choice(evs, y, g, taus, method, k, tie_break_toward=0.7)
     gated = [e.gate for e in evs[taus[0]] if e.gate is not None]
     acc = {str(t): round(100 * float(np.mean([e.gate for e in evs[t] if e.gate is not None])), 1) for t in taus}
@@ -182,7 +183,7 @@ def oof_predictions(evs, labels, groups, method: str, k: int = 5) -> list[str]:
     out = [None] * len(labels)
     for test in folds(groups, k):
         train = np.setdiff1d(np.arange(len(labels)), test)
-        layer = DecisionLayer(method).fit([evs[i] for i in train], [labels[i] for i in train])
+        layer = fit_decision(method, [evs[i] for i in train], [labels[i] for i in train])
         for i, p in zip(test, layer.predict([evs[i] for i in test])):
             out[i] = p
     return out
@@ -195,7 +196,7 @@ def checkworthy_on_set(s) -> dict:
     """The hand-written rule as shipped (nothing fitted) on one DialFact-format set: precision and
     recall of 'not check-worthy' against type_label == personal, and the gold SUPPORTS/REFUTES
     claims it skips (each one a verdict lost: the turn is answered NOT ENOUGH INFO unchecked)."""
-    from ..checkworthy import check_worthiness
+    from workers.checkworthy import check_worthiness
 
     ws = [check_worthiness(it.claim) for it in s.items]
     flagged = np.array([not w.checkworthy for w in ws])
@@ -230,7 +231,7 @@ def checkworthy_report(tuner: Tuner, method: str = "logreg", k: int = 5, protoco
     alone on each of `sets` (precision/recall and the gold SUPPORTS/REFUTES it skips)."""
     from sklearn.linear_model import LogisticRegression
 
-    from ..checkworthy import check_worthiness, features
+    from workers.checkworthy import check_worthiness, features
 
     recs = tuner.records
     gold = np.array([r.type_label == "personal" for r in recs])
@@ -266,10 +267,10 @@ def checkworthy_report(tuner: Tuner, method: str = "logreg", k: int = 5, protoco
 def segmentation_report(tuner: Tuner, method: str = "logreg", k: int = 5) -> dict:
     """FV labels with claim segmentation (each segment verified against the gold evidence, turn
     label = worst segment) against the whole-turn labels, layers fitted out of fold."""
-    from ..segment import segment, turn_label
+    from workers.segment import segment, turn_label
 
     recs, y, g = tuner.records, tuner.labels, tuner.groups
-    from ..stages import claim_evidence
+    from workers.stages import claim_evidence
 
     segs = {r.id: segment(r.response) for r in recs}
     multi = [i for i, r in enumerate(recs) if len(segs[r.id]) > 1]
@@ -281,7 +282,7 @@ def segmentation_report(tuner: Tuner, method: str = "logreg", k: int = 5) -> dic
     base, segmented = [None] * len(y), [None] * len(y)
     for test in folds(g, k):
         train = np.setdiff1d(np.arange(len(y)), test)
-        layer = DecisionLayer(method).fit([whole[i] for i in train], [y[i] for i in train])
+        layer = fit_decision(method, [whole[i] for i in train], [y[i] for i in train])
         for i, p in zip(test, layer.predict([whole[i] for i in test])):
             base[i] = segmented[i] = p
         tset = set(test.tolist())
@@ -309,8 +310,8 @@ def window_variants_report(tuner: Tuner, method: str = "logreg", k: int = 5, pro
     out = {}
     for name, (sp, st) in variants.items():
         evs = tuner.evidence(surface, protocol, window_fn=partial(top_windows, splitter=sp, stemmer=st))
-        cv = cross_validate(evs, tuner.labels, tuner.groups, lambda: DecisionLayer(method), k)
-        rule = macro_f1(tuner.labels, DecisionLayer("threshold").predict(evs))
+        cv = cross_validate(evs, tuner.labels, tuner.groups, lambda e, y: fit_decision(method, e, y), k)
+        rule = macro_f1(tuner.labels, decision_method("threshold").predict(evs))
         out[name] = {f"{method}_cv_mean": cv["mean"], f"{method}_cv_std": cv["std"], "threshold_rule": round(rule, 2)}
         log(f"{name}: {out[name]}")
     return out
@@ -325,9 +326,9 @@ def bm25_tokenizer_report(settings, data: str | None = None) -> dict:
 
     from schemas.items import load_dialfact
 
-    from ..scoring import retrieval_metrics
-    from ..retrieval.bm25 import tokenize
-    from ..text import with_context
+    from lab.evaluation.scoring import retrieval_metrics
+    from workers.retrieval.bm25 import tokenize
+    from workers.text import with_context
 
     passages = [json.loads(x) for x in open(Path(settings.retrieval.index_dir) / "passages.jsonl", encoding="utf-8")]
     recs = [r for r in load_dialfact(data or settings.data.dialfact_sample) if r.type_label == "factual" and r.evidence]
@@ -377,11 +378,11 @@ def tune_tau_ir(tuner: Tuner, method: str = "logreg", taus=tuple(np.round(np.ara
     y, g = tuner.labels, tuner.groups
     curve, evs, routed = {}, {}, {}
     for t in taus:
-        from ..stages import claim_evidence
+        from workers.stages import claim_evidence
 
         states = tuner.states(tuner.items("e2e"), "e2e", "r4g", gate={"tau_ir": float(t)})
         evs[t] = [claim_evidence(st) for st in states]
-        curve[str(t)] = cross_validate(evs[t], y, g, lambda: DecisionLayer(method), k)["mean"]
+        curve[str(t)] = cross_validate(evs[t], y, g, lambda e, y: fit_decision(method, e, y), k)["mean"]
         gated = [st.ir_surface.gate for st in states if st.ir_surface.gate is not None]
         routed[str(t)] = round(100 * float(np.mean([d.accepted for d in gated])), 1) if gated else 0.0
         log(f"tau_ir {t}: {curve[str(t)]}")
@@ -389,3 +390,13 @@ def tune_tau_ir(tuner: Tuner, method: str = "logreg", taus=tuple(np.round(np.ara
     return {"method": method, "tau_fv": tuner.settings.gate.tau_fv, "cv_mean_by_tau_ir": curve,
             "routed_share_of_candidates": routed,
             "nested": nested}
+
+
+def nli_model_meta(tuner) -> dict:
+    """The NLI model a decision was fitted for; its directory relative to the repository when it
+    lies inside it, so a committed artifact does not name the machine it was fitted on."""
+    from schemas.settings import REPO_ROOT
+
+    d = Path(tuner.model_dir).resolve()
+    shown = d.relative_to(REPO_ROOT) if d.is_relative_to(REPO_ROOT) else d
+    return {"dir": str(shown), "fingerprint": tuner.fp, "version": tuner.nli.version}

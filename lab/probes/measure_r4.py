@@ -3,7 +3,7 @@ pronoun, a choice counts as correct when the antecedent shares a content word wi
 a gold evidence document (the evidence page is usually the entity the pronoun refers to).
 Compares: most recent candidate, salience top-1, and the gate's choice among the top 3.
 
-    python -m workers.surfaces.measure_r4 [--data FILE] [--with-gate]
+    python -m lab.probes.measure_r4 [--data FILE] [--with-gate]
 """
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import argparse
 import json
 import re
 
-from .pronouns import candidates, find_pronoun, substitute
+from workers.surfaces.pronouns import candidates, find_pronoun, substitute
 
 _STOP = {"the", "a", "an", "of", "and", "in", "on", "for", "to", "film", "band", "album", "song"}
 
@@ -21,9 +21,9 @@ def _words(s: str) -> set[str]:
 
 
 def measure(records, gate=None, gate_context_turns: int = 2) -> dict:
-    from .truecasing import truecase
-    from .punctuation import restore_punctuation
-    from .contractions import decontract
+    from workers.surfaces.truecasing import truecase
+    from workers.surfaces.punctuation import restore_punctuation
+    from workers.surfaces.contractions import decontract
 
     n_claims = len(records)
     with_pronoun = with_cands = 0
@@ -47,8 +47,8 @@ def measure(records, gate=None, gate_context_turns: int = 2) -> dict:
         hits["recency"] += ok(min(cands, key=lambda c: (c.turn_distance, -c.salience)))
         hits["salience"] += ok(cands[0])
         if gate is not None:
-            from ..gate import GateInput
-            from ..text import last_turns
+            from workers.gate import GateInput
+            from workers.text import last_turns
 
             top = cands[:3]
             ctx = last_turns(r.context, gate_context_turns)
@@ -73,8 +73,8 @@ def main() -> None:
     records = load_dialfact(a.data or s.data.dialfact_sample)
     gate = None
     if a.with_gate:
-        from ..gate import BiConGate
-        from ..models.factory import load_models
+        from workers.gate import BiConGate
+        from workers.models.factory import load_models
 
         gate = BiConGate(*load_models(s), s.gate.weights)
     print(json.dumps(measure(records, gate, s.gate.context_turns), indent=1))

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..models.onnx_nli import OnnxNLI, read_calibration
+from workers.models.onnx_nli import OnnxNLI, read_calibration
 from .export import write_calibration
 from .release import validation_pairs, validation_temperature
 

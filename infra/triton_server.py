@@ -191,3 +191,47 @@ class TritonServer:
         self.stop()
         if self._own_log:
             self.log_path.unlink(missing_ok=True)
+
+
+def adapted_config(text: str, params: dict[str, str], note: str | None = None) -> str:
+    """A config.pbtxt with the named `parameters` values replaced (appended when absent)."""
+    import re
+
+    for key, value in params.items():
+        pattern = re.compile(r'(parameters \{ key: "' + re.escape(key) + r'"\s+value: \{ string_value: ")[^"]*(")')
+        if pattern.search(text):
+            text = pattern.sub(lambda m: m.group(1) + value + m.group(2), text)
+        else:
+            text += f'parameters {{ key: "{key}" value: {{ string_value: "{value}" }} }}\n'
+    return (f"# Written for {note}.\n" if note else "") + text
+
+
+def write_nli_repository(artifact: str | Path, repo: str | Path, with_embed: bool = True) -> Path:
+    """A CPU python-backend model repository (the layout of triton_models/) serving another NLI
+    artifact (e.g. one `dialcheck nli adopt` wrote) as model `nli`: the shipped config with the
+    artifact's max length (calibration.json `max_length`) and, for an int8 artifact, one pass per
+    request; the shipped python model (it tokenises with the artifact's own tokenizer/); the
+    encoder model `embed` beside it (clients of `--models triton://` use both)."""
+    import json
+
+    artifact, repo = Path(artifact), Path(repo)
+    cal = json.loads((artifact / "calibration.json").read_text())
+    nli = repo / "nli"
+    if nli.exists():
+        shutil.rmtree(nli)
+    version = nli / "1"
+    version.mkdir(parents=True)
+    shutil.copy2(DEFAULT_REPOSITORY / "nli" / "1" / "model.py", version / "model.py")
+    for f in ("model.onnx", "calibration.json"):
+        shutil.copy2(artifact / f, version / f)
+    shutil.copytree(artifact / "tokenizer", version / "tokenizer")
+    params = {"max_length": str(cal.get("max_length", 256))}
+    if cal.get("quantization", {}).get("shipped") == "int8":
+        params["merge_requests"] = "false"  # dynamic int8: per-pass activation scales
+    (nli / "config.pbtxt").write_text(adapted_config((DEFAULT_REPOSITORY / "nli" / "config.pbtxt").read_text(),
+                                                     params, f"NLI artifact {cal.get('version')} ({artifact.resolve()})"))
+    if with_embed:
+        if (repo / "embed").exists():
+            shutil.rmtree(repo / "embed")
+        shutil.copytree(DEFAULT_REPOSITORY / "embed", repo / "embed")
+    return repo

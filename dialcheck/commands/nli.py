@@ -1,7 +1,9 @@
-"""`dialcheck nli train | release | soup | quantize | evaluate`: dialcheck's own NLI model."""
+"""`dialcheck nli train | release | soup | quantize | evaluate`: dialcheck's own NLI model; `nli adopt`:
+anyone else's (lab/nli/adopt.py, docs/verifiers.md)."""
 from __future__ import annotations
 
 import json
+import sys
 from dataclasses import asdict
 
 
@@ -54,6 +56,22 @@ def register(sub) -> None:
     q.add_argument("--all-matmuls", action="store_true",
                    help="quantize the feed-forward output projections too (faster, further from fp32)")
     q.set_defaults(func=run_quantize)
+    a = nsub.add_parser("adopt", help="any HF NLI checkpoint (DeBERTa, RoBERTa, BERT) → an artifact with its own decision")
+    a.add_argument("hf_dir", help="a Hugging Face sequence-classification NLI checkpoint directory")
+    a.add_argument("--out", required=True, help="the artifact dir to write (use it as DIALCHECK_NLI_MODEL_DIR)")
+    a.add_argument("--int8", action="store_true", help="ship dynamic int8 as model.onnx (fp32 kept as model.fp32.onnx)")
+    a.add_argument("--skip-refit", action="store_true", help="do not refit the decision for it (OUT/decision.json)")
+    a.add_argument("--limit-per-set", type=int, default=None, help="refit on at most N claims per yardstick set")
+    a.add_argument("--valid-limit", type=int, default=3000, help="validation pairs for the temperature (default 3000)")
+    a.add_argument("--max-length", type=int, default=None, help="cap on the tokens per pair (default: the model's, at most 512)")
+    a.add_argument("--folds", type=int, default=5, help="refit: folds of the DialFact grouped CV in the card")
+    a.add_argument("--name", default=None, help="the version's name part (default: the checkpoint dir's name)")
+    a.add_argument("--tune-cache", default=None, help="refit: the pair cache dir (default artifacts/tune)")
+    a.add_argument("--triton-repo", default=None, help="also write a CPU Triton model repository serving it here")
+    a.add_argument("--gpu-repo", default=None, help="also write the GPU (NGC) Triton model repository for it here")
+    a.add_argument("--data-dir", default=None)
+    a.add_argument("--json", action="store_true", help="print the adoption record as JSON")
+    a.set_defaults(func=run_adopt)
     e = nsub.add_parser("evaluate", help="held-out benchmarks of the shipped artifact")
     e.add_argument("--data-dir", default=None)
     e.add_argument("--model-dir", default=None)
@@ -152,4 +170,44 @@ def run_evaluate(args) -> int:
     else:
         for k, v in result.items():
             print(f"{k:28s} {v}")
+    return 0
+
+
+def run_adopt(args) -> int:
+    from pathlib import Path
+
+    from dialcheck.errors import UsageError
+    from schemas.settings import load_settings
+    from lab.nli.adopt import AdoptError, adopt
+
+    s = load_settings(data={"dir": args.data_dir})
+    if args.limit_per_set is not None and args.limit_per_set < 1:
+        raise UsageError("--limit-per-set must be at least 1")
+    if not Path(args.hf_dir).is_dir():
+        raise UsageError(f"no such checkpoint directory: {args.hf_dir}")
+    try:
+        record = adopt(args.hf_dir, args.out, s.data.dir, int8=args.int8, refit=not args.skip_refit,
+                       limit_per_set=args.limit_per_set, valid_limit=args.valid_limit, max_length=args.max_length,
+                       folds=args.folds, tune_cache=args.tune_cache, name=args.name,
+                       log=lambda m: print(m, file=sys.stderr))
+    except AdoptError as e:
+        raise UsageError(str(e)) from None
+    if args.triton_repo or args.gpu_repo:
+        sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # infra/ lives at the repo root
+    if args.triton_repo:
+        from infra.triton_server import write_nli_repository
+
+        record["triton_repo"] = str(write_nli_repository(args.out, args.triton_repo))
+    if args.gpu_repo:
+        from infra.make_gpu_repository import make
+
+        record["gpu_repo"] = str(make(Path(args.gpu_repo), Path(args.out)))
+    if args.json:
+        print(json.dumps(record, indent=1))
+    else:
+        print(f"adopted {record['version']} (fingerprint {record['fingerprint']}) → {args.out}")
+        if record.get("decision"):
+            print(f"use it: DIALCHECK_NLI_MODEL_DIR={args.out} DIALCHECK_DECISION_PARAMS={args.out}/decision.json dialcheck check ...")
+        if record.get("triton_repo"):
+            print(f"serve it: dialcheck serve-models --model-repository {record['triton_repo']}  (then --models triton://HOST:PORT)")
     return 0

@@ -20,9 +20,12 @@ def read_calibration(model_dir: Path) -> dict:
 
 
 class OnnxNLI(NLIClassifier):
-    """The shipped artifact under ONNX Runtime; label order and temperature from calibration.json."""
+    """The shipped artifact under ONNX Runtime; label order, temperature and (for an adopted model,
+    lab/nli/adopt.py) the model's max length from calibration.json. `max_length` given (the Triton
+    config's parameter) wins; else calibration.json `max_length`, else MAX_LENGTH."""
 
-    def __init__(self, model_dir: str | Path, batch_size: int = 32, threads: int = 0, graph_optimization: str = "all"):
+    def __init__(self, model_dir: str | Path, batch_size: int = 32, threads: int = 0, graph_optimization: str = "all",
+                 max_length: int | None = None):
         import onnxruntime as ort
         from transformers import AutoTokenizer
 
@@ -45,10 +48,11 @@ class OnnxNLI(NLIClassifier):
         self.version = cal.get("version", "dialcheck-nli")
         self.columns = label_columns(cal.get("label_order"))
         self.batch_size = batch_size
+        self.max_length = int(max_length or cal.get("max_length") or MAX_LENGTH)
 
     def forward(self, premises: list[str], hypotheses: list[str]) -> np.ndarray:
         enc = self.tokenizer(premises, hypotheses, padding=True, truncation="longest_first",
-                             max_length=MAX_LENGTH, return_tensors="np")
+                             max_length=self.max_length, return_tensors="np")
         feed = {k: v.astype(np.int64) for k, v in enc.items() if k in self.input_names}
         return self.session.run(["logits"], feed)[0]
 

@@ -34,10 +34,11 @@ class TritonPythonModel:
 
         config = json.loads(args["model_config"])
         params = {k: v["string_value"] for k, v in config.get("parameters", {}).items()}
-        onnx_nli.MAX_LENGTH = int(params.get("max_length", onnx_nli.MAX_LENGTH))
         artifact = Path(args["model_repository"]) / args["model_version"]
+        # max_length: the config's parameter, else the artifact's calibration.json (an adopted model)
         self.nli = onnx_nli.OnnxNLI(artifact, batch_size=int(params.get("batch_size", 32)),
-                                    threads=int(params.get("intra_op_threads", 0)))
+                                    threads=int(params.get("intra_op_threads", 0)),
+                                    max_length=int(params["max_length"]) if params.get("max_length") else None)
         self.temperature = np.float32(self.nli.temperature)
         self.version = str(self.nli.version).encode("utf-8")
         self.merge_requests = params.get("merge_requests", "false").lower() == "true"

@@ -1,5 +1,8 @@
 """Tokeniser step of the GPU `nli` ensemble: the same tokenizer call as OnnxNLI.logits
-(pairs, padding to the longest in the request, truncation="longest_first", max_length 256)."""
+(pairs, padding to the longest in the request, truncation="longest_first", max_length from the
+config, else calibration.json `max_length`, else 256), with the artifact's own tokenizer files
+(WordPiece, BPE or SentencePiece). It emits the encodings its config lists as outputs: an
+adopted RoBERTa or DeBERTa-v3 takes no token_type_ids (infra/make_gpu_repository.py --artifact)."""
 from __future__ import annotations
 
 import json
@@ -17,8 +20,10 @@ class TritonPythonModel:
         params = {k: v["string_value"] for k, v in config.get("parameters", {}).items()}
         d = Path(args["model_repository"]) / args["model_version"]
         self.tokenizer = AutoTokenizer.from_pretrained(str(d / "tokenizer"))
-        self.max_length = int(params.get("max_length", 256))
         cal = json.loads((d / "calibration.json").read_text()) if (d / "calibration.json").exists() else {}
+        self.max_length = int(params.get("max_length") or cal.get("max_length") or 256)
+        self.encodings = [o["name"] for o in config.get("output", [])
+                          if o["name"] in ("input_ids", "attention_mask", "token_type_ids")]
         self.temperature = np.float32(cal.get("temperature", 1.0))
         self.version = str(cal.get("version", "dialcheck-nli")).encode("utf-8")
 
@@ -30,10 +35,9 @@ class TritonPythonModel:
             enc = self.tokenizer(p, h, padding=True, truncation="longest_first", max_length=self.max_length,
                                  return_tensors="np")
             n = len(p)
-            out.append(pb_utils.InferenceResponse(output_tensors=[
-                pb_utils.Tensor("input_ids", enc["input_ids"].astype(np.int64)),
-                pb_utils.Tensor("attention_mask", enc["attention_mask"].astype(np.int64)),
-                pb_utils.Tensor("token_type_ids", enc["token_type_ids"].astype(np.int64)),
+            tensors = [pb_utils.Tensor(k, (enc[k] if k in enc else np.zeros_like(enc["input_ids"])).astype(np.int64))
+                       for k in self.encodings]
+            out.append(pb_utils.InferenceResponse(output_tensors=tensors + [
                 pb_utils.Tensor("TEMPERATURE", np.full((n, 1), self.temperature, np.float32)),
                 pb_utils.Tensor("VERSION", np.full((n, 1), self.version, dtype=np.object_)),
             ]))

@@ -142,3 +142,42 @@ def test_small_real_index_finds_the_eiffel_tower_article(tmp_path, encoder, pass
     assert mode == "stored-vectors"
     assert (ranked[0].title, ranked[0].url) == ("Eiffel Tower", "https://en.wikipedia.org/wiki/Eiffel_Tower")
     assert "1889" in ranked[0].text
+
+
+@pytest.mark.model
+def test_ensure_index_rebuilds_a_default_index_whose_defaults_changed(tmp_path, settings, encoder, capsys):
+    """Real ensure_index on a two-record data dir: an index recorded as built from the defaults
+    with the starter base is rebuilt once DIALCHECK_STARTER_KB=0; one built from named sources is
+    loaded as it is."""
+    import json
+
+    from schemas.protocols import Passage
+    from workers.retrieval.bm25 import EmbeddedIndex
+    from workers.retrieval.build import ensure_index
+
+    data = tmp_path / "data"
+    (data / "dialfact").mkdir(parents=True)
+    (data / "foolmetwice").mkdir()
+    (data / "dialfact" / "testsmall.jsonl").write_text(json.dumps(
+        {"evidence_list": [["Tupelo, Mississippi", "https://en.wikipedia.org/wiki/Tupelo,_Mississippi",
+                            "Tupelo is the birthplace of Elvis Presley."]]}) + "\n")
+    (data / "foolmetwice" / "dev.jsonl").write_text(json.dumps(
+        {"wikipedia_page": "Graceland", "gold_evidence": [{"text": "Graceland is a mansion in Memphis."}],
+         "retrieved_evidence": []}) + "\n")
+    off = settings.updated(data={"dir": str(data)}, retrieval={"index_dir": str(tmp_path / "idx"), "starter_kb": False})
+    old = [Passage("x", "Moon", "The Moon orbits Earth.", doc_id="Moon")]
+    EmbeddedIndex.build(old, vectors=encoder.encode(["Moon: The Moon orbits Earth."]),
+                        meta={"sources": list(DEFAULT_SOURCES), "default": True, "encoder": encoder.version}
+                        ).save(tmp_path / "idx")
+    index = ensure_index(off, encoder)
+    assert "rebuilding: built from dialfact,foolmetwice,starter" in capsys.readouterr().err
+    assert sorted(p.title for p in index.passages) == ["Graceland", "Tupelo, Mississippi"]
+    assert index.meta["sources"] == ["dialfact", "foolmetwice"] and index.meta["default"] is True
+    assert "starter" not in index.meta
+    assert ensure_index(off, encoder).meta["build_seconds"] == index.meta["build_seconds"]  # fresh now: loaded
+    assert not capsys.readouterr().err
+    # named sources: never rebuilt
+    EmbeddedIndex.build(old, vectors=encoder.encode(["Moon: The Moon orbits Earth."]),
+                        meta={"sources": ["starter"], "default": False, "encoder": encoder.version}
+                        ).save(tmp_path / "idx")
+    assert [p.title for p in ensure_index(off, encoder).passages] == ["Moon"]

@@ -26,10 +26,16 @@ def encode_passages(encoder, passages, batch: int = 64, progress: bool = True) -
     from tqdm import tqdm
 
     rows = []
+    texts = [f"{p.title}: {p.text}" for p in passages]
+    order = np.argsort([len(t) for t in texts], kind="stable")  # similar lengths together: less padding
     it = range(0, len(passages), batch)
     for s in tqdm(it, desc="encoding passages", unit="batch", disable=not progress, file=sys.stderr):
-        rows.append(encoder.encode([f"{p.title}: {p.text}" for p in passages[s:s + batch]], is_query=False))
-    return np.concatenate(rows) if rows else np.zeros((0, encoder.dim), dtype=np.float32)
+        rows.append(encoder.encode([texts[i] for i in order[s:s + batch]], is_query=False))
+    if not rows:
+        return np.zeros((0, encoder.dim), dtype=np.float32)
+    out = np.empty((len(texts), encoder.dim), dtype=np.float32)
+    out[order] = np.concatenate(rows)
+    return out
 
 
 def collection_meta(settings: Settings, sources: Iterable[str] | None, tsv: str | None) -> tuple[list[str], dict]:
@@ -53,7 +59,9 @@ def stale_default(meta: dict, settings: Settings) -> str | None:
         return None
     _, want = collection_meta(settings, None, None)
     if meta.get("sources") != want["sources"]:
-        return f"built from {','.join(meta.get('sources') or [])}, the defaults are now {','.join(want['sources'])}"
+        hint = "; DIALCHECK_STARTER_KB=0 keeps the index without it" if "starter" in want["sources"] else ""
+        return (f"built from {','.join(meta.get('sources') or [])}, the defaults are now "
+                f"{','.join(want['sources'])}{hint}")
     if "starter" in want and (meta.get("starter") or {}).get("package") != want["starter"]["package"]:
         return f"starter base {(meta.get('starter') or {}).get('package')} → {want['starter']['package']}"
     return None

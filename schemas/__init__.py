@@ -252,7 +252,7 @@ class Display:
     confidence: Literal["high", "medium", "low"]
 
 
-SCHEMA_VERSION = "2.1"
+SCHEMA_VERSION = "2.2"
 # `timings_ms` keys that are not a stage's milliseconds: `batch_items` (2.1: how many claims shared a
 # batched stage's time, a count) and `dense_client_side` (a flag: dense re-scoring encoded the
 # passages itself). Readers that treat the rest as stage times skip these (metrics, `dialcheck check`).
@@ -283,11 +283,14 @@ class Verdict:
     display: Display | None = None
     created_at: float = field(default_factory=time.time)
     rationale: dict | None = None  # why this label: rule or layer, its numbers, the window it read (schema)
-    schema_version: str = SCHEMA_VERSION  # verdict.schema.json's version; 1 had no rationale, 2.1 adds display and url
+    schema_version: str = SCHEMA_VERSION  # verdict.schema.json's version; 1 had no rationale, 2.1 adds display and url, 2.2 uncovered
     # set by the stream worker as it publishes (null from `check`/`eval`): the producer's `ts` echoed,
     # and milliseconds from that `ts` (or the record's Kafka timestamp) to publishing
     ts: float | None = None
     latency_ms: float | None = None
+    # schema 2.2: the claim's names, numbers and words that the evidence the label rests on does not
+    # state, as written in the claim (an app can grey them out); None where coverage was not checked
+    uncovered: list[str] | None = None
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -23,7 +23,7 @@ from schemas.protocols import Encoder, ModelUnavailable, NLIModel, Searcher, Sea
 from schemas.settings import Settings
 
 from .caches import CachedEncoder, memoize
-from .decision import load_decision
+from .decision import load_decision, load_display
 from .gate import BiConGate
 from .llm.client import client_for
 from .llm.stages import R5_SURFACES, EditStage, R5Stage, r5_cache
@@ -67,7 +67,8 @@ class Pipeline:
         self.decision = load_decision(settings.verify, protocol, getattr(nli, "version", None)) \
             if protocol in ("fv", "e2e") else None
         self.stages: list[Stage] = self._stages()
-        self.verdict_context = VerdictContext(protocol, self.model_versions())
+        self.display = load_display(settings.verify, getattr(nli, "version", None))
+        self.verdict_context = VerdictContext(protocol, self.model_versions(), self.display)
         self.scrub = Scrubber.from_settings(settings)  # status reasons quote backends' errors (URLs, passwords)
         self.load_ms: dict[str, float] = {}  # from_settings: models, index and warm-up milliseconds
 
@@ -185,7 +186,7 @@ class Pipeline:
             if len(claims) <= 1 and not getattr(claims, "note", None):
                 out.append(claims or [self._verdict(ClaimState(item))])
                 continue
-            out.append(claims + [capped(turn_summary(item, claims, turn_label(v.label for v in claims)), claims)])
+            out.append(claims + [capped(turn_summary(item, claims, turn_label(v.label for v in claims), self.display), claims)])
         return out
 
     def check_segments(self, items: list[CheckItem]) -> list[list[Verdict]]:

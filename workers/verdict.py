@@ -12,7 +12,7 @@ from schemas.items import CheckItem
 from schemas.protocols import CONTRADICTION, ENTAILMENT, NEUTRAL
 
 from .decision import NO_EVIDENCE
-from .display import display_for
+from .display import DisplayPolicy, display_for
 from .stages import ClaimState
 from .windows import normalise
 
@@ -26,6 +26,7 @@ class VerdictContext:
     """What a verdict says about how it was made (the same for every claim of a pipeline)."""
     protocol: str
     model_versions: dict
+    display: DisplayPolicy | None = None  # None: the constant rule (workers/display.py)
 
 
 def assemble(st: ClaimState, ctx: VerdictContext) -> Verdict:
@@ -50,7 +51,9 @@ def assemble(st: ClaimState, ctx: VerdictContext) -> Verdict:
                    claim_id=claim_id(st.item.conversation_id, st.item.turn_id, st.item.claim), claim=st.item.claim,
                    surface=st.fv_surface or Surface("r0", st.item.claim), label=label, probabilities=probs,
                    evidence=evidence, model_versions=dict(ctx.model_versions), timings_ms=dict(st.timings),
-                   status=state, display=display_for(label, probs, state))
+                   status=state, display=display_for(label, probs, state, ctx.display),
+                   uncovered=list(st.decision.uncovered) if decided and label == st.decision.label and
+                   st.decision.uncovered else None)
 
 
 def status(st: ClaimState, protocol: str, evidence: str = "none") -> Status:
@@ -101,7 +104,7 @@ def rationale(st: ClaimState, label: str, best, ctx: VerdictContext) -> dict:
     return {"rule": rule, "numbers": numbers, "window": window, "summary": summary, **st.notes}
 
 
-def turn_summary(item: CheckItem, claims: list[Verdict], label: str) -> Verdict:
+def turn_summary(item: CheckItem, claims: list[Verdict], label: str, display: DisplayPolicy | None = None) -> Verdict:
     """The turn's own verdict over its claims' verdicts: the worst label, that claim's evidence."""
     worst = next(v for v in claims if v.label == label)
     why = {"rule": "turn-summary", "numbers": {"claims": len(claims)}, "window": (worst.rationale or {}).get("window"),
@@ -109,7 +112,7 @@ def turn_summary(item: CheckItem, claims: list[Verdict], label: str) -> Verdict:
                       f"claim ids {', '.join(v.claim_id for v in claims)}."}
     return replace(worst, claim=item.claim, surface=Surface("r0", item.claim), label=label,
                    claim_id=claim_id(item.conversation_id, item.turn_id, item.claim), rationale=why,
-                   display=display_for(label, worst.probabilities, worst.status))
+                   display=display_for(label, worst.probabilities, worst.status, display))
 
 
 def shown_windows(best, decisions: list, n: int = 3) -> list:

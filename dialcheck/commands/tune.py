@@ -35,9 +35,11 @@ def register(sub) -> None:
     d.add_argument("--methods", default=_DEFAULT_METHODS)
     d.add_argument("--transfer", default="", help="comma list of foolmetwice,wice (in NLI training data: optimistic)")
     d.add_argument("--lodo", action="store_true",
-                   help="leave-one-dataset-out over DialFact testsmall, HybriDial dev, FoolMeTwice dev, WiCE dev and "
-                        "TRUE-DialFact valid: each method fitted on all sets but one, scored on the one left out")
-    d.add_argument("--sets", default="dialfact,hybridial,foolmetwice,wice,true_dialfact", help="--lodo: comma list")
+                   help="leave-one-dataset-out over DialFact testsmall, HybriDial dev, FoolMeTwice dev, WiCE dev, "
+                        "TRUE-DialFact valid and the FaithDial audit: each method (and its display policy) fitted on "
+                        "all sets but one, scored on the one left out")
+    d.add_argument("--sets", default="dialfact,hybridial,foolmetwice,wice,true_dialfact,faithdial",
+                   help="--lodo: comma list")
     d.add_argument("--refutes-floor", choices=("per_set", "pooled"), default="per_set",
                    help="--lodo: the guarded fit holds REFUTES precision per training set (default) or over all together")
     d.add_argument("--limit-per-set", type=int, default=None,
@@ -112,7 +114,8 @@ def run_decision(args) -> int:
 
 def run_lodo(args) -> int:
     from dialcheck.errors import UsageError
-    from workers.decision import load_decision
+    from workers.decision import load_decision, load_display
+    from workers.display import CONSTANT
     from lab.tuning.datasets import SETS, load_set
     from lab.tuning.lodo import E2E_SETS, e2e_evidence, lodo_report
 
@@ -135,19 +138,23 @@ def run_lodo(args) -> int:
 
     try:  # the decision the settings ship, applied as is (the tuner's own settings decide by rule)
         shipped = load_decision(load_settings().verify, "fv")
+        shipped_display = load_display(load_settings().verify) or CONSTANT
     except (FileNotFoundError, ValueError):
-        shipped = None
+        shipped, shipped_display = None, None
     sets = [load_set(n, t.settings.data.dir, args.limit_per_set) for n in names]
     e2e = {name: e2e_evidence(t, next(x for x in sets if x.name == name), index_dir, args.e2e_surface)
            for name, index_dir in e2e_specs.items()}
-    report = lodo_report(t, sets, methods, shipped, args.folds, refutes_floor=args.refutes_floor, e2e=e2e)
+    report = lodo_report(t, sets, methods, shipped, args.folds, refutes_floor=args.refutes_floor, e2e=e2e,
+                         shipped_display=shipped_display)
     if args.json:
         print(json.dumps(report, indent=1))
     else:
         for name, row in report["left_out"].items():
             for m, r in row.items():
-                print(f"{name:14s} {m:10s} macro-F1 {r['macro_f1']:6.2f}  acc {r['accuracy']:6.2f}  "
-                      f"R-prec {r['refutes_precision']}  NEI-rec {r['nei_recall']}  pred {r['predicted']}")
+                sh = r.get("shown") or {}
+                print(f"{name:14s} {m:16s} macro-F1 {r['macro_f1']:6.2f}  S-prec {r['supports_precision']}  "
+                      f"R-prec {r['refutes_precision']} ({r['refutes_predicted']})  shown {sh.get('coverage')} % "
+                      f"at {sh.get('precision')} %  NEI-rec {r['nei_recall']}")
     return 0
 
 

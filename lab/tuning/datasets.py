@@ -8,6 +8,11 @@ each claim with its gold evidence). Loaders read ../shared/data; nothing here is
 | foolmetwice   | S / R (an NEI answer is wrong)                  | gold_evidence      | wikipedia_page |
 | wice          | S / NEI (supported → S, partially/not → NEI)     | the cited page     | claim |
 | true_dialfact | S / not S (TRUE's DialFact valid, no context)   | grounding          | grounding text |
+| faithdial     | S / not S (FaithDial audit: chat responses of three dialogue models and people) | knowledge | knowledge text |
+
+FaithDial's BEGIN labels map as ../shared/data/README.md says: entailment (alone or with
+uncooperative) → SUPPORTS; hallucination, partial hallucination, entailment + hallucination → not
+SUPPORTS; generic, uncooperative and blank → left out (nothing checkable, or no label).
 """
 from __future__ import annotations
 
@@ -21,7 +26,8 @@ from schemas import LABELS
 from schemas.items import CheckItem, load_dialfact
 
 NOT_SUPPORTS = "NOT SUPPORTS"  # the gold label of a binary set's negative class (REFUTES or NEI)
-SETS = ("dialfact", "hybridial", "foolmetwice", "wice", "true_dialfact")
+SETS = ("dialfact", "hybridial", "foolmetwice", "wice", "true_dialfact", "faithdial")
+FAITHDIAL_MODELS = {"gold": "response", "GPT2": "gpt2", "CTRL": "ctrl", "DoHA": "doha"}  # folder → response column
 # sources that are also in the NLI model's training pairs (lab/nli/data.py): scores there are optimistic
 IN_NLI_TRAINING = {"foolmetwice": "FoolMeTwice dev is an NLI training source", "wice": "WiCE dev claims are an NLI training source"}
 
@@ -59,6 +65,37 @@ def _dialfact_format(name: str, path: Path) -> EvalSet:
                    [r.context_id for r in recs], LABELS, [r.type_label for r in recs])
 
 
+def faithdial_label(begin: str) -> str | None:
+    """A FaithDial BEGIN annotation → SUPPORTS, NOT SUPPORTS, or None (left out)."""
+    raw = begin.strip().lower().replace(". ", ",").replace("entailmentt", "entailment").replace("hallucinated", "hallucination")
+    parts = {x.strip() for x in raw.split(",") if x.strip()}
+    if any("hallucination" in x for x in parts):
+        return NOT_SUPPORTS
+    if "entailment" in parts and parts <= {"entailment", "uncooperative"}:
+        return "SUPPORTS"
+    return None
+
+
+def _faithdial(d: Path) -> EvalSet:
+    items, labels, groups = [], [], []
+    for folder, column in FAITHDIAL_MODELS.items():
+        for f in sorted((d / folder).glob("*.csv")):
+            with open(f, encoding="utf-8", newline="") as fh:
+                for i, r in enumerate(csv.DictReader(fh)):
+                    label = faithdial_label(r.get("BEGIN", r.get("begin_label", "")) or "")
+                    knowledge = (r.get("knowledge") or r.get("evidence") or "").strip()
+                    response = (r.get(column) or "").strip()
+                    if label is None or not knowledge or not response:
+                        continue
+                    cid = f"faithdial-{folder}-{f.stem}-{i}"
+                    history = (r.get("history") or "").strip()
+                    items.append(CheckItem(cid, f"{cid}#response", [history] if history else [], response,
+                                           [("", knowledge)]))
+                    labels.append(label)
+                    groups.append(hashlib.sha1(knowledge.encode()).hexdigest()[:12])
+    return EvalSet("faithdial", items, labels, groups, ("SUPPORTS", NOT_SUPPORTS))
+
+
 def load_set(name: str, data_dir: str | Path, limit: int | None = None) -> EvalSet:
     d = Path(data_dir)
     if name == "dialfact":
@@ -85,6 +122,8 @@ def load_set(name: str, data_dir: str | Path, limit: int | None = None) -> EvalS
                     ["SUPPORTS" if r["label"] == "1" else NOT_SUPPORTS for r in rows],
                     [hashlib.sha1(r["grounding"].encode()).hexdigest()[:12] for r in rows],
                     ("SUPPORTS", NOT_SUPPORTS))
+    elif name == "faithdial":
+        s = _faithdial(d / "dialogue_attribution" / "faithdial_audit")
     else:
         raise ValueError(f"unknown set {name!r}: one of {', '.join(SETS)}")
     if limit is not None and limit < len(s):
@@ -94,20 +133,42 @@ def load_set(name: str, data_dir: str | Path, limit: int | None = None) -> EvalS
     return s
 
 
-def set_metrics(s: EvalSet, pred: list[str]) -> dict:
-    """The yardstick's numbers for one set: macro-F1 over the labels it has, accuracy, REFUTES
-    precision (a binary set: REFUTES whose gold is not SUPPORTS) and NOT ENOUGH INFO recall."""
+def badge_right(s: EvalSet, gold: str, pred: str) -> bool:
+    """Is a SUPPORTS / REFUTES badge right? On a binary set a REFUTES is right when the gold is not
+    SUPPORTS (the set cannot tell REFUTES from NOT ENOUGH INFO)."""
+    if pred == "SUPPORTS":
+        return gold == "SUPPORTS"
+    return gold != "SUPPORTS" if s.binary else gold == pred
+
+
+def _precision(right: list[bool]) -> float | None:
+    return round(100 * sum(right) / len(right), 1) if right else None
+
+
+def set_metrics(s: EvalSet, pred: list[str], shown: list | None = None) -> dict:
+    """The yardstick's numbers for one set: macro-F1 over the labels it has, accuracy, SUPPORTS and
+    REFUTES precision (a binary set: REFUTES whose gold is not SUPPORTS), NOT ENOUGH INFO recall,
+    and with `shown` (each claim's `Display`) the shown badges: coverage (share of claims shown),
+    precision overall and per confidence band."""
     from lab.evaluation.scoring import macro_f1
 
     gold = s.labels
     seen = [p if not s.binary else ("SUPPORTS" if p == "SUPPORTS" else NOT_SUPPORTS) for p in pred]
-    refutes = [g for g, p in zip(gold, pred) if p == "REFUTES"]
-    right_r = sum(g != "SUPPORTS" for g in refutes) if s.binary else sum(g == "REFUTES" for g in refutes)
+    refutes = [badge_right(s, g, p) for g, p in zip(gold, pred) if p == "REFUTES"]
+    supports = [badge_right(s, g, p) for g, p in zip(gold, pred) if p == "SUPPORTS"]
     nei_gold = [p for g, p in zip(gold, pred) if g == "NOT ENOUGH INFO"]
-    return {"n": len(gold), "macro_f1": round(macro_f1(gold, seen, s.label_space), 2),
-            "accuracy": round(100 * sum(g == p for g, p in zip(gold, seen)) / max(len(gold), 1), 2),
-            "refutes_precision": round(100 * right_r / len(refutes), 1) if refutes else None,
-            "refutes_predicted": len(refutes),
-            "nei_recall": round(100 * sum(p == "NOT ENOUGH INFO" for p in nei_gold) / len(nei_gold), 1)
-            if nei_gold else None,
-            "predicted": {lab: sum(p == lab for p in pred) for lab in LABELS}}
+    out = {"n": len(gold), "macro_f1": round(macro_f1(gold, seen, s.label_space), 2),
+           "accuracy": round(100 * sum(g == p for g, p in zip(gold, seen)) / max(len(gold), 1), 2),
+           "supports_precision": _precision(supports), "supports_predicted": len(supports),
+           "refutes_precision": _precision(refutes), "refutes_predicted": len(refutes),
+           "nei_recall": round(100 * sum(p == "NOT ENOUGH INFO" for p in nei_gold) / len(nei_gold), 1)
+           if nei_gold else None,
+           "predicted": {lab: sum(p == lab for p in pred) for lab in LABELS}}
+    if shown is not None:
+        badges = [(d.confidence, badge_right(s, g, p)) for g, p, d in zip(gold, pred, shown) if d.show]
+        out["shown"] = {"coverage": round(100 * len(badges) / max(len(gold), 1), 1), "n": len(badges),
+                        "precision": _precision([r for _, r in badges]),
+                        **{band: {"n": sum(c == band for c, _ in badges),
+                                  "precision": _precision([r for c, r in badges if c == band])}
+                           for band in ("high", "medium")}}
+    return out

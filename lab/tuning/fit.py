@@ -32,13 +32,14 @@ REFUTES_FLOORS = ("per_set", "pooled")
 
 def fit_decision(name: str, evs: Sequence, labels: Sequence[str], *, C: float = 1.0,
                  sets: Sequence[str] | None = None, spaces: dict | None = None, refutes_floor: str = "per_set",
-                 params: dict | None = None):
+                 params: dict | None = None, cover: str = "none", slot_refutes: bool = False):
     """A fitted method. `sets` names each claim's data set and `spaces` the labels each set has
     (the guarded fit scores every set over its own labels); a rule keeps `params` (threshold, gap)."""
     if name in RULES:
         return method(name, params)
     if name == "guarded":
-        return method(name, fit_guarded(evs, labels, sets, spaces, refutes_floor=refutes_floor))
+        return method(name, fit_guarded(evs, labels, sets, spaces, refutes_floor=refutes_floor, cover=cover,
+                                        slot_refutes=slot_refutes))
     if name == "perclass":
         return method(name, fit_perclass(evs, labels))
     if name == "logreg":
@@ -97,6 +98,37 @@ def _claim_summaries(evs, levels: tuple[float, ...]) -> tuple[np.ndarray, np.nda
     return max_e, max_c
 
 
+def _covered_summaries(evs, cover: str, on_topic: float) -> tuple[np.ndarray, np.ndarray]:
+    """Per claim, for the coverage guard (workers/decision/guarded.py `decide` with `cover`): the
+    highest threshold at which a covering window, or a covering pair of supporting windows (the
+    pair's lower entailment), still supports it; and the highest at which an on-topic supporting
+    window states another value in the claim's number slot (-1 where none)."""
+    from workers.decision.guarded import covers, missing_terms
+
+    cov_e, clash_e = np.full(len(evs), -1.0), np.full(len(evs), -1.0)
+    for n, ev in enumerate(evs):
+        if not ev.n:
+            continue
+        p = np.asarray(ev.probs)
+        e = p[:, ENTAILMENT]
+        sup = [int(i) for i in np.argsort(-e) if p[i].argmax() == ENTAILMENT]
+        singles = [e[i] for i in sup if covers(ev, (i,), cover)]
+        best = singles[0] if singles else -1.0
+        for a, i in enumerate(sup):
+            if e[i] <= best:
+                break
+            for j in sup[a + 1:]:
+                if e[j] <= best:
+                    break
+                if covers(ev, (i, j), cover):
+                    best = max(best, float(e[j]))
+                    break
+        cov_e[n] = best
+        clash = [e[i] for i in sup if ev.on_topic[i] >= on_topic and missing_terms(ev, (i,))[1]]
+        clash_e[n] = clash[0] if clash else -1.0
+    return cov_e, clash_e
+
+
 def _refutes_shortfall(gold: np.ndarray, pred: np.ndarray, floor: float) -> float:
     """How far REFUTES precision falls below `floor` (0 if not, or with under 5 REFUTES); a REFUTES
     is right when the gold is REFUTES or, on a binary set, NOT SUPPORTS."""
@@ -120,9 +152,11 @@ def _score(gold: np.ndarray, pred: np.ndarray, space: tuple[int, ...], floor: fl
 
 def fit_guarded(evs: Sequence, labels: Sequence[str], sets: Sequence[str] | None = None,
         spaces: dict[str, tuple[str, ...]] | None = None, min_refutes_precision: float = 0.60,
-        on_topic: tuple[float, ...] = ON_TOPIC_DEFAULT, refutes_floor: str = "per_set") -> dict:
+        on_topic: tuple[float, ...] = ON_TOPIC_DEFAULT, refutes_floor: str = "per_set", cover: str = "none",
+        slot_refutes: bool = False) -> dict:
     """The grid point with the best mean per-set macro-F1 among those keeping REFUTES precision
-    ≥ the floor on every set (the least shortfall if none does); ties toward higher thresholds."""
+    ≥ the floor on every set (the least shortfall if none does); ties toward higher thresholds.
+    `cover` and `slot_refutes` are the rule's coverage guard (not fitted: chosen by the yardstick)."""
     if refutes_floor not in REFUTES_FLOORS:
         raise ValueError(f"refutes_floor must be one of {REFUTES_FLOORS}, got {refutes_floor!r}")
     sets = list(sets) if sets is not None else ["all"] * len(labels)
@@ -132,12 +166,15 @@ def fit_guarded(evs: Sequence, labels: Sequence[str], sets: Sequence[str] | None
     space = {n: tuple(GOLD_CODES[x] for x in (spaces or {}).get(n, ("SUPPORTS", "REFUTES", "NOT ENOUGH INFO")))
              for n in names}
     max_e, max_c = _claim_summaries(evs, on_topic)
+    cov_e, clash_e = (_covered_summaries(evs, cover, on_topic[0]) if cover != "none"
+                      else (max_e, np.full(len(evs), -1.0)))
     best = None
     for j, k in enumerate(on_topic):
         for tr in T_REFUTES:
             refute = max_c[:, j] >= tr
             for ts in T_SUPPORTS:
-                pred = np.where(max_e >= ts, S, np.where(refute, R, NEI))
+                held = np.where(slot_refutes & (clash_e >= ts), R, NEI)  # supported but not covered
+                pred = np.where(cov_e >= ts, S, np.where(max_e >= ts, held, np.where(refute, R, NEI)))
                 scores = [_score(gold[idx[n]], pred[idx[n]], space[n], min_refutes_precision) for n in names]
                 short = sum(s for _, s in scores) if refutes_floor == "per_set" else \
                     _refutes_shortfall(gold, pred, min_refutes_precision)
@@ -146,4 +183,5 @@ def fit_guarded(evs: Sequence, labels: Sequence[str], sets: Sequence[str] | None
                     best = key
     return {"t_supports": float(best[4]), "t_refutes": float(best[2]), "on_topic": float(best[3]),
             "min_refutes_precision": min_refutes_precision,
-            **({"refutes_floor": refutes_floor} if refutes_floor != "per_set" else {})}
+            **({"refutes_floor": refutes_floor} if refutes_floor != "per_set" else {}),
+            **({"cover": cover} if cover != "none" else {}), **({"slot_refutes": True} if slot_refutes else {})}

@@ -19,7 +19,10 @@ import numpy as np
 from workers.decision import RULES, DecisionMethod, method as decision_method
 from .cv import folds
 from .fit import fit_decision
-from .datasets import IN_NLI_TRAINING, EvalSet, set_metrics
+from workers.display import CONSTANT
+
+from .datasets import IN_NLI_TRAINING, EvalSet, badge_right, set_metrics
+from .display_fit import BadgeRows, displays, fit_display
 from .tune import Tuner, log, nli_model_meta
 
 FITTED = ("guarded", "logreg")
@@ -56,6 +59,12 @@ def e2e_evidence(tuner: Tuner, s: EvalSet, index_dir: str | None, surface: str =
     return e2e, [claim_evidence(st) for st in t.states(e2e.items, "e2e", surface)]
 
 
+# the guarded rule with its coverage guard (workers/decision/guarded.py `covers`), as named in reports
+VARIANTS = {"guarded": {}, "guarded+names": {"cover": "names"}, "guarded+all": {"cover": "all"},
+            "guarded+names+slot": {"cover": "names", "slot_refutes": True},
+            "guarded+all+slot": {"cover": "all", "slot_refutes": True}}
+
+
 def _fit(method: str, train: list[tuple[EvalSet, list]], refutes_floor: str = "per_set") -> DecisionMethod:
     if method in RULES:
         return decision_method(method)
@@ -64,13 +73,31 @@ def _fit(method: str, train: list[tuple[EvalSet, list]], refutes_floor: str = "p
     evs = [e for _, es in train for e in es]
     labels = [lab for s, _ in train for lab in s.labels]
     sets = [s.name for s, es in train for _ in es]
-    return fit_decision(method, evs, labels, sets=sets, spaces={s.name: s.label_space for s, _ in train},
-                        refutes_floor=refutes_floor)
+    base = method.split("+")[0]
+    return fit_decision(base, evs, labels, sets=sets, spaces={s.name: s.label_space for s, _ in train},
+                        refutes_floor=refutes_floor, **VARIANTS.get(method, {}))
+
+
+def _display(layer: DecisionMethod, train: list[tuple[EvalSet, list]]):
+    """The display policy fitted on the training sets' decisions by this method."""
+    rows = {}
+    for s, es in train:
+        ds = layer.decide_many(es)
+        rows[s.name] = BadgeRows.of(ds, [badge_right(s, g, d.label) for g, d in zip(s.labels, ds)])
+    return fit_display(rows)
+
+
+def _scored(s: EvalSet, layer: DecisionMethod, s_evs: list, policy) -> dict:
+    ds = layer.decide_many(s_evs)
+    pred = [d.label for d in ds]
+    row = set_metrics(s, pred, displays(policy, ds) if policy is not None else None)
+    row["shown_constant"] = set_metrics(s, pred, displays(CONSTANT, ds))["shown"]
+    return row
 
 
 def lodo_report(tuner: Tuner | None, sets: list[EvalSet], methods=("threshold", "argmax", "guarded", "logreg"),
                 shipped: DecisionMethod | None = None, k: int = 5, evs: dict | None = None,
-                refutes_floor: str = "per_set", e2e: dict | None = None) -> dict:
+                refutes_floor: str = "per_set", e2e: dict | None = None, shipped_display=None) -> dict:
     """`evs`: the sets' ClaimEvidence by set name when already computed (else the pipeline runs);
     `refutes_floor`: how the guarded fit holds its REFUTES-precision floor (workers/decision/guarded.py);
     `e2e`: set name → (its E2E set, evidence) from `e2e_evidence`, scored beside the FV row."""
@@ -88,12 +115,16 @@ def lodo_report(tuner: Tuner | None, sets: list[EvalSet], methods=("threshold", 
     for held in sets:
         train = [(s, evs[s.name]) for s in sets if s.name != held.name]
         layers = {m: _fit(m, train, refutes_floor) for m in methods}
+        policies = {m: _display(layer, train) for m, layer in layers.items()}
         scored = [(held, evs[held.name])] + ([e2e[held.name]] if held.name in e2e else [])  # + retrieved evidence
         for s, s_evs in scored:
-            row = {m: {**set_metrics(s, layer.predict(s_evs)),
-                       **({"params": layer.params} if m == "guarded" else {})} for m, layer in layers.items()}
+            row = {m: {**_scored(s, layer, s_evs, policies[m]),
+                       **({"params": layer.params} if m.startswith("guarded") else {}),
+                       "display": policies[m].to_dict()["show"] | {"high_" + k: v for k, v in policies[m].high.items()}
+                       | {"evidence": "+".join(policies[m].evidence)}}
+                   for m, layer in layers.items()}
             if shipped is not None:
-                row["shipped"] = set_metrics(s, shipped.predict(s_evs))
+                row["shipped"] = _scored(s, shipped, s_evs, shipped_display)
             report["left_out"][s.name] = row
             log(f"left out {held.name}, scored {s.name}: " + ", ".join(f"{m} {r['macro_f1']}" for m, r in row.items()))
     inner = next((s for s in sets if s.name == "dialfact"), None)

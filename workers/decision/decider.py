@@ -45,3 +45,16 @@ def load_decision(settings: VerifySettings, protocol: str = "e2e", nli_version: 
     decision = load(path)
     check_nli(decision, str(path), nli_version)
     return decision
+
+
+def load_display(settings: VerifySettings, nli_version: str | None = None):
+    """The display policy beside the decision (None: the constant rule), refused like the
+    decision when it was fitted for another NLI model's probabilities."""
+    from ..display import DisplayPolicy
+
+    path = Path(settings.display_params or "")
+    if not settings.display_params or not path.is_file():
+        return None
+    policy = DisplayPolicy.load(path)
+    check_nli(policy, str(path), nli_version)
+    return policy

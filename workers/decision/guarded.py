@@ -25,19 +25,71 @@ GOLD_CODES = {"SUPPORTS": S, "REFUTES": R, "NOT ENOUGH INFO": NEI, "NOT SUPPORTS
 ON_TOPIC_DEFAULT = (0.5,)
 
 
-def decide(ev, t_supports: float, t_refutes: float, on_topic: float) -> tuple[int, int | None]:
-    """(label code S/R/NEI, index of the window shown first) for one claim."""
+COVER_LEVELS = ("none", "names", "all")  # what a SUPPORTS window must state of the claim (see `covers`)
+
+
+def window_text(ev, i: int) -> str:
+    """Window i with its passage title: what coverage reads (a title names the subject)."""
+    k = int(ev.passage_index[i])
+    title = ev.titles[k] if 0 <= k < len(ev.titles) else ""
+    text = ev.window_texts[i] if i < len(ev.window_texts) else ""
+    return f"{title} {text}" if title else text
+
+
+def missing_terms(ev, windows: tuple[int, ...]) -> tuple[list[str], bool]:
+    """The claim's terms (pronouns resolved: the R4 topic) none of these windows state, and whether
+    one of its numbers is stated differently there (sufficiency.uncovered)."""
+    from .sufficiency import uncovered
+
+    if len(ev.window_texts) != ev.n:  # no texts (a caller that gave probabilities only): nothing to check
+        return [], False
+    return uncovered(ev.topic or ev.claim, tuple(window_text(ev, i) for i in windows))
+
+
+def covers(ev, windows: tuple[int, ...], level: str) -> bool:
+    """Does the claim hold nothing these windows do not state? 'names': its names and numbers are all
+    there; 'all': every key term (names, numbers, dates, content words) is; 'none': not asked."""
+    if level == "none":
+        return True
+    from .sufficiency import _claim_terms
+
+    missing = set(missing_terms(ev, windows)[0])
+    if level == "all":
+        return not missing
+    kinds = {w: k for k, w, _ in _claim_terms(ev.topic or ev.claim)}
+    return not any(kinds.get(w) in ("anchor", "number") for w in missing)
+
+
+def decide(ev, t_supports: float, t_refutes: float, on_topic: float, cover: str = "none",
+           slot_refutes: bool = False) -> tuple[int, int | None, tuple[int, ...]]:
+    """(label code S/R/NEI, index of the window shown first, the windows the label rests on) for one claim. With `cover`, a
+    supporting window decides only if it (or it and one other supporting window, together) covers
+    the claim (`covers`); otherwise the claim is at most NOT ENOUGH INFO — or, with `slot_refutes`,
+    REFUTES when an on-topic supporting window states a different value in the claim's number slot."""
     if ev.n == 0:
-        return NEI, None
+        return NEI, None, ()
     p = np.asarray(ev.probs)
     e, c = p[:, ENTAILMENT], p[:, CONTRADICTION]
     top = p.argmax(1)
     supporting = (e >= t_supports) & (top == ENTAILMENT)
-    if supporting.any():
-        return S, int(np.argmax(np.where(supporting, e, -1.0)))
     topical = ev.on_topic >= on_topic
+    if supporting.any():
+        order = [int(i) for i in np.argsort(-np.where(supporting, e, -1.0)) if supporting[i]]
+        for k, i in enumerate(order):
+            if covers(ev, (i,), cover):
+                return S, i, (i,)
+        pair = next(((i, j) for a, i in enumerate(order) for j in order[a + 1:] if covers(ev, (i, j), cover)), None)
+        if pair is not None:
+            return S, pair[0], pair
+        if slot_refutes:
+            clash = next((i for i in order if topical[i] and missing_terms(ev, (i,))[1]), None)
+            if clash is not None:
+                return R, clash, (clash,)
+        return NEI, order[0], (order[0],)
     refuting = topical & (c >= t_refutes) & (top == CONTRADICTION)
     if refuting.any():
-        return R, int(np.argmax(np.where(refuting, c, -1.0)))
+        i = int(np.argmax(np.where(refuting, c, -1.0)))
+        return R, i, (i,)
     decided = np.maximum(e, c)  # shown: the on-topic window closest to deciding, else any
-    return NEI, int(np.argmax(np.where(topical, decided, decided - 2.0)))
+    i = int(np.argmax(np.where(topical, decided, decided - 2.0)))
+    return NEI, i, (i,)

@@ -15,7 +15,7 @@ scikit-learn at inference); fitting them is offline work, in `lab/tuning/fit.py`
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import ClassVar, Protocol, Sequence
 
@@ -46,6 +46,7 @@ class Decision:
     evidence: str = "none"  # status.evidence: strong | weak | none
     note: str = ""  # a sentence the rationale's summary adds (why a contradiction could not refute)
     rule: str = ""  # what decided, as the rationale names it ("layer:guarded", "threshold")
+    uncovered: tuple[str, ...] = ()  # the claim's terms the windows the label rests on do not state
 
 
 class DecisionMethod(Protocol):
@@ -213,11 +214,19 @@ class GuardedMethod(_Method):
     def predict(self, evs):
         return [LABELS[self._code(e)[0]] for e in evs]
 
-    def _code(self, ev) -> tuple[int, int | None]:
-        return guarded.decide(ev, self.params["t_supports"], self.params["t_refutes"], self.params["on_topic"])
+    def _code(self, ev) -> tuple[int, int | None, tuple[int, ...]]:
+        return guarded.decide(ev, self.params["t_supports"], self.params["t_refutes"], self.params["on_topic"],
+                              self.params.get("cover", "none"), bool(self.params.get("slot_refutes", False)))
+
+    def decide(self, ev):
+        d = super().decide(ev)
+        if d.window is None or self.params.get("cover", "none") == "none":
+            return d
+        _, _, used = self._code(ev)
+        return replace(d, uncovered=tuple(guarded.missing_terms(ev, used)[0]))
 
     def _decide(self, ev):
-        code, best = self._code(ev)
+        code, best, _ = self._code(ev)
         probs = label_probs(np.asarray(ev.probs)[best])
         cov = float(ev.on_topic[best])
         if code == guarded.NEI and ev.on_topic[best] < self.params["on_topic"]:

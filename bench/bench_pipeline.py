@@ -31,6 +31,7 @@ sys.path.insert(0, str(REPO))
 from schemas import TIMING_META_KEYS  # noqa: E402
 from schemas.items import load_dialfact  # noqa: E402
 from schemas.settings import load_settings  # noqa: E402
+from schemas.protocols import turn_verdicts
 
 
 class Timed:
@@ -58,7 +59,7 @@ def run(pipeline, items, batch: int) -> tuple[list, float]:
     t = time.perf_counter()
     verdicts = []
     for s in range(0, len(items), batch):
-        verdicts += pipeline.check_many(items[s:s + batch])
+        verdicts += turn_verdicts(pipeline.check_turns(items[s:s + batch]))
     return verdicts, time.perf_counter() - t
 
 
@@ -100,7 +101,7 @@ def main() -> int:
         pipes["variant"] = Pipeline(base, Timed(load_local_nli(args.variant_nli), "predict"), encoder, searcher,
                                     args.protocol, args.surface)
     for p in pipes.values():  # warm-up on records outside the timed set's caches: not timed
-        p.check_many(warm)
+        turn_verdicts(p.check_turns(warm))
     out = {"protocol": args.protocol, "surface": args.surface, "claims": len(items), "batch": args.batch}
     labels = {}
     from workers.surfaces.pronouns import set_parse_cache

@@ -29,6 +29,7 @@ from streams.replay import iter_claim_ids, load_records, replay  # noqa: E402
 from streams.topics import ensure_topics  # noqa: E402
 from streams.verdicts import VerdictLog, collect_verdicts, end_offsets  # noqa: E402
 from streams.worker import WorkerProcess  # noqa: E402
+from schemas.protocols import turn_verdicts
 
 DATA = load_settings().data.dialfact_sample
 
@@ -40,11 +41,11 @@ def percentile(xs: list[float], q: float) -> float:
 
 def batch_path(settings: Settings, records, spec: str) -> dict:
     pipeline = load_checker(settings, spec)
-    pipeline.check_many([records[0].to_check_item("e2e")])  # warm-up, not timed
+    turn_verdicts(pipeline.check_turns([records[0].to_check_item("e2e")]))  # warm-up, not timed
     items = [r.to_check_item("e2e") for r in records]
     t0 = time.perf_counter()
     for i in range(0, len(items), settings.stream.batch_size):  # the batches the worker would take at most
-        pipeline.check_many(items[i:i + settings.stream.batch_size])
+        turn_verdicts(pipeline.check_turns(items[i:i + settings.stream.batch_size]))
     secs = time.perf_counter() - t0
     return {"claims": len(items), "seconds": round(secs, 2), "claims_per_s": round(len(items) / secs, 3)}
 

@@ -23,6 +23,7 @@ import sys
 import time
 import traceback
 from pathlib import Path
+from schemas.protocols import turn_verdicts
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
@@ -118,7 +119,7 @@ def main() -> int:
                                  retrieval={"index_dir": str(index_dir)})
         recs = load_dialfact(bundle / "testsmall.jsonl", limit=8 if args.quick else None)
         pipe = Pipeline.from_settings(settings, "e2e", "r4g")
-        labels = [v.label for v in pipe.check_many([r.to_check_item("e2e") for r in recs])]
+        labels = [v.label for v in turn_verdicts(pipe.check_turns([r.to_check_item("e2e") for r in recs]))]
         if args.write_labels:  # `gpu_check.sh prepare`: the CPU reference the device run is compared with
             Path(args.write_labels).write_text(json.dumps(labels))
             return {"claims": len(labels), "labels_written": args.write_labels}
@@ -126,7 +127,7 @@ def main() -> int:
         items = [r.to_check_item("e2e") for _ in range(reps) for r in recs]
         t = time.perf_counter()
         for s in range(0, len(items), 64):
-            pipe.check_many(items[s:s + 64])
+            turn_verdicts(pipe.check_turns(items[s:s + 64]))
         res = {"claims": len(items), "claims_per_s": round(len(items) / (time.perf_counter() - t), 2)}
         cpu = bundle / "labels_cpu.json"
         if cpu.exists():

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 
 from schemas import Status, Surface, Verdict, claim_id
+from schemas.protocols import TurnResult
 
 LABELS = ("SUPPORTS", "REFUTES", "NOT ENOUGH INFO")
 
@@ -19,7 +20,7 @@ def context_digest(context: list[str]) -> str:
 
 
 class SoakStandIn:
-    def check_many(self, items):
+    def check_turns(self, items):
         out = []
         for it in items:
             label = LABELS[int(hashlib.sha1(it.claim.encode()).hexdigest(), 16) % 3]
@@ -30,7 +31,7 @@ class SoakStandIn:
                 probabilities={k: (1.0 if k == label else 0.0) for k in LABELS}, evidence=[],
                 model_versions={"standin": "soak", "context_sha1": context_digest(it.context)},
                 timings_ms={}, status=Status("ok")))
-        return out
+        return [TurnResult(it, [v]) for it, v in zip(items, out)]
 
 
 def create(settings, protocol: str = "e2e", surface: str = "r4g") -> SoakStandIn:

@@ -20,5 +20,5 @@ def load_checker(settings: Settings, spec: str | None = None, protocol: str = "e
         obj = getattr(obj, part)
     checker = obj(settings, protocol=protocol, surface=surface)
     if not isinstance(checker, Checker):
-        raise TypeError(f"{spec!r} did not build a Checker (no check_many)")
+        raise TypeError(f"{spec!r} did not build a Checker (no check_turns)")
     return checker

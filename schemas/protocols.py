@@ -6,7 +6,7 @@ Only `ModelUnavailable` and `SearchUnavailable` are turned into degraded verdict
 any other exception is a bug and propagates to the stream's error-verdict path."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol, Sequence, runtime_checkable
 
 import numpy as np
@@ -99,17 +99,30 @@ class Searcher(Protocol):
         """Server-side kNN, or None where the backend has none."""
 
 
+@dataclass
+class TurnResult:
+    """One checked turn: every verdict to publish, in order (each claim's, then the turn's summary
+    when the turn held several claims; one verdict otherwise), the claim states behind them (for
+    evaluation and tuning: the pipeline's stage fields), and what a claim cap left unchecked."""
+    item: CheckItem
+    verdicts: list  # list[schemas.Verdict]; the turn's own verdict last
+    states: list = field(default_factory=list)
+    note: str | None = None
+
+    @property
+    def verdict(self):
+        """The turn's verdict (the summary when the turn was split)."""
+        return self.verdicts[-1]
+
+
+def turn_verdicts(turns: Sequence[TurnResult]) -> list:
+    """The turn's own verdict of each checked turn, in order."""
+    return [t.verdict for t in turns]
+
+
 @runtime_checkable
 class Checker(Protocol):
-    """What the stream worker calls: one verdict per item, in order. `dialcheck eval`, the CLI and
-    the worker all call the same `check_many`."""
+    """What the stream worker, `dialcheck check` and `dialcheck eval` call: per item, in order, a
+    `TurnResult` whose verdicts are all published."""
 
-    def check_many(self, items: list[CheckItem]) -> list: ...
-
-
-@runtime_checkable
-class ClaimChecker(Checker, Protocol):
-    """A Checker that may split a turn into several claims: per item, every verdict to publish
-    (each claim's, then the turn's summary; one verdict when the turn is one claim)."""
-
-    def check_turns(self, items: list[CheckItem]) -> list[list]: ...
+    def check_turns(self, items: list[CheckItem]) -> list[TurnResult]: ...

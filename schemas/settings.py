@@ -201,8 +201,8 @@ class VerifySettings(_Section):
                            "testsmall and HybriDial dev: no gold SUPPORTS/REFUTES skipped (README).",
                            pattern=r"^((question|greeting|thanks|personal|reaction|empty)(,(question|greeting|thanks|personal|reaction|empty))*)?$")
     segment: bool = _env("SEGMENT", False,
-                         "Split turns into claims (sentences, stand-alone and/but clauses) for Pipeline.check_segments; "
-                         "check_many then labels a turn by its worst claim. Off by default: DialFact labels whole "
+                         "Split turns into claims (sentences, stand-alone and/but clauses): each claim gets a verdict and "
+                         "the turn's verdict is its worst claim's. Off by default: DialFact labels whole "
                          "responses and segmenting measured 3 macro-F1 lower there.")
     max_claims_per_turn: int = _env("MAX_CLAIMS_PER_TURN", 16,
                                     "Segmentation checks at most this many claims of one turn (the first ones); the "

@@ -46,7 +46,7 @@ class DialcheckApp(faust.App):
 
 
 def create_app(settings: Settings, checker: Checker) -> faust.App:
-    """Build the worker app around `checker` (check_turns for a ClaimChecker, else check_many)."""
+    """Build the worker app around `checker` (its `check_turns`)."""
     st = settings.stream
     broker = faust_broker_kwargs(settings)
     app = DialcheckApp(

@@ -13,11 +13,12 @@ import threading
 from typing import Callable, Sequence
 
 from schemas import ChatTurn, Display, InvalidEvent, Reason, Status, Surface, Verdict, claim_id, parse_turn
+from schemas.protocols import TurnResult
 from schemas.secrets import ELLIPSIS, Scrubber, ScrubbingFilter, bound  # noqa: F401 - the one scrubber, re-exported
 
 log = logging.getLogger("dialcheck.stream")
 
-CheckMany = Callable[[list], list[Verdict]]
+CheckTurns = Callable[[list], list[TurnResult]]
 
 
 class DaemonExecutor(concurrent.futures.Executor):
@@ -83,23 +84,23 @@ def error_verdict(item, reason: str, max_reason_bytes: int = 1024) -> Verdict:
                    display=Display(show=False, tone="unverified", confidence="low"))  # workers/display.py's rule for an error NEI
 
 
-def check_safely(check_many: CheckMany, items: Sequence) -> list[Verdict]:
-    """`check_many`, but an unexpected exception (a bug, not an outage: outages already come back
+def check_safely(check_turns: CheckTurns, items: Sequence) -> list[TurnResult]:
+    """`check_turns`, but an unexpected exception (a bug, not an outage: outages already come back
     as degraded/error verdicts) costs only the item that raised, as an error verdict."""
     items = list(items)
     if not items:
         return []
     try:
-        out = check_many(items)
+        out = check_turns(items)
         if len(out) != len(items):
-            raise RuntimeError(f"pipeline returned {len(out)} verdicts for {len(items)} items")
+            raise RuntimeError(f"pipeline returned {len(out)} results for {len(items)} items")
         return list(out)
     except Exception as e:  # noqa: BLE001 - never lose a claim to a pipeline bug
         if len(items) == 1:
             log.exception("pipeline failed on %s/%s", items[0].conversation_id, items[0].turn_id)
-            return [error_verdict(items[0], f"pipeline failure: {e!r}")]
+            return [TurnResult(items[0], [error_verdict(items[0], f"pipeline failure: {e!r}")])]
         log.warning("pipeline failed on a batch of %d (%r); retrying one by one", len(items), e)
-        return [v for it in items for v in check_safely(check_many, [it])]
+        return [r for it in items for r in check_safely(check_turns, [it])]
 
 
 def safe_verdict(v: Verdict, scrub: Scrubber, max_reason_bytes: int) -> Verdict:

@@ -31,7 +31,7 @@ from dataclasses import asdict, dataclass, replace
 
 from schemas import InvalidEvent, Reason
 from schemas.items import CheckItem
-from schemas.protocols import Checker, ClaimChecker
+from schemas.protocols import Checker
 from schemas.settings import Settings
 
 from .checking import DaemonExecutor, Scrubber, ScrubbingFilter, bound, check_safely, error_verdict, safe_verdict, validate_event
@@ -135,8 +135,8 @@ class TurnWorker:
         self.scrub = Scrubber.from_settings(settings)
         self.recency = Recency()
         self.executor = DaemonExecutor("pipeline")
-        # a ClaimChecker gives each item a list (claim verdicts, then the turn summary): all are published
-        self.check_call = checker.check_turns if isinstance(checker, ClaimChecker) else checker.check_many
+        # per item a TurnResult: its verdicts (each claim's, then the turn summary) are all published
+        self.check_call = checker.check_turns
 
     # -- partitions ---------------------------------------------------------------------------
     def owned_partitions(self) -> set[int]:
@@ -214,7 +214,7 @@ class TurnWorker:
         fut = loop.run_in_executor(self.executor, check_safely, self.check_call, items)
         try:
             results = await asyncio.wait_for(fut, timeout=st.batch_deadline_s)
-            return [v for r in results for v in (r if isinstance(r, list) else [r])]
+            return [v for r in results for v in r.verdicts]
         except asyncio.TimeoutError:
             self.counters.deadline_expired += 1
             log.error("pipeline batch of %d exceeded its %.1f s deadline: error verdicts, call abandoned "

@@ -13,10 +13,10 @@ class KillableChecker:
     def __init__(self, pipeline):
         self.pipeline = pipeline
 
-    def check_many(self, items):
+    def check_turns(self, items):
         if any("STANDIN-KILL" in it.claim for it in items):
             os.kill(os.getpid(), signal.SIGKILL)
-        return self.pipeline.check_many(items)
+        return self.pipeline.check_turns(items)
 
 
 def create(settings, protocol: str = "fv", surface: str = "r5g"):

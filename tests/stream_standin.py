@@ -23,6 +23,7 @@ import os
 import signal
 import time
 
+from schemas.protocols import TurnResult
 from schemas import Evidence, Status, Surface, Verdict, claim_id
 
 LABELS = ("SUPPORTS", "REFUTES", "NOT ENOUGH INFO")
@@ -42,7 +43,8 @@ class StandIn:
         return (f"ConnectionError(url={self.settings.retrieval.opensearch_url}, "
                 f"sasl={self.settings.kafka.sasl_password.get_secret_value()})")
 
-    def check_many(self, items):
+    def check_turns(self, items):
+        """A TurnResult per item (schemas/protocols.py), one verdict each."""
         time.sleep(STANDIN_DELAY_S * len(items))  # a model's cost per claim, for timing-sensitive tests
         out = []
         for it in items:
@@ -65,7 +67,7 @@ class StandIn:
                 evidence=[Evidence("huge", "Huge", "x" * 1_500_000)] if "STANDIN-HUGE" in it.claim else [],
                 model_versions={"standin": "1", "context_sha1": context_digest(it.context)},
                 timings_ms={"context_turns": float(len(it.context))}, status=status))
-        return out
+        return [TurnResult(it, [v]) for it, v in zip(items, out)]
 
 
 def create(settings, protocol: str = "e2e", surface: str = "r4g") -> StandIn:

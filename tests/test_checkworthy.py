@@ -4,6 +4,9 @@ as questions and turns that mix a question or a greeting with a fact."""
 import pytest
 
 from workers.checkworthy import KINDS, REASON, check_worthiness
+from schemas.protocols import turn_verdicts
+
+pytestmark = pytest.mark.model
 
 
 @pytest.mark.parametrize("turn", ["I love cheerleading!", "That's cool, I didn't know that",
@@ -75,10 +78,10 @@ def test_skipped_turn_verdict_says_why(settings, nli, encoder):
 
     pipe = Pipeline(settings.updated(verify={"checkworthy": True}), nli, encoder, None, protocol="fv", surface="r0")
     elvis = [("Elvis Presley", "Elvis Aaron Presley was born in Tupelo, Mississippi, and moved to Memphis.")]
-    q, hi, fact = pipe.check_many([
+    q, hi, fact = turn_verdicts(pipe.check_turns([
         CheckItem("q", "1", [], "Did you visit Graceland when you were in Memphis?", elvis),
         CheckItem("q", "2", [], "Hello, how are you?", elvis),
-        CheckItem("q", "3", ["Hi there!"], "Did you know Elvis was born in Tupelo, Mississippi?", elvis)])
+        CheckItem("q", "3", ["Hi there!"], "Did you know Elvis was born in Tupelo, Mississippi?", elvis)]))
     assert (q.label, q.rationale["rule"], q.rationale["kind"]) == ("NOT ENOUGH INFO", "not-check-worthy", "question")
     assert hi.rationale["kind"] == "greeting" and not q.evidence and "verify" not in q.timings_ms
     assert fact.rationale["rule"] != "not-check-worthy" and "kind" not in fact.rationale
@@ -97,14 +100,14 @@ def test_default_skips_only_questions_greetings_and_thanks(settings, nli, encode
     turns = ["Did you visit Graceland when you were in Memphis?", "Thanks so much!", "I love cheerleading!"]
     items = [CheckItem("d", str(i), [], t, [("Elvis Presley", "Elvis Presley was born in Tupelo.")])
              for i, t in enumerate(turns)]
-    default = Pipeline(settings, nli, encoder, None, protocol="fv", surface="r0").check_many(items)
+    default = turn_verdicts(Pipeline(settings, nli, encoder, None, protocol="fv", surface="r0").check_turns(items))
     assert [v.rationale.get("kind") for v in default] == ["question", "thanks", None]
     assert "verify" in default[2].timings_ms  # the opinion was checked
-    everything = Pipeline(settings.updated(verify={"checkworthy": True}), nli, encoder, None, protocol="fv",
-                          surface="r0").check_many(items)
+    everything = turn_verdicts(Pipeline(settings.updated(verify={"checkworthy": True}), nli, encoder, None, protocol="fv",
+                          surface="r0").check_turns(items))
     assert [v.rationale.get("kind") for v in everything] == ["question", "thanks", "personal"]
-    none = Pipeline(settings.updated(verify={"skip_turns": ""}), nli, encoder, None, protocol="fv",
-                    surface="r0").check_many(items)
+    none = turn_verdicts(Pipeline(settings.updated(verify={"skip_turns": ""}), nli, encoder, None, protocol="fv",
+                    surface="r0").check_turns(items))
     assert all("verify" in v.timings_ms for v in none)
 
 

@@ -14,6 +14,9 @@ from schemas.items import CheckItem
 from schemas.protocols import SearchUnavailable
 from tests.llm_standin import LLMStandIn
 from workers.pipeline import Pipeline
+from schemas.protocols import turn_verdicts
+
+pytestmark = pytest.mark.model
 
 CONTEXT = ["Have you ever listened to Nickelback?"]
 TWO_CLAIMS = "They are from Canada. Their 2001 album sold really well."
@@ -42,7 +45,7 @@ def pipe(settings, nli, encoder, searcher, **llm):
 
 
 def run(p, claim):
-    return p.run([CheckItem("conv", "1", list(CONTEXT), claim)])[0]
+    return p.check_turns([CheckItem("conv", "1", list(CONTEXT), claim)])[0].states[0]
 
 
 def test_each_sub_claim_is_edited_with_its_top_evidence_and_retrieved_again(settings, nli, encoder, index, standin):
@@ -63,7 +66,7 @@ def test_each_sub_claim_is_edited_with_its_top_evidence_and_retrieved_again(sett
     assert SILVER_SIDE_UP not in [x.id for x in first.passages]
     assert SILVER_SIDE_UP in [x.id for x in st.passages]
     assert {x.id for x in first.retrieval.dense} <= {x.id for x in st.retrieval.dense} | {SILVER_SIDE_UP}
-    v = p.check_many([CheckItem("conv", "1", list(CONTEXT), TWO_CLAIMS)])[0]
+    v = turn_verdicts(p.check_turns([CheckItem("conv", "1", list(CONTEXT), TWO_CLAIMS)]))[0]
     assert v.rationale["edits"] == edits and v.timings_ms.get("edit") is not None
     validate("verdict", v.to_dict())
 
@@ -86,7 +89,7 @@ def test_llm_down_keeps_the_first_retrieval_with_a_degraded_status(settings, nli
     try:
         p = pipe(settings, nli, encoder, index, url=standin.url, edit=True, retries=0, model="dialcheck-standin-rewriter")
         st = run(p, TWO_CLAIMS)
-        v = p.check_many([CheckItem("conv", "1", list(CONTEXT), TWO_CLAIMS)])[0]
+        v = turn_verdicts(p.check_turns([CheckItem("conv", "1", list(CONTEXT), TWO_CLAIMS)]))[0]
     finally:
         standin.mode = "ok"
     assert _same_passages(first, st) and all(e["outcome"] == "llm-unavailable" for e in st.notes["edits"])

@@ -21,6 +21,7 @@ from streams.processes import free_port
 from tests.llm_standin import LLMStandIn
 from workers.llm.judge import JudgeStage, parse_answer
 from workers.pipeline import Pipeline
+from schemas.protocols import turn_verdicts
 
 pytestmark = pytest.mark.model
 
@@ -72,7 +73,7 @@ def chats(standin):
 def nli_only(settings, nli, encoder):
     """The NLI verdicts without the judge, per claim (what every failure must leave standing)."""
     claims = (SHOWN, NEI_ON_TOPIC, NEI_ON_TOPIC_2, LOW_SUPPORTS)
-    return {v.claim: v for v in pipe(settings, nli, encoder).check_many(items(*claims))}
+    return {v.claim: v for v in turn_verdicts(pipe(settings, nli, encoder).check_turns(items(*claims)))}
 
 
 def test_the_claims_are_what_the_tests_assume(nli_only):
@@ -111,7 +112,7 @@ def test_parse_answer_is_strict(text, want):
 # ---- what the judge is asked, and what its answer does ---------------------------------------------------
 def test_agreeing_judge_keeps_the_label_and_cites_its_window(settings, nli, encoder, standin, nli_only):
     standin.judges[NEI_ON_TOPIC] = REASONING.format(n=2) + "LABEL: NOT ENOUGH INFO\nWINDOW: 2"
-    v = judged(settings, nli, encoder, standin).check_many(items(NEI_ON_TOPIC))[0]
+    v = turn_verdicts(judged(settings, nli, encoder, standin).check_turns(items(NEI_ON_TOPIC)))[0]
     (sent,) = chats(standin)
     user = sent["body"]["messages"][-1]["content"]
     shown = re.findall(r"^\[(\d)\] \(Elvis Presley\) (.*)$", user, re.MULTILINE)
@@ -134,12 +135,12 @@ def test_agreeing_judge_keeps_the_label_and_cites_its_window(settings, nli, enco
 
 def test_disagreeing_judge_replaces_the_label_and_the_deciding_window(settings, nli, encoder, standin, nli_only):
     # the window saying "moved ... when he was 13": find its number from a first look at the prompt
-    judged(settings, nli, encoder, standin).check_many(items(NEI_ON_TOPIC))
+    turn_verdicts(judged(settings, nli, encoder, standin).check_turns(items(NEI_ON_TOPIC)))
     user = chats(standin)[0]["body"]["messages"][-1]["content"]
     n = next(int(m.group(1)) for m in re.finditer(r"^\[(\d)\] .*$", user, re.MULTILINE) if "13" in m.group(0))
     window = re.search(rf"^\[{n}\] \(Elvis Presley\) (.*)$", user, re.MULTILINE).group(1)
     standin.judges[NEI_ON_TOPIC] = REASONING.format(n=n) + f"LABEL: REFUTES\nWINDOW: {n}"
-    v = judged(settings, nli, encoder, standin).check_many(items(NEI_ON_TOPIC))[0]
+    v = turn_verdicts(judged(settings, nli, encoder, standin).check_turns(items(NEI_ON_TOPIC)))[0]
     before = nli_only[NEI_ON_TOPIC]
     assert v.label == "REFUTES" and before.label == "NOT ENOUGH INFO"
     assert v.rationale["judge"]["nli_label"] == "NOT ENOUGH INFO" and v.rationale["judge"]["used"]
@@ -152,7 +153,7 @@ def test_disagreeing_judge_replaces_the_label_and_the_deciding_window(settings, 
 
 def test_a_low_confidence_supports_is_asked_and_a_shown_verdict_is_not(settings, nli, encoder, standin, nli_only):
     standin.judges[LOW_SUPPORTS] = "Window 1 says he moved to Memphis at 13.\nLABEL: SUPPORTS\nWINDOW: 1"
-    shown, low = judged(settings, nli, encoder, standin).check_many(items(SHOWN, LOW_SUPPORTS))
+    shown, low = turn_verdicts(judged(settings, nli, encoder, standin).check_turns(items(SHOWN, LOW_SUPPORTS)))
     asked = [r["body"]["messages"][-1]["content"] for r in chats(standin)]
     assert len(asked) == 1 and "Claim to judge: " + LOW_SUPPORTS in asked[0]
     assert shown.rationale["judge"]["used"] is False and shown.rationale["judge"]["reason"].startswith("not asked")
@@ -170,7 +171,7 @@ def test_a_low_confidence_supports_is_asked_and_a_shown_verdict_is_not(settings,
 ])
 def test_garbage_or_a_window_that_does_not_exist_is_ignored(settings, nli, encoder, standin, nli_only, answer, why):
     standin.judges[NEI_ON_TOPIC] = answer
-    v = judged(settings, nli, encoder, standin).check_many(items(NEI_ON_TOPIC))[0]
+    v = turn_verdicts(judged(settings, nli, encoder, standin).check_turns(items(NEI_ON_TOPIC)))[0]
     before = nli_only[NEI_ON_TOPIC]
     assert len(chats(standin)) == 1
     assert (v.label, v.probabilities, v.evidence, v.status) == (before.label, before.probabilities, before.evidence,
@@ -195,7 +196,7 @@ def test_an_outage_leaves_the_nli_verdict_degraded(settings, nli, encoder, stand
     elif how == "unconfigured":
         p = pipe(settings, nli, encoder, judge=True, url="")
     t = time.perf_counter()
-    got = p.check_many(items(SHOWN, NEI_ON_TOPIC))
+    got = turn_verdicts(p.check_turns(items(SHOWN, NEI_ON_TOPIC)))
     assert time.perf_counter() - t < 30
     assert len(got) == 2  # nothing lost
     shown, asked = got
@@ -212,8 +213,8 @@ def test_an_outage_leaves_the_nli_verdict_degraded(settings, nli, encoder, stand
 def test_over_budget_claims_keep_the_nli_label(settings, nli, encoder, standin, nli_only):
     for c in (NEI_ON_TOPIC, NEI_ON_TOPIC_2, LOW_SUPPORTS):
         standin.judges[c] = "LABEL: REFUTES\nWINDOW: 1"
-    got = judged(settings, nli, encoder, standin, judge_max_calls_per_batch=2).check_many(
-        items(NEI_ON_TOPIC, SHOWN, NEI_ON_TOPIC_2, LOW_SUPPORTS))
+    got = turn_verdicts(judged(settings, nli, encoder, standin, judge_max_calls_per_batch=2).check_turns(
+        items(NEI_ON_TOPIC, SHOWN, NEI_ON_TOPIC_2, LOW_SUPPORTS)))
     assert len(chats(standin)) == 2
     first, shown, second, third = got
     assert first.label == second.label == "REFUTES" and first.rationale["judge"]["used"]
@@ -221,7 +222,7 @@ def test_over_budget_claims_keep_the_nli_label(settings, nli, encoder, standin, 
     assert third.rationale["judge"]["used"] is False and "over the judge's budget (2 calls" in \
         third.rationale["judge"]["reason"]
     assert shown.rationale["judge"]["reason"].startswith("not asked: the NLI verdict is shown")
-    none = judged(settings, nli, encoder, standin, judge_max_calls_per_batch=0).check_many(items(NEI_ON_TOPIC))[0]
+    none = turn_verdicts(judged(settings, nli, encoder, standin, judge_max_calls_per_batch=0).check_turns(items(NEI_ON_TOPIC)))[0]
     assert len(chats(standin)) == 2 and none.label == "NOT ENOUGH INFO"
 
 
@@ -229,9 +230,9 @@ def test_api_key_is_in_no_verdict_and_no_log_line(settings, nli, encoder, standi
     caplog.set_level(logging.DEBUG)
     standin.judges[NEI_ON_TOPIC] = f"My key is {KEY}? No.\nLABEL: REFUTES\nWINDOW: 1"  # a model echoing the key
     wrong = "sk-wrong-Secret-feed42"
-    ok = judged(settings, nli, encoder, standin).check_many(items(NEI_ON_TOPIC))[0]
-    bad = pipe(settings, nli, encoder, judge=True, url=standin.url, api_key=wrong, model=MODEL,
-               retries=0).check_many(items(NEI_ON_TOPIC))[0]
+    ok = turn_verdicts(judged(settings, nli, encoder, standin).check_turns(items(NEI_ON_TOPIC)))[0]
+    bad = turn_verdicts(pipe(settings, nli, encoder, judge=True, url=standin.url, api_key=wrong, model=MODEL,
+               retries=0).check_turns(items(NEI_ON_TOPIC)))[0]
     assert ok.rationale["judge"]["used"] and bad.status.state == "degraded" and "HTTP 401" in bad.status.reason
     text = json.dumps([ok.to_dict(), bad.to_dict()]) + caplog.text
     assert KEY not in text and wrong not in text
@@ -307,8 +308,8 @@ class EvidenceChecker:
     def __init__(self, pipeline):
         self.pipeline = pipeline
 
-    def check_many(self, items):
-        return self.pipeline.check_many([replace(it, gold_evidence=list(EVIDENCE)) for it in items])
+    def check_turns(self, items):
+        return self.pipeline.check_turns([replace(it, gold_evidence=list(EVIDENCE)) for it in items])
 
 
 def create(settings, protocol: str = "fv", surface: str = "r0"):

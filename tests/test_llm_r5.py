@@ -18,6 +18,7 @@ from tests.llm_standin import LLMStandIn
 from workers.llm import r5
 from workers.llm.client import OpenAICompatibleLLM
 from workers.pipeline import Pipeline
+from schemas.protocols import turn_verdicts
 
 KEY = "sk-standin-Secret-7f3a9c"
 CONTEXT = ["I love Elvis Presley."]
@@ -66,6 +67,7 @@ def chats(standin):
 
 
 # ---- the client ---------------------------------------------------------------------------------
+@pytest.mark.unit
 def test_client_speaks_the_openai_protocol(settings, standin):
     llm = OpenAICompatibleLLM(settings.updated(llm={"url": standin.url, "api_key": KEY, "concurrency": 3}).llm)
     assert isinstance(llm, LLM)
@@ -80,6 +82,7 @@ def test_client_speaks_the_openai_protocol(settings, standin):
         ["system", "user", "assistant", "user"]
 
 
+@pytest.mark.unit
 def test_client_declares_each_failure_and_retries_a_bounded_number_of_times(settings, standin):
     base = {"url": standin.url, "api_key": KEY, "model": "dialcheck-standin-rewriter", "timeout_s": 0.5}
     standin.mode = "error"  # HTTP 503: retried
@@ -96,8 +99,9 @@ def test_client_declares_each_failure_and_retries_a_bounded_number_of_times(sett
 
 
 # ---- R5 through the gate --------------------------------------------------------------------------
+@pytest.mark.model
 def test_r5g_uses_the_rewrite_the_gate_accepts(settings, nli, encoder, standin):
-    v = pipe(settings, nli, encoder, "r5g", url=standin.url, api_key=KEY).check_many(items(ACCEPTED))[0]
+    v = turn_verdicts(pipe(settings, nli, encoder, "r5g", url=standin.url, api_key=KEY).check_turns(items(ACCEPTED)))[0]
     assert v.surface.name == "r5g" and v.surface.text == "Elvis Presley was born in Tupelo."
     assert v.surface.candidate == "r5" and v.surface.gate.accepted and v.surface.gate.score >= v.surface.gate.threshold
     assert v.status.state == "ok" and v.rationale["r5"]["outcome"] == "accepted"
@@ -105,10 +109,11 @@ def test_r5g_uses_the_rewrite_the_gate_accepts(settings, nli, encoder, standin):
     validate("verdict", v.to_dict())
 
 
+@pytest.mark.model
 def test_rejected_or_refused_rewrites_leave_the_r4_path(settings, nli, encoder, standin):
     claims = items(REJECTED, REFUSED, UNKNOWN)
-    r4g = pipe(settings, nli, encoder, "r4g").check_many(claims)
-    got = pipe(settings, nli, encoder, "r5g", url=standin.url, api_key=KEY).check_many(claims)
+    r4g = turn_verdicts(pipe(settings, nli, encoder, "r4g").check_turns(claims))
+    got = turn_verdicts(pipe(settings, nli, encoder, "r5g", url=standin.url, api_key=KEY).check_turns(claims))
     assert len(got) == 3
     for a, b in zip(r4g, got):  # exactly what r4g checks and decides
         assert (b.surface.name, b.surface.text, b.label, b.status.state) == \
@@ -120,13 +125,15 @@ def test_rejected_or_refused_rewrites_leave_the_r4_path(settings, nli, encoder, 
     assert unchanged["outcome"] == "unchanged"
 
 
+@pytest.mark.model
 def test_ungated_r5_uses_any_rewrite_that_passes_the_checks(settings, nli, encoder, standin):
-    r4 = pipe(settings, nli, encoder, "r4").check_many(items(REFUSED))[0]
-    a, b = pipe(settings, nli, encoder, "r5", url=standin.url, api_key=KEY).check_many(items(REJECTED, REFUSED))
+    r4 = turn_verdicts(pipe(settings, nli, encoder, "r4").check_turns(items(REFUSED)))[0]
+    a, b = turn_verdicts(pipe(settings, nli, encoder, "r5", url=standin.url, api_key=KEY).check_turns(items(REJECTED, REFUSED)))
     assert (a.surface.name, a.surface.text) == ("r5", "Elvis Presley never lived in Tupelo.")  # why R5 needs the gate
     assert (b.surface.name, b.surface.text) == (r4.surface.name, r4.surface.text)
 
 
+@pytest.mark.model
 @pytest.mark.parametrize("how", ["down", "slow", "error", "unconfigured"])
 def test_llm_outage_takes_the_r4_path_with_a_degraded_status(settings, nli, encoder, standin, how):
     llm = {"url": standin.url, "api_key": KEY, "model": "dialcheck-standin-rewriter", "timeout_s": 0.5, "retries": 1}
@@ -139,8 +146,8 @@ def test_llm_outage_takes_the_r4_path_with_a_degraded_status(settings, nli, enco
     else:
         llm = {"url": ""}
     claims = items(ACCEPTED, REJECTED)
-    r4g = pipe(settings, nli, encoder, "r4g").check_many(claims)
-    got = pipe(settings, nli, encoder, "r5g", **llm).check_many(claims)
+    r4g = turn_verdicts(pipe(settings, nli, encoder, "r4g").check_turns(claims))
+    got = turn_verdicts(pipe(settings, nli, encoder, "r5g", **llm).check_turns(claims))
     assert len(got) == len(claims)  # nothing dropped
     for a, b in zip(r4g, got):
         assert (b.surface.name, b.surface.text, b.label) == (a.surface.name, a.surface.text, a.label)
@@ -151,13 +158,14 @@ def test_llm_outage_takes_the_r4_path_with_a_degraded_status(settings, nli, enco
         validate("verdict", b.to_dict())
 
 
+@pytest.mark.model
 def test_api_key_is_in_no_verdict_and_no_log_line(settings, nli, encoder, standin, caplog):
     caplog.set_level(logging.DEBUG)
     wrong = "sk-wrong-Secret-c0ffee"  # the server answers 401 and its error names no key
     url_with_password = standin.url.replace("http://", "http://user:url-Secret-pw@")
     verdicts = []
     for key, url in ((KEY, standin.url), (wrong, standin.url), (KEY, url_with_password)):
-        verdicts += pipe(settings, nli, encoder, "r5g", url=url, api_key=key, retries=0).check_many(items(ACCEPTED))
+        verdicts += turn_verdicts(pipe(settings, nli, encoder, "r5g", url=url, api_key=key, retries=0).check_turns(items(ACCEPTED)))
     assert verdicts[0].status.state == "ok"
     assert verdicts[1].status.state == "degraded" and "HTTP 401" in verdicts[1].status.reason
     text = json.dumps([v.to_dict() for v in verdicts]) + caplog.text
@@ -165,17 +173,19 @@ def test_api_key_is_in_no_verdict_and_no_log_line(settings, nli, encoder, standi
         assert secret not in text
 
 
+@pytest.mark.model
 def test_rewrites_are_cached_by_context_claim_and_model(settings, nli, encoder, standin):
     p = pipe(settings, nli, encoder, "r5g", url=standin.url, api_key=KEY)
-    first = p.check_many(items(ACCEPTED, REJECTED))
+    first = turn_verdicts(p.check_turns(items(ACCEPTED, REJECTED)))
     assert len(chats(standin)) == 2
-    again = p.with_options(surface="r5").check_many(items(ACCEPTED, REJECTED))  # eval's surface loop
+    again = turn_verdicts(p.with_options(surface="r5").check_turns(items(ACCEPTED, REJECTED)))  # eval's surface loop
     assert len(chats(standin)) == 2 and again[0].surface.text == first[0].surface.text
     other = [CheckItem("conv", "9", ["I love Elvis Costello."], ACCEPTED, list(EVIDENCE))]
-    p.check_many(other)  # another context: asked again
+    turn_verdicts(p.check_turns(other))  # another context: asked again
     assert len(chats(standin)) == 3
 
 
+@pytest.mark.unit
 def test_checks_refuse_drift(standin):
     sources = [*CONTEXT, ACCEPTED]
     assert r5.check_rewrite('Rewrite: "Elvis Presley was born in Tupelo."', sources, ACCEPTED).text == \
@@ -187,6 +197,7 @@ def test_checks_refuse_drift(standin):
     assert r5.check_rewrite("  ", sources, ACCEPTED).text is None
 
 
+@pytest.mark.unit
 def test_a_batch_waits_no_longer_than_its_llm_budget(settings, standin):
     standin.mode, standin.delay_s = "slow", 3.0  # answers, but after the batch's budget
     llm = OpenAICompatibleLLM(settings.updated(llm={"url": standin.url, "api_key": KEY, "timeout_s": 30,
@@ -207,7 +218,8 @@ class _NLIDown:
         raise ModelUnavailable("nli server gone")
 
 
+@pytest.mark.model
 def test_gate_outage_on_the_r5_rewrite_is_declared(settings, nli, encoder, standin):
-    v = pipe(settings, _NLIDown(nli.version), encoder, "r5g", url=standin.url, api_key=KEY).check_many(items(ACCEPTED))[0]
+    v = turn_verdicts(pipe(settings, _NLIDown(nli.version), encoder, "r5g", url=standin.url, api_key=KEY).check_turns(items(ACCEPTED)))[0]
     assert v.rationale["r5"]["outcome"] == "gate-unavailable" and v.surface.name == "r0"
     assert "gate unavailable for the R5 rewrite, R4 path used: nli server gone" in v.status.reason

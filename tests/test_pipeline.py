@@ -6,6 +6,9 @@ from schemas import LABELS, parse_verdict
 from workers.gate import BiConGate, GateInput, gate_decision
 from schemas.protocols import ModelUnavailable, SearchUnavailable
 from workers.pipeline import CheckItem, Pipeline
+from schemas.protocols import turn_verdicts
+
+pytestmark = pytest.mark.model
 
 ELVIS = ["Do you like Elvis? I have loved Elvis since I was a kid.",
          "Yes! His songs are great. Do you know where he grew up?"]
@@ -34,7 +37,7 @@ def fv_pipeline(settings, nli, encoder):
 
 def test_fv_verdicts_on_dialfact(fv_pipeline, dialfact_records):
     records = dialfact_records[:12]
-    verdicts = fv_pipeline.check_many([r.to_check_item("fv") for r in records])
+    verdicts = turn_verdicts(fv_pipeline.check_turns([r.to_check_item("fv") for r in records]))
     assert len(verdicts) == len(records)
     for r, v in zip(records, verdicts):
         parse_verdict(v.to_json())  # schema-valid
@@ -56,7 +59,7 @@ def test_fv_verdicts_on_dialfact(fv_pipeline, dialfact_records):
 def test_pronoun_claim_routed_through_gate(fv_pipeline):
     item = CheckItem("c", "t", ELVIS, "He was born in Tupelo Mississippi",
                      gold_evidence=[("Elvis Presley", "Elvis Presley was born in Tupelo, Mississippi.")])
-    v = fv_pipeline.check_many([item])[0]
+    v = turn_verdicts(fv_pipeline.check_turns([item]))[0]
     assert v.surface.candidate_text == "Elvis was born in Tupelo Mississippi."
     assert v.surface.gate is not None and 0.0 <= v.surface.gate.score <= 1.0
 
@@ -66,7 +69,7 @@ def test_e2e_retrieves_and_verifies(settings, nli, encoder, index_dir, dialfact_
 
     pipe = Pipeline(settings.updated(retrieval={"index_dir": str(index_dir)}), nli, encoder, EmbeddedIndex.load(index_dir), "e2e", "r4g")
     recs = [r for r in dialfact_records if r.type_label == "factual"][:8]
-    verdicts = pipe.check_many([r.to_check_item("e2e") for r in recs])
+    verdicts = turn_verdicts(pipe.check_turns([r.to_check_item("e2e") for r in recs]))
     hits = sum(any(e.title in {t for t, _ in r.evidence} for e in v.evidence) for r, v in zip(recs, verdicts))
     assert hits >= len(recs) // 2  # retrieval finds the gold document for most factual claims
     assert all(v.timings_ms.get("retrieve") is not None for v in verdicts)
@@ -90,7 +93,7 @@ class _BuggyNLI:
 
 def test_model_outage_gives_explicit_status(settings, encoder, dialfact_records):
     pipe = Pipeline(settings, _BrokenNLI(), encoder, None, protocol="fv", surface="r4g")
-    verdicts = pipe.check_many([r.to_check_item("fv") for r in dialfact_records[:3]])
+    verdicts = turn_verdicts(pipe.check_turns([r.to_check_item("fv") for r in dialfact_records[:3]]))
     assert len(verdicts) == 3
     for v in verdicts:
         assert v.status.state == "error" and "NLI model unavailable" in v.status.reason
@@ -102,7 +105,7 @@ def test_a_bug_is_not_relabelled_as_an_outage(settings, encoder, dialfact_record
     into error verdicts for the batch and logs it) instead of hiding behind 'degraded'."""
     pipe = Pipeline(settings, _BuggyNLI(), encoder, None, protocol="fv", surface="r0")
     with pytest.raises(IndexError):
-        pipe.check_many([r.to_check_item("fv") for r in dialfact_records[:2]])
+        turn_verdicts(pipe.check_turns([r.to_check_item("fv") for r in dialfact_records[:2]]))
 
 
 def test_search_outage_degrades(settings, nli, encoder, dialfact_records):
@@ -113,7 +116,7 @@ def test_search_outage_degrades(settings, nli, encoder, dialfact_records):
             raise SearchUnavailable("index offline")
 
     pipe = Pipeline(settings, nli, encoder, Down(), protocol="e2e", surface="r0")
-    v = pipe.check_many([dialfact_records[0].to_check_item("e2e")])[0]
+    v = turn_verdicts(pipe.check_turns([dialfact_records[0].to_check_item("e2e")]))[0]
     assert v.status.state == "degraded" and "search unavailable" in v.status.reason
 
 

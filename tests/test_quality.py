@@ -8,6 +8,9 @@ from __future__ import annotations
 import pytest
 
 from schemas.items import CheckItem
+from schemas.protocols import turn_verdicts
+
+pytestmark = pytest.mark.model
 
 ELVIS = [("Elvis Presley", "Elvis Aaron Presley (January 8, 1935 – August 16, 1977) was an American singer and "
                            "actor. He was born in Tupelo, Mississippi, and moved to Memphis, Tennessee, with his "
@@ -41,13 +44,13 @@ def fv_pipeline(settings, nli, encoder):
 
 @pytest.mark.parametrize("label,claim,evidence", OBVIOUS, ids=[f"{o[0]}:{o[1][:30]}" for o in OBVIOUS])
 def test_obvious_items(fv_pipeline, label, claim, evidence):
-    v = fv_pipeline.check_many([CheckItem("q", "1", ["Tell me something."], claim, evidence)])[0]
+    v = turn_verdicts(fv_pipeline.check_turns([CheckItem("q", "1", ["Tell me something."], claim, evidence)]))[0]
     assert v.label == label, (v.label, v.probabilities)
 
 
 @pytest.mark.parametrize("label,claim,evidence", SILENT, ids=[f"{o[0]}:{o[1][:30]}" for o in SILENT])
 def test_silent_evidence_items(fv_pipeline, label, claim, evidence):
-    v = fv_pipeline.check_many([CheckItem("q", "1", ["Tell me something."], claim, evidence)])[0]
+    v = turn_verdicts(fv_pipeline.check_turns([CheckItem("q", "1", ["Tell me something."], claim, evidence)]))[0]
     assert v.label == label, (v.label, v.probabilities)
 
 
@@ -58,13 +61,13 @@ WOOD_AND_BERLIN = "The Eiffel Tower is made of wood and stands in Berlin."
 
 
 def test_false_claim_is_never_supported(fv_pipeline):
-    v = fv_pipeline.check_many([CheckItem("q", "1", ["Tell me something."], WOOD_AND_BERLIN, EIFFEL)])[0]
+    v = turn_verdicts(fv_pipeline.check_turns([CheckItem("q", "1", ["Tell me something."], WOOD_AND_BERLIN, EIFFEL)]))[0]
     assert v.label != "SUPPORTS", (v.label, v.probabilities)
 
 
 @pytest.mark.xfail(strict=True, reason="v3 + guarded rule: contradiction 0.54 < t_refutes 0.56 (issue 18)")
 def test_known_miss_wood_and_berlin(fv_pipeline):
-    v = fv_pipeline.check_many([CheckItem("q", "1", ["Tell me something."], WOOD_AND_BERLIN, EIFFEL)])[0]
+    v = turn_verdicts(fv_pipeline.check_turns([CheckItem("q", "1", ["Tell me something."], WOOD_AND_BERLIN, EIFFEL)]))[0]
     assert v.label == "REFUTES", (v.label, v.probabilities)
 
 
@@ -72,7 +75,7 @@ def test_macro_f1_floor_on_fixed_slice(fv_pipeline, dialfact_records):
     from lab.evaluation.scoring import label_metrics
 
     recs = dialfact_records[:SLICE]
-    verdicts = fv_pipeline.check_many([r.to_check_item("fv") for r in recs])
+    verdicts = turn_verdicts(fv_pipeline.check_turns([r.to_check_item("fv") for r in recs]))
     m = label_metrics([r.label for r in recs], [v.label for v in verdicts])
     assert m["macro_f1"] >= MACRO_F1_FLOOR, m
     assert min(m["predicted"].values()) > 0, m  # every label is used
@@ -89,32 +92,33 @@ def test_multi_sentence_turn_checked_claim_by_claim(settings, nli, encoder):
     pipe = Pipeline(s, nli, encoder, None, protocol="fv", surface="r0")
     turn = "Elvis Presley was born in Tupelo, Mississippi. Elvis Presley was born in London, England."
     item = CheckItem("q", "7", ["Who was Elvis?"], turn, ELVIS)
-    (claims,) = pipe.check_segments([item])
+    (turn_result,) = pipe.check_turns([item])
+    claims = turn_result.verdicts[:-1]
     assert [v.claim for v in claims] == ["Elvis Presley was born in Tupelo, Mississippi.",
                                          "Elvis Presley was born in London, England."]
     assert [v.label for v in claims] == ["SUPPORTS", "REFUTES"]
     assert len({v.claim_id for v in claims}) == 2
-    (summary,) = pipe.check_many([item])
+    (summary,) = turn_verdicts(pipe.check_turns([item]))
     assert summary.label == "REFUTES" and summary.claim == turn
     # what the stream publishes for this turn: each claim's verdict, then the turn summary
     from schemas import claim_id
-    from schemas.protocols import ClaimChecker
+    from schemas.protocols import Checker
 
-    assert isinstance(pipe, ClaimChecker)
-    (published,) = pipe.check_turns([item])
+    assert isinstance(pipe, Checker)
+    published = turn_result.verdicts
     assert [v.claim_id for v in published[:2]] == [v.claim_id for v in claims]
     assert published[2].claim_id == claim_id("q", "7", turn) and published[2].label == "REFUTES"
     assert published[2].rationale["rule"] == "turn-summary"
     single = CheckItem("q", "8", ["Who was Elvis?"], "Elvis Presley was born in Tupelo, Mississippi.", ELVIS)
-    assert len(pipe.check_turns([single])[0]) == 1  # a one-claim turn: one verdict, as before
+    assert len(pipe.check_turns([single])[0].verdicts) == 1  # a one-claim turn: one verdict, as before
 
 
 def test_not_checkworthy_turn_skips_checking(settings, nli, encoder):
     from workers.pipeline import Pipeline
 
     pipe = Pipeline(settings.updated(verify={"checkworthy": True}), nli, encoder, None, protocol="fv", surface="r0")
-    chat, fact = pipe.check_many([CheckItem("q", "1", [], "I love cheerleading!", ELVIS),
-                                  CheckItem("q", "2", [], "Elvis Presley was born in Tupelo, Mississippi.", ELVIS)])
+    chat, fact = turn_verdicts(pipe.check_turns([CheckItem("q", "1", [], "I love cheerleading!", ELVIS),
+                                  CheckItem("q", "2", [], "Elvis Presley was born in Tupelo, Mississippi.", ELVIS)]))
     assert chat.label == "NOT ENOUGH INFO" and chat.status.reason is None and not chat.evidence
     assert chat.rationale["rule"] == "not-check-worthy" and "not check-worthy" in chat.rationale["summary"]
     assert "verify" not in chat.timings_ms

@@ -16,6 +16,8 @@ from schemas import parse_verdict
 from workers.pipeline import CheckItem, Pipeline
 from workers.segment import segment
 
+pytestmark = pytest.mark.model
+
 LONG = " ".join(f"Tower number {i} stands in town {i % 7}." for i in range(140))[:4000]
 
 
@@ -49,15 +51,16 @@ def test_a_long_turn_beside_another_conversations_turn(pipeline):
     other = CheckItem("bob", "b1", ["When was the Eiffel Tower built?"], "The Eiffel Tower was completed in 1889.",
                       EVIDENCE)
     long_turn = CheckItem("alice", "a1", ["Tell me about towers."], LONG, EVIDENCE)
-    alone = pipeline.check_turns([other])[0][-1]
+    alone = pipeline.check_turns([other])[0].verdict
 
     seen: list[int] = []
-    run = pipeline.run
-    pipeline.run = lambda items: seen.append(len(items)) or run(items)
+    run = pipeline._run
+    pipeline._run = lambda items: seen.append(len(items)) or run(items)
     try:
-        long_verdicts, other_verdicts = pipeline.check_turns([long_turn, other])
+        long_turn_result, other_result = pipeline.check_turns([long_turn, other])
     finally:
-        del pipeline.run
+        del pipeline._run
+    long_verdicts, other_verdicts = long_turn_result.verdicts, other_result.verdicts
     assert sum(seen) == 16 + 1  # the cap's claims and the other turn: the batch's whole model cost
 
     (got,) = other_verdicts  # the other conversation's real verdict, the same as checked alone

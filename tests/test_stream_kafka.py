@@ -22,6 +22,9 @@ from streams.replay import TurnProducer, iter_claim_ids, load_records, record_tu
 from streams.topics import ensure_topics
 from streams.verdicts import VerdictLog, collect_verdicts, end_offsets, read_dead_letters
 from streams.worker import WorkerProcess
+from schemas.protocols import turn_verdicts
+
+pytestmark = pytest.mark.broker
 
 DATA = load_settings().data.dialfact_sample
 # a stand-in factory may be named for developing the wiring; CI uses the real pipeline
@@ -55,7 +58,7 @@ def batch_verdicts(settings, records):
     """The Kafka-free path: the same Pipeline, called directly on every record this module streams."""
     pipeline = load_checker(settings, PIPELINE)
     recs = [r for group in records.values() for r in group]
-    verdicts = pipeline.check_many([r.to_check_item("e2e") for r in recs])
+    verdicts = turn_verdicts(pipeline.check_turns([r.to_check_item("e2e") for r in recs]))
     return {v.claim_id: v for v in verdicts}
 
 

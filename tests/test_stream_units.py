@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import pytest
 
+from schemas.protocols import TurnResult
 from schemas.settings import load_settings
 from schemas import ChatTurn, InvalidEvent, Reason, claim_id, parse_verdict
 from streams.checking import check_safely, error_verdict, validate_event
@@ -13,6 +14,8 @@ from schemas.items import response_claim_id
 from streams.replay import record_turns
 from streams.worker import settings_env
 from schemas.items import CheckItem
+
+pytestmark = pytest.mark.unit
 
 
 def turn(tid, text="t", conv="c1", speaker="user", check=None):
@@ -83,12 +86,12 @@ def item(n):
 
 
 def test_pipeline_exception_costs_only_the_item_that_raised():
-    def check_many(items):
+    def check_turns(items):
         if any(i.turn_id == "t1" for i in items):
             raise RuntimeError("boom")
-        return [error_verdict(i, "fake ok") for i in items]
+        return [TurnResult(i, [error_verdict(i, "fake ok")]) for i in items]
 
-    out = check_safely(check_many, [item(0), item(1), item(2)])
+    out = [r.verdict for r in check_safely(check_turns, [item(0), item(1), item(2)])]
     assert [v.turn_id for v in out] == ["t0", "t1", "t2"]
     assert "boom" in out[1].status.reason and out[1].status.state == "error"
     assert out[1].claim_id == claim_id("c", "t1", "claim 1")
@@ -218,14 +221,11 @@ def test_log_filter_scrubs_message_arguments_and_tracebacks():
 
 
 class _TwoClaims:
-    """A ClaimChecker stand-in: per turn, one verdict per claim and then the turn summary."""
-
-    def check_many(self, items):
-        return [turn[-1] for turn in self.check_turns(items)]
+    """A Checker stand-in: per turn, one verdict per claim and then the turn summary."""
 
     def check_turns(self, items):
-        return [[error_verdict(i, f"claim {k} of {i.turn_id}") for k in range(2)] + [error_verdict(i, "summary")]
-                for i in items]
+        return [TurnResult(i, [error_verdict(i, f"claim {k} of {i.turn_id}") for k in range(2)]
+                           + [error_verdict(i, "summary")]) for i in items]
 
 
 class _Hangs:
@@ -234,9 +234,9 @@ class _Hangs:
 
         self.release = threading.Event()
 
-    def check_many(self, items):
+    def check_turns(self, items):
         self.release.wait(30)
-        return [error_verdict(i, "late") for i in items]
+        return [TurnResult(i, [error_verdict(i, "late")]) for i in items]
 
 
 def _turn_worker(checker, **stream):

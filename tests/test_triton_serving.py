@@ -9,12 +9,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+pytestmark = pytest.mark.model
+
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from schemas.settings import load_settings  # noqa: E402
 from infra.triton_server import TritonServer  # noqa: E402
 from schemas.protocols import ModelUnavailable  # noqa: E402
+from schemas.protocols import turn_verdicts
 
 DIALFACT = load_settings().data.dialfact_sample
 NLI_DIR = REPO / "triton_models" / "nli" / "1"
@@ -104,18 +107,18 @@ def test_pipeline_same_verdicts_and_outage_recovery(server, records, local_nli, 
     settings = load_settings()
     items = [r.to_check_item("fv") for r in records]
     in_process = Pipeline(settings, local_nli, local_encoder, None, protocol="fv", surface="r4g")
-    local = in_process.check_many(items)
+    local = turn_verdicts(in_process.check_turns(items))
 
     fast = "?retries=1&backoff_s=0.05&timeout_s=60"  # outage = refused connection: fails fast anyway
     nli, enc = TritonNLI.from_url(server.grpc_url + fast), TritonEncoder.from_url(server.grpc_url + fast, "e5")
     pipe = Pipeline(settings, nli, enc, None, protocol="fv", surface="r4g")
-    _assert_same(local, pipe.check_many(items))
+    _assert_same(local, turn_verdicts(pipe.check_turns(items)))
 
     server.kill()
     assert not nli.ready()
     with pytest.raises(ModelUnavailable):
         nli.predict(["a"], ["b"])
-    degraded = pipe.check_many(items[:5])
+    degraded = turn_verdicts(pipe.check_turns(items[:5]))
     assert len(degraded) == 5
     for v in degraded:
         assert v.status.state in ("degraded", "error")
@@ -123,7 +126,7 @@ def test_pipeline_same_verdicts_and_outage_recovery(server, records, local_nli, 
 
     server.start()
     assert nli.ready()
-    _assert_same(in_process.check_many(items[:5]), pipe.check_many(items[:5]))
+    _assert_same(turn_verdicts(in_process.check_turns(items[:5])), turn_verdicts(pipe.check_turns(items[:5])))
 
 
 def test_a_request_the_server_rejects_propagates(server):

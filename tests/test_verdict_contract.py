@@ -36,6 +36,7 @@ def probs(label: str, p: float) -> dict[str, float]:
     return {label: p, rest[0]: (1 - p) / 2, rest[1]: (1 - p) / 2}
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("label,p,state,evidence,expected", [
     # high: p >= HIGH with strong evidence; the bound itself counts
     ("SUPPORTS", rule.HIGH, "ok", "strong", (True, "supported", "high")),
@@ -60,6 +61,7 @@ def test_display_rule(label, p, state, evidence, expected):
     assert (got.show, got.tone, got.confidence) == expected
 
 
+@pytest.mark.unit
 def test_display_rule_is_the_documented_one():
     """The thresholds the schema and the integration guide state are the module's constants."""
     assert (rule.HIGH, rule.MEDIUM) == (0.80, 0.60)
@@ -70,6 +72,7 @@ def test_display_rule_is_the_documented_one():
         assert threshold in said and threshold in guide
 
 
+@pytest.mark.unit
 def test_the_streams_error_verdict_follows_the_rule():
     from streams.checking import error_verdict
 
@@ -79,6 +82,7 @@ def test_the_streams_error_verdict_follows_the_rule():
 
 
 # ---- source links ------------------------------------------------------------------------------
+@pytest.mark.unit
 def test_wikipedia_url():
     from workers.retrieval.collection import wikipedia_url
 
@@ -90,6 +94,7 @@ def test_wikipedia_url():
     assert wikipedia_url("Guns N' Roses") == "https://en.wikipedia.org/wiki/Guns_N%27_Roses"
 
 
+@pytest.mark.unit
 def test_passages_carry_their_source_url(tmp_path, data_dir):
     """A TSV row's own url column, DialFact's own article URL (it may name a redirect target), a
     derived Wikipedia URL for FoolMeTwice pages, none for WiCE web pages or a TSV row without one."""
@@ -114,6 +119,7 @@ def test_passages_carry_their_source_url(tmp_path, data_dir):
     assert all(p.url is None for p in wice_passages(data_dir))
 
 
+@pytest.mark.unit
 def test_index_keeps_urls_and_derives_them_for_old_wikipedia_indexes(tmp_path):
     """Saved and loaded with their urls; an index written before passages kept a url gets the
     Wikipedia link only when all its sources are bundled Wikipedia sources (else none: a passage's
@@ -141,6 +147,7 @@ def test_index_keeps_urls_and_derives_them_for_old_wikipedia_indexes(tmp_path):
     assert old_index("old-wice", ["dialfact", "wice"]) == [None, None]
 
 
+@pytest.mark.unit
 def test_opensearch_documents_keep_their_url():
     """The OpenSearch backend stores a passage's url and gives it back with the hit (osmem-server,
     the in-memory imitation the backend tests use); a document without one comes back without."""
@@ -158,6 +165,7 @@ def test_opensearch_documents_keep_their_url():
 
 
 # ---- status.reason -----------------------------------------------------------------------------
+@pytest.mark.unit
 def test_reason_is_null_when_ok_and_the_check_was_complete():
     from workers.stages import ClaimState
     from workers.verdict import status
@@ -205,9 +213,10 @@ def batch(settings, nli, encoder, small_index):
              CheckItem("c", "2", [], "The Eiffel Tower in Paris was completed in 1889, and it is made of wrought iron."),
              CheckItem("c", "3", [], "I love cheerleading!"),
              CheckItem("c", "4", [], "Zyxxq blorf wuzzle qwop vrank snib tolp in 1887.")]
-    return pipe.check_many(items)
+    return turn_verdicts(pipe.check_turns(items))
 
 
+@pytest.mark.model
 def test_fresh_verdicts_are_valid_2_1_with_display_and_links(batch, small_index):
     urls = {p.id: p.url for p in small_index.passages}
     for v in batch:
@@ -227,6 +236,7 @@ def test_fresh_verdicts_are_valid_2_1_with_display_and_links(batch, small_index)
     assert eiffel.status.state == "ok" and eiffel.status.reason is None
 
 
+@pytest.mark.model
 def test_not_check_worthy_and_no_evidence(batch):
     chat, nonsense = batch[2], batch[3]
     assert chat.status == Status("ok", None, "none")
@@ -235,6 +245,7 @@ def test_not_check_worthy_and_no_evidence(batch):
     assert nonsense.status == Status("ok", "no passage retrieved", "none") and not nonsense.display.show
 
 
+@pytest.mark.model
 def test_timings_are_the_claims_own_where_the_work_is(batch):
     """checkworthy runs claim by claim: its times differ between claims (the old runner gave every
     claim the batch average). The batched stages (one model or search call for the batch) give each
@@ -248,6 +259,7 @@ def test_timings_are_the_claims_own_where_the_work_is(batch):
     assert "batch_items" not in batch[2].timings_ms and "verify" not in batch[2].timings_ms
 
 
+@pytest.mark.model
 def test_model_loading_happens_before_the_first_verdict():
     """from_settings loads models, spaCy and the truecaser and checks a warm-up claim: the first
     verdict's stages then hold no loading (a fresh process, so nothing was loaded before)."""
@@ -257,11 +269,12 @@ from schemas.settings import load_settings
 from workers.pipeline import CheckItem, Pipeline
 from workers.surfaces.pronouns import nlp
 from workers.surfaces.truecasing import _truecaser
+from schemas.protocols import turn_verdicts
 pipe = Pipeline.from_settings(load_settings(), protocol="fv", surface="r4g")
 loaded = {"spacy": nlp.cache_info().currsize, "truecaser": _truecaser.cache_info().currsize}
 item = CheckItem("c", "1", ["Do you like Elvis?"], "He was born in Memphis.",
                  gold_evidence=[("Elvis Presley", "Elvis Presley was born in Tupelo, Mississippi.")])
-print(json.dumps({"load_ms": pipe.load_ms, "loaded": loaded, "first": pipe.check_many([item])[0].timings_ms}))
+print(json.dumps({"load_ms": pipe.load_ms, "loaded": loaded, "first": turn_verdicts(pipe.check_turns([item]))[0].timings_ms}))
 """
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-2000:]
@@ -272,6 +285,7 @@ print(json.dumps({"load_ms": pipe.load_ms, "loaded": loaded, "first": pipe.check
 
 
 # ---- old verdicts and old readers --------------------------------------------------------------
+@pytest.mark.unit
 def test_version_2_and_1_verdicts_still_parse():
     raw = (FIXTURES / "verdict_v2.json").read_bytes()
     v2 = parse_verdict(raw)
@@ -286,6 +300,7 @@ def test_version_2_and_1_verdicts_still_parse():
     assert back.evidence[0].title == "Tupelo, Mississippi"
 
 
+@pytest.mark.unit
 def test_fields_of_a_later_minor_version_are_ignored():
     d = json.loads((FIXTURES / "verdict_v2.json").read_bytes())
     d.update(schema_version="2.2", future={"x": 1}, display={"show": True, "tone": "supported",
@@ -296,6 +311,7 @@ def test_fields_of_a_later_minor_version_are_ignored():
     assert v.display == Display(True, "supported", "high") and v.evidence[0].url.endswith("Tupelo,_Mississippi")
 
 
+@pytest.mark.model
 def test_a_2_1_verdict_validates_against_the_version_2_schema(batch):
     """Old readers that validate with the version-2 schema accept the new verdicts (new fields only)."""
     old = jsonschema.Draft202012Validator(json.loads((FIXTURES / "verdict.schema.v2.json").read_text()))

@@ -9,6 +9,9 @@ from __future__ import annotations
 import pytest
 
 from schemas.items import CheckItem
+from schemas.protocols import turn_verdicts
+
+pytestmark = pytest.mark.model
 
 ELVIS_CHAT = ["Do you like Elvis Presley?", "I do! Elvis Presley was the King of Rock and Roll."]
 EIFFEL_CHAT = ["Have you ever been to the Eiffel Tower?", "Yes, the Eiffel Tower in Paris is stunning."]
@@ -31,7 +34,7 @@ NEVER_REFUTES = [("eiffel-1889", EIFFEL_CHAT, "It was built in 1889 for the Worl
 
 @pytest.mark.parametrize("name,context,claim", NEVER_REFUTES, ids=[n for n, *_ in NEVER_REFUTES])
 def test_true_claims_without_their_article_are_never_refuted(e2e, name, context, claim):
-    v = e2e.check_many([CheckItem("c", name, context, claim)])[0]
+    v = turn_verdicts(e2e.check_turns([CheckItem("c", name, context, claim)]))[0]
     assert v.label != "REFUTES", (v.label, v.rationale["summary"])
     assert v.status.state == "ok" and v.status.evidence in ("strong", "weak", "none")
 
@@ -44,7 +47,7 @@ E2E_OBVIOUS = [("SUPPORTS", "His music career began in 1954, recording at Sun Re
 
 @pytest.mark.parametrize("label,claim", E2E_OBVIOUS, ids=[lab for lab, _ in E2E_OBVIOUS])
 def test_e2e_obvious_items(e2e, label, claim):
-    v = e2e.check_many([CheckItem("c", "elvis-career", ELVIS_CHAT, claim)])[0]
+    v = turn_verdicts(e2e.check_turns([CheckItem("c", "elvis-career", ELVIS_CHAT, claim)]))[0]
     assert v.label == label, (v.label, v.rationale["summary"])
     assert v.status.evidence == "strong" and v.evidence and "Sun Records" in v.evidence[0].text
 
@@ -69,6 +72,6 @@ SILENT = [("true", "Elvis Presley was born in Tupelo, Mississippi."),
 
 @pytest.mark.parametrize("kind,claim", SILENT, ids=[k for k, _ in SILENT])
 def test_silent_evidence_is_not_enough_info(fv, kind, claim):
-    v = fv.check_many([CheckItem("s", kind, ["Tell me about Elvis."], claim, ELVIS_CAREER)])[0]
+    v = turn_verdicts(fv.check_turns([CheckItem("s", kind, ["Tell me about Elvis."], claim, ELVIS_CAREER)]))[0]
     assert v.label == "NOT ENOUGH INFO", (v.label, v.rationale["summary"])
     assert v.status.evidence in ("strong", "weak")

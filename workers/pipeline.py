@@ -1,12 +1,15 @@
 """The checking pipeline as plain Python: each protocol is a list of stages, one runner.
 
-`Pipeline.check_many` takes a batch (the stream agent's batch, or a slice of an eval file), runs
-the protocol's stages over it (each stage batches its model calls across the batch), times each
-stage, and turns only the declared outages (ModelUnavailable, SearchUnavailable) into
-degraded/error verdicts via the stage's `on_outage`. Any other exception is a bug: it propagates,
-and the stream worker turns it into error verdicts for that batch.
+`Pipeline.check_turns` — the one public entry — takes a batch (the stream agent's batch, or a
+slice of an eval file), runs the protocol's stages over it (each stage batches its model calls
+across the batch), times each stage, and turns only the declared outages (ModelUnavailable,
+SearchUnavailable) into degraded/error verdicts via the stage's `on_outage`; per item it returns a
+`TurnResult` (schemas/protocols.py): the verdicts to publish and the claim states behind them.
+Any other exception is a bug: it propagates, and the stream worker turns it into error verdicts
+for that batch. The stage chain is checked when the Pipeline is built (workers/stages.py
+`check_chain`); `PipelineHooks` is the one declared way to swap a stage's inputs or forward.
 
-Timings (verdict `timings_ms`): a per-claim stage (PER_CLAIM_STAGES: a loop over claims, nothing
+Timings (verdict `timings_ms`): a per-claim stage (`batched=False`: a loop over claims, nothing
 shared) runs claim by claim and each claim gets its own milliseconds; a batched stage (one model
 or search call for the whole batch) cannot be split, so each claim gets the batch's time divided
 by the claims that shared it, and `timings_ms["batch_items"]` says by how many. Loading (models,
@@ -15,11 +18,13 @@ never lands inside a stage of the first verdict."""
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
+from typing import Callable
 
 from schemas import Verdict
 from schemas.items import CheckItem
 from schemas.secrets import Scrubber
-from schemas.protocols import Encoder, ModelUnavailable, NLIModel, Searcher, SearchUnavailable
+from schemas.protocols import Encoder, ModelUnavailable, NLIModel, Searcher, SearchUnavailable, TurnResult
 from schemas.settings import Settings
 
 from .caches import CachedEncoder, memoize
@@ -29,29 +34,36 @@ from .llm.client import client_for
 from .llm.stages import R5_SURFACES, EditStage, R5Stage, r5_cache
 from .retrieval.factory import load_searcher
 from .stages import (CheckWorthyStage, ClaimState, GateStage, GoldEvidenceStage, RetrieveStage, Stage, SurfaceStage,
-                     VerifyStage, surfaces_of)
+                     VerifyStage, check_chain, surfaces_of)
 from .surfaces.pronouns import set_parse_cache
 from .verdict import VerdictContext, assemble, turn_summary
 
 PROTOCOLS = ("fv", "e2e", "ir")
 SURFACES = ("r0", "r1", "r2", "r3", "r4", "r4g", "r5", "r5g")  # r5/r5g: workers/llm (fall back to r4/r4g)
 OUTAGES = (ModelUnavailable, SearchUnavailable)
-# stages that do per-claim work only (no batched model or search call): timed claim by claim
-PER_CLAIM_STAGES = frozenset({"checkworthy", "evidence"})
 # checked once by from_settings so lazy loading happens there (a pronoun: R4 and the gate run too)
 WARM_UP = CheckItem("dialcheck-warm-up", "0", ["Do you know where Elvis Presley was born?"],
                     "He was born in Tupelo, Mississippi.",
                     gold_evidence=[("Elvis Presley", "Elvis Presley was born in Tupelo, Mississippi, in 1935.")])
 
-__all__ = ["CheckItem", "ClaimState", "Pipeline", "PROTOCOLS", "SURFACES"]
+__all__ = ["CheckItem", "ClaimState", "Pipeline", "PipelineHooks", "PROTOCOLS", "SURFACES", "TurnResult"]
+
+
+@dataclass(frozen=True)
+class PipelineHooks:
+    """What a caller (tuning) may swap without finding a stage by name: the verify stage's window
+    selection, and its NLI forward (e.g. cached probabilities)."""
+    window_fn: Callable | None = None  # (passage texts, fact, keep) → windows
+    verify_forward: Callable | None = None  # (premises, hypotheses) → (n, 3) probabilities
 
 
 class Pipeline:
-    """A Checker: `check_many(list[CheckItem]) -> list[Verdict]`, the call the stream worker,
+    """A Checker: `check_turns(list[CheckItem]) -> list[TurnResult]`, the call the stream worker,
     `dialcheck check` and `dialcheck eval` all make."""
 
     def __init__(self, settings: Settings, nli: NLIModel, encoder: Encoder, searcher: Searcher | None = None,
-                 protocol: str = "e2e", surface: str = "r4g", surface_builder=None):
+                 protocol: str = "e2e", surface: str = "r4g", surface_builder=None,
+                 hooks: PipelineHooks | None = None):
         if protocol not in PROTOCOLS:
             raise ValueError(f"protocol {protocol!r} not in {PROTOCOLS}")
         if surface not in SURFACES:
@@ -66,10 +78,13 @@ class Pipeline:
         # the verifier's label decision (fv and e2e; ir decides no label)
         self.decision = load_decision(settings.verify, protocol, getattr(nli, "version", None)) \
             if protocol in ("fv", "e2e") else None
+        self.hooks = hooks or PipelineHooks()
         self.stages: list[Stage] = self._stages()
+        check_chain(self.stages)
         self.display = load_display(settings.verify, getattr(nli, "version", None))
         self.verdict_context = VerdictContext(protocol, self.model_versions(), self.display)
-        self.scrub = Scrubber.from_settings(settings)  # status reasons quote backends' errors (URLs, passwords)
+        # status reasons quote backends' errors (URLs, passwords): for the publish boundaries (`_verdict`)
+        self.scrub = Scrubber.from_settings(settings)
         self.load_ms: dict[str, float] = {}  # from_settings: models, index and warm-up milliseconds
 
     def _stages(self) -> list[Stage]:
@@ -91,7 +106,11 @@ class Pipeline:
         if self.protocol == "fv":
             stages.append(GoldEvidenceStage())
         if self.decision is not None:
-            stages.append(VerifyStage(self.nli, s.verify, self.decision))
+            verify = VerifyStage(self.nli, s.verify, self.decision, **(
+                {"window_fn": self.hooks.window_fn} if self.hooks.window_fn is not None else {}))
+            if self.hooks.verify_forward is not None:
+                verify.forward = lambda pairs: self.hooks.verify_forward(*pairs)
+            stages.append(verify)
             if s.llm.judge:  # the cascade judge (workers/llm/judge.py); the NLI's label stays in notes["judge"]
                 from .llm.judge import JudgeStage
                 stages.append(JudgeStage.of(s.llm, self.protocol, self.decision))
@@ -121,13 +140,13 @@ class Pipeline:
         pipe = self if base == self.surface and not self.settings.llm.edit else Pipeline(
             self.settings.updated(llm={"edit": False}), self.nli, self.encoder, self.searcher, self.protocol, base,
             self.surface_builder)
-        pipe.run([WARM_UP])
+        pipe.check_turns([WARM_UP])
         return round((time.perf_counter() - t) * 1000, 1)
 
     def with_options(self, protocol: str | None = None, surface: str | None = None) -> "Pipeline":
         """Same models and index, another protocol/surface (the evaluator loops over surfaces)."""
         return Pipeline(self.settings, self.nli, self.encoder, self.searcher, protocol or self.protocol,
-                        surface or self.surface, self.surface_builder)
+                        surface or self.surface, self.surface_builder, self.hooks)
 
     def load_report(self) -> str:
         """One line for people: what loading cost, kept out of every verdict's timings_ms."""
@@ -137,7 +156,39 @@ class Pipeline:
                                                               for k, v in self.load_ms.items()))
 
     # ---- public API ---------------------------------------------------------------------------
-    def run(self, items: list[CheckItem]) -> list[ClaimState]:
+    def check_turns(self, items: list[CheckItem]) -> list[TurnResult]:
+        """Per item, a TurnResult with every verdict to publish: with `verify.segment` a turn of
+        several claims gets one verdict per claim (own claim_id) and then the turn summary (the
+        turn's claim_id, the worst label — REFUTES > SUPPORTS > NEI — its rationale saying so);
+        otherwise the one verdict of the turn. `states` are the claims' stage fields (IR metrics,
+        tuning); under the IR protocol no label is decided."""
+        if not self.settings.verify.segment or self.protocol == "ir":
+            return [TurnResult(st.item, [self._verdict(st)], [st]) for st in self._run(items)]
+        from .segment import capped, segment, turn_label
+
+        flat, owner, segs = [], [], []
+        for i, it in enumerate(items):
+            claims = segment(it.claim, self.settings.verify.max_claims_per_turn)  # capped: the rest in `note`
+            segs.append(claims)
+            for seg in claims:
+                flat.append(CheckItem(it.conversation_id, it.turn_id, list(it.context), seg.text, it.gold_evidence))
+                owner.append(i)
+        states = self._run(flat) if flat else []
+        per_item: list[list[ClaimState]] = [[] for _ in items]
+        for i, st in zip(owner, states):
+            per_item[i].append(st)
+        out = []
+        for item, claims, sts in zip(items, segs, per_item):
+            verdicts = [self._verdict(st) for st in sts]
+            note = getattr(claims, "note", None)
+            if len(verdicts) <= 1 and not note:
+                out.append(TurnResult(item, verdicts or [self._verdict(ClaimState(item))], sts))
+                continue
+            summary = turn_summary(item, verdicts, turn_label(v.label for v in verdicts), self.display)
+            out.append(TurnResult(item, verdicts + [capped(summary, claims)], sts, note))
+        return out
+
+    def _run(self, items: list[CheckItem]) -> list[ClaimState]:
         """Every stage of the protocol over the batch, timed (module docstring): a per-claim stage
         claim by claim, a batched stage once, its time shared by `batch_items` claims. A claim a
         stage answered (not check-worthy) goes to no later stage."""
@@ -145,7 +196,7 @@ class Pipeline:
         shared: dict[int, int] = {}
         for stage in self.stages:
             todo = [st for st in states if not st.skip_reason]
-            if stage.name in PER_CLAIM_STAGES:
+            if not stage.batched:
                 for st in todo:
                     st.timings[stage.name] = round(self._timed(stage, [st]), 2)
             elif todo:
@@ -168,53 +219,15 @@ class Pipeline:
             stage.on_outage(states, e)
         return (time.perf_counter() - t) * 1000
 
-    def check_many(self, items: list[CheckItem]) -> list[Verdict]:
-        """One verdict per item. With `verify.segment`, each turn is checked claim by claim and its
-        verdict is the turn summary: the worst claim's label (REFUTES > SUPPORTS > NEI) and evidence."""
-        return [turn[-1] for turn in self.check_turns(items)]
-
-    def check_turns(self, items: list[CheckItem]) -> list[list[Verdict]]:
-        """Per item, every verdict to publish: with `verify.segment` a turn of several claims gets
-        one verdict per claim (own claim_id) and then the turn summary (the turn's claim_id, the
-        worst label, its rationale saying so); otherwise the one verdict of the turn."""
-        if not self.settings.verify.segment or self.protocol == "ir":
-            return [[self._verdict(st)] for st in self.run(items)]
-        from .segment import capped, turn_label
-
-        out = []
-        for item, claims in zip(items, self.check_segments(items)):
-            if len(claims) <= 1 and not getattr(claims, "note", None):
-                out.append(claims or [self._verdict(ClaimState(item))])
-                continue
-            out.append(claims + [capped(turn_summary(item, claims, turn_label(v.label for v in claims), self.display), claims)])
-        return out
-
-    def check_segments(self, items: list[CheckItem]) -> list[list[Verdict]]:
-        """Each turn split into claims (workers/segment.py), each checked with its own stable
-        claim_id (conversation, turn, claim text); a one-claim turn keeps its text and id."""
-        from .segment import TurnClaims, segment
-
-        flat, owner, notes = [], [], [None] * len(items)
-        for i, it in enumerate(items):
-            segs = segment(it.claim, self.settings.verify.max_claims_per_turn)  # capped: the rest in `note`
-            notes[i] = segs
-            for seg in segs:
-                flat.append(CheckItem(it.conversation_id, it.turn_id, list(it.context), seg.text, it.gold_evidence))
-                owner.append(i)
-        verdicts = [self._verdict(st) for st in self.run(flat)] if flat else []
-        out: list[list[Verdict]] = [TurnClaims(note=getattr(n, "note", None), unchecked=getattr(n, "unchecked", 0))
-                                    for n in notes]
-        for i, v in zip(owner, verdicts):
-            out[i].append(v)
-        return out
-
-    def retrieve_many(self, items: list[CheckItem]) -> list[ClaimState]:
-        """IR protocol: each state carries `ir_surface`, `retrieval` (bm25, dense) and `problems`."""
-        return self.with_options(protocol="ir").run(items) if self.protocol != "ir" else self.run(items)
+    def phase_ms(self) -> dict[str, float]:
+        """Milliseconds spent in each model stage's preprocess / forward / postprocess so far."""
+        return {k: round(v, 1) for st in self.stages for k, v in getattr(st, "phase_ms", {}).items()}
 
     # ---- verdict ------------------------------------------------------------------------------
     def _verdict(self, st: ClaimState) -> Verdict:
-        return self.scrub.verdict(assemble(st, self.verdict_context))
+        """Not scrubbed here: secrets are scrubbed once, where a verdict leaves the process (the
+        stream's publish, `dialcheck check`'s output, a run file), with `self.scrub`."""
+        return assemble(st, self.verdict_context)
 
     def decision_rule(self) -> str:
         return self.decision.rule if self.decision is not None else "none"

@@ -6,8 +6,8 @@ A turn that is one claim stays exactly one segment with the turn's own text, so 
 verdict are the same as without segmentation."""
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Iterable
+from dataclasses import dataclass, field
+from typing import Iterable, Sequence
 
 from schemas import claim_id
 
@@ -64,13 +64,20 @@ def _clauses(sent) -> list[tuple[int, int]]:
     return [(sent.start, sent.end)]
 
 
-class TurnClaims(list):
-    """The claims of one turn (segments, or their verdicts) and `note`: None, or what the per-turn
-    cap left unchecked, for the turn verdict's status reason and rationale (`capped`)."""
+@dataclass
+class TurnSegments(Sequence):
+    """The claims of one turn, in order, and `note`: None, or what the per-turn cap left unchecked
+    (`unchecked` sentences or clauses), for the turn verdict's status reason and rationale
+    (`capped`). A sequence of its segments."""
+    claims: list = field(default_factory=list)
+    note: str | None = None
+    unchecked: int = 0
 
-    def __init__(self, items: Iterable = (), note: str | None = None, unchecked: int = 0):
-        super().__init__(items)
-        self.note, self.unchecked = note, unchecked
+    def __getitem__(self, i):
+        return self.claims[i]
+
+    def __len__(self) -> int:
+        return len(self.claims)
 
 
 def capped(turn_verdict, claims) -> object:
@@ -88,14 +95,14 @@ def capped(turn_verdict, claims) -> object:
     return replace(turn_verdict, status=status, rationale=why)
 
 
-def segment(turn: str, max_claims: int | None = None) -> TurnClaims:
+def segment(turn: str, max_claims: int | None = None) -> TurnSegments:
     """The turn's claims, in order. With `max_claims`, only the first `max_claims` are kept (and
     the costly clause test runs only for them); the rest are counted by sentence and named in `note`.
 
     Why a cap: one 4,000-character turn once became 666 claims, and checking them made another
     conversation's turn in the same batch miss the worker's batch deadline."""
     text = turn.strip()
-    out = TurnClaims()
+    out = TurnSegments()
     if not text:
         return out
     doc = _nlp()(text)
@@ -118,9 +125,9 @@ def segment(turn: str, max_claims: int | None = None) -> TurnClaims:
                 else:
                     spans.append((toks.start_char, toks.end_char))
     if len(spans) <= 1 and not unchecked:
-        out.append(Segment(0, text, 0, len(text)))
+        out.claims.append(Segment(0, text, 0, len(text)))
         return out
-    out.extend(Segment(i, text[s:e], s, e) for i, (s, e) in enumerate(spans))
+    out.claims.extend(Segment(i, text[s:e], s, e) for i, (s, e) in enumerate(spans))
     if unchecked:
         out.unchecked = unchecked
         out.note = (f"only the first {len(spans)} claims of this turn were checked "

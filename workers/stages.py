@@ -1,13 +1,18 @@
-"""The checking stages: small components with one batch interface, `run(list[ClaimState])`.
+"""The checking stages: small typed components with one batch interface, `run(list[ClaimState])`.
 
-Each stage reads and fills typed fields of `ClaimState`; a protocol is a list of stages
-(workers/pipeline.py). A stage may declare how it degrades when a backend is out
-(`on_outage`); only `ModelUnavailable` and `SearchUnavailable` reach it — any other exception is
-a bug and propagates (in the stream, to the error-verdict path)."""
+Each stage declares (`@component`, as Haystack 2 components do) which `ClaimState` fields it
+reads and writes and whether it is batched (one model or search call for the whole batch) or works
+claim by claim; `check_chain` refuses a protocol whose stage reads a field no earlier stage
+writes, when the Pipeline is built (workers/pipeline.py). A stage may declare how it degrades when
+a backend is out (`on_outage`); only `ModelUnavailable` and `SearchUnavailable` reach it — any
+other exception is a bug and propagates (in the stream, to the error-verdict path). The model
+stages (gate, verify) run as preprocess → forward → postprocess, as transformers pipelines do:
+each phase is timed (`phase_ms`), and `forward` is the one hook a caller may replace."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Protocol
+import time
+from dataclasses import dataclass, field, fields
+from typing import Callable, ClassVar, Protocol
 
 import numpy as np
 
@@ -62,14 +67,73 @@ class ClaimState:
         self.fv_surface = self.ir_surface = Surface("r0", self.item.claim)
 
 
+CLAIM_FIELDS = frozenset(f.name for f in fields(ClaimState))
+# what every state has before any stage ran: the item, and the lists every stage may append to
+GIVEN = frozenset({"item", "problems", "timings", "notes"})
+
+
 class Stage(Protocol):
     name: str
+    reads: ClassVar[frozenset[str]]  # ClaimState fields it reads
+    writes: ClassVar[frozenset[str]]  # ClaimState fields it fills
+    batched: ClassVar[bool]  # one model or search call for the batch (else claim by claim)
 
     def run(self, states: list[ClaimState]) -> None: ...
 
     def on_outage(self, states: list[ClaimState], error: Exception) -> None: ...
 
 
+def component(*, reads: tuple[str, ...], writes: tuple[str, ...], batched: bool = True):
+    """Declare a stage's contract: the ClaimState fields it reads and writes, batched or per claim."""
+    def declare(cls):
+        unknown = (set(reads) | set(writes)) - CLAIM_FIELDS
+        if unknown:
+            raise TypeError(f"{cls.__name__} declares fields ClaimState does not have: {sorted(unknown)}")
+        cls.reads, cls.writes, cls.batched = frozenset(reads), frozenset(writes), batched
+        return cls
+    return declare
+
+
+class StageChainError(TypeError):
+    """A protocol whose stage reads a field that no earlier stage writes."""
+
+
+def check_chain(stages: list) -> None:
+    """Every field a stage reads is given or written by an earlier stage (checked when a Pipeline
+    is built, so a misordered protocol fails at start-up, not on the first claim)."""
+    available = set(GIVEN)
+    for stage in stages:
+        missing = stage.reads - available
+        if missing:
+            raise StageChainError(f"stage {stage.name!r} reads {sorted(missing)}, which no earlier stage writes "
+                                  f"(stages: {[st.name for st in stages]})")
+        available |= stage.writes
+
+
+class Phases:
+    """preprocess → forward → postprocess, each phase's milliseconds summed in `phase_ms`
+    (`<stage>.<phase>`); `forward` is the model call a caller may replace (tuning: cached
+    probabilities)."""
+    name: str
+
+    def _init_phases(self) -> None:
+        self.phase_ms: dict[str, float] = {}
+
+    def _timed(self, phase: str, fn: Callable, *args):
+        t = time.perf_counter()
+        try:
+            return fn(*args)
+        finally:
+            key = f"{self.name}.{phase}"
+            self.phase_ms[key] = self.phase_ms.get(key, 0.0) + (time.perf_counter() - t) * 1000
+
+    def run(self, states: list[ClaimState]) -> None:
+        inputs = self._timed("preprocess", self.preprocess, states)
+        outputs = self._timed("forward", self.forward, inputs)
+        self._timed("postprocess", self.postprocess, states, inputs, outputs)
+
+
+@component(reads=("item",), writes=("skip_reason", "label", "label_probs", "notes"), batched=False)
 class CheckWorthyStage:
     """Claim detection: a turn that states no checkable fact is answered NOT ENOUGH INFO here
     ("not check-worthy"); the runner passes it to no later stage. `skip`: the turn kinds left
@@ -93,6 +157,7 @@ class CheckWorthyStage:
         raise error
 
 
+@component(reads=("item",), writes=("surfaces", "fv_surface", "ir_surface"))
 class SurfaceStage:
     """R0–R4 for every claim; the fixed surfaces (r0…r4) are chosen here, r4g by `GateStage`."""
     name = "surfaces"
@@ -119,14 +184,17 @@ def surfaces_of(context: tuple[str, ...], claim: str) -> ClaimSurfaces:
     return build_surfaces(list(context), claim)
 
 
-class GateStage:
+@component(reads=("item", "surfaces"), writes=("fv_surface", "ir_surface", "problems"))
+class GateStage(Phases):
     """BiCon-Gate over the R4 candidate: one batched NLI + encoder call for the whole batch."""
     name = "gate"
 
     def __init__(self, gate: BiConGate, settings: GateSettings):
         self.gate, self.settings = gate, settings
+        self._init_phases()
 
-    def run(self, states: list[ClaimState]) -> None:
+    def preprocess(self, states: list[ClaimState]) -> tuple[list[GateInput], list[int]]:
+        """Each claim's R4 candidate(s) that differ from the claim, with their owner."""
         inputs, owners = [], []
         for i, s in enumerate(states):
             alts = [a for a in dict.fromkeys(s.surfaces.r4_alternatives[:GATE_CANDIDATES] or [s.surfaces.r4])
@@ -134,8 +202,16 @@ class GateStage:
             for a in alts:
                 inputs.append(GateInput(last_turns(s.item.context, self.settings.context_turns), s.item.claim, a))
                 owners.append(i)
+        return inputs, owners
+
+    def forward(self, prepared: tuple[list[GateInput], list[int]]) -> list:
+        """The gate's scores: one batched NLI + encoder call."""
+        return self.gate.score(prepared[0])
+
+    def postprocess(self, states: list[ClaimState], prepared, scores: list) -> None:
+        inputs, owners = prepared
         best: dict[int, tuple[tuple[float, float, float, float], str]] = {}
-        for scored, i, inp in zip(self.gate.score(inputs), owners, inputs):
+        for scored, i, inp in zip(scores, owners, inputs):
             if i not in best or scored[0] > best[i][0][0]:
                 best[i] = (scored, inp.rewrite)
         for i, s in enumerate(states):
@@ -156,6 +232,7 @@ class GateStage:
             s.use_original()
 
 
+@component(reads=("item", "ir_surface"), writes=("retrieval", "passages", "problems", "timings"))
 class RetrieveStage:
     """BM25 for the query (last turns + surface) ∪ top-1 per context turn (one `search_many` for
     the batch), then dense re-scoring; the verifier reads the top `verify_top_passages`."""
@@ -203,6 +280,7 @@ class RetrieveStage:
             s.problems.append(("degraded", f"search unavailable: {error}"))
 
 
+@component(reads=("item",), writes=("passages",), batched=False)
 class GoldEvidenceStage:
     """FV protocol: the record's gold evidence is the verifier's passages."""
     name = "evidence"
@@ -215,7 +293,9 @@ class GoldEvidenceStage:
         raise error
 
 
-class VerifyStage:
+@component(reads=("item", "fv_surface", "passages", "surfaces"),
+           writes=("windows", "decisions", "evidence", "decision", "label", "label_probs", "best", "problems"))
+class VerifyStage(Phases):
     """Windows → lexical pre-score top-k → one batched NLI call → the claim's `Decision` from the
     configured decision method (workers/decision/)."""
     name = "verify"
@@ -223,8 +303,10 @@ class VerifyStage:
     def __init__(self, nli: NLIModel, settings: VerifySettings, decision: DecisionMethod, window_fn=top_windows):
         self.nli, self.settings, self.decision = nli, settings, decision
         self.window_fn = window_fn  # (passages, fact, keep) → windows; tuning compares variants here
+        self._init_phases()
 
-    def run(self, states: list[ClaimState]) -> None:
+    def preprocess(self, states: list[ClaimState]) -> tuple[list[str], list[str]]:
+        """Each claim's windows (pre-score top-k) and the (premise, hypothesis) pairs the NLI reads."""
         cfg = self.settings
         premises, hyps = [], []
         for s in states:
@@ -233,7 +315,15 @@ class VerifyStage:
             titles = [p.title for p in s.passages] if cfg.title_in_premise else []
             premises += [premise(w, titles) for w in s.windows]
             hyps += [hyp] * len(s.windows)
-        probs = iter(self.nli.predict(premises, hyps) if premises else np.zeros((0, 3)))
+        return premises, hyps
+
+    def forward(self, pairs: tuple[list[str], list[str]]) -> np.ndarray:
+        """One batched NLI call: (n, 3) calibrated probabilities in NLI_LABELS order."""
+        premises, hyps = pairs
+        return self.nli.predict(premises, hyps) if premises else np.zeros((0, 3))
+
+    def postprocess(self, states: list[ClaimState], pairs, probs: np.ndarray) -> None:
+        probs = iter(probs)
         for s in states:
             s.decisions = [WindowDecision(w, p) for w, p in zip(s.windows, probs)]
             s.evidence = claim_evidence(s)

@@ -13,6 +13,7 @@ from schemas.items import DialFactRecord
 from schemas.secrets import Scrubber
 
 from .scoring import ir_records, verdict_row
+from schemas.protocols import turn_verdicts
 from workers.pipeline import Pipeline
 from workers.retrieval.dense import unique_docs
 
@@ -25,11 +26,11 @@ def label_rows(pipeline: Pipeline, records: Sequence[DialFactRecord], batch: int
     items = [r.to_check_item(pipeline.protocol) for r in records]
     verdicts = []
     for s in range(0, len(items), batch):
-        verdicts.extend(pipeline.check_many(items[s:s + batch]))
+        verdicts.extend(turn_verdicts(pipeline.check_turns(items[s:s + batch])))
         if progress:
             progress(len(items[s:s + batch]))
     secs = time.perf_counter() - t
-    # verdicts come scrubbed from the Pipeline; scrubbing the row again keeps run files safe whatever made them
+    # a run file is a publish boundary: what dialcheck wrote (status reasons quote backends) is scrubbed here
     rows = [scrub.row({"protocol": pipeline.protocol, "surface_mode": pipeline.surface,
                        **verdict_row(v.to_dict(), r.id)}) for r, v in zip(records, verdicts)]
     return rows, secs
@@ -46,8 +47,9 @@ def ir_rows(pipeline: Pipeline, records: Sequence[DialFactRecord], batch: int = 
     t = time.perf_counter()
     items = [r.to_check_item("ir") for r in recs]
     results = []
+    ir = pipeline if pipeline.protocol == "ir" else pipeline.with_options(protocol="ir")
     for s in range(0, len(items), batch):
-        results.extend(pipeline.retrieve_many(items[s:s + batch]))
+        results.extend(t.states[0] for t in ir.check_turns(items[s:s + batch]))
         if progress:
             progress(len(items[s:s + batch]))
     secs = time.perf_counter() - t

@@ -42,7 +42,8 @@ class Tuner:
         # layer out of the loop (and a layer fitted for another model from being loaded); every
         # claim is verified (no turn skipped: `tune checkworthy` measures skipping on its own)
         self.settings = settings.updated(models={"nli_model_dir": self.model_dir},
-                                         verify={"decision": "threshold", "skip_turns": "", "checkworthy": False})
+                                         verify={"decision": "threshold", "skip_turns": "", "checkworthy": False,
+                                                 "segment": False})
         self.data = data or settings.data.dialfact_sample
         self.cache_dir = cache_dir
         self.fp = model_fingerprint(self.model_dir)
@@ -90,17 +91,15 @@ class Tuner:
 
     def pipeline(self, protocol: str = "fv", surface: str = "r0", window_fn=None, **changes):
         """The real Pipeline with the cached models; `changes`: settings sections to override."""
-        from workers.pipeline import Pipeline
+        from workers.pipeline import Pipeline, PipelineHooks
 
         settings = self.settings.updated(**changes) if changes else self.settings
-        pipe = Pipeline(settings, self.nli, self.encoder, self.searcher if protocol == "e2e" else None,
-                        protocol, surface, self.surfaces)
-        if window_fn is not None:
-            next(st for st in pipe.stages if st.name == "verify").window_fn = window_fn
-        return pipe
+        return Pipeline(settings, self.nli, self.encoder, self.searcher if protocol == "e2e" else None,
+                        protocol, surface, self.surfaces, PipelineHooks(window_fn=window_fn))
 
     def states(self, items: list[CheckItem], protocol: str = "fv", surface: str = "r0", window_fn=None, **changes):
-        return self.pipeline(protocol, surface, window_fn, **changes).run(items)
+        """One claim state per item (the tuner's settings never split a turn into claims)."""
+        return [t.states[0] for t in self.pipeline(protocol, surface, window_fn, **changes).check_turns(items)]
 
     def items(self, protocol: str) -> list[CheckItem]:
         return [r.to_check_item(protocol) for r in self.records]

@@ -39,7 +39,7 @@ from schemas.settings import LLMSettings
 
 from ..decision.sufficiency import strength
 from ..display import display_for
-from ..stages import ClaimState
+from ..stages import ClaimState, component
 from ..text import last_turns
 from ..verdict import deciding_coverage, status
 from .client import client_for
@@ -103,6 +103,8 @@ def _tail(text: str, scrub: Scrubber) -> str:
     return text if len(text) <= ANSWER_CHARS else "…" + text[-ANSWER_CHARS:]
 
 
+@component(reads=("item", "decision", "decisions", "label", "label_probs", "best", "passages"),
+           writes=("label", "best", "notes", "problems"))
 class JudgeStage:
     """The cascade judge as a pipeline stage (workers/stages.py's interface), after VerifyStage."""
     name = "judge"

@@ -79,9 +79,9 @@ class Pipeline:
         self.decision = load_decision(settings.verify, protocol, getattr(nli, "version", None)) \
             if protocol in ("fv", "e2e") else None
         self.hooks = hooks or PipelineHooks()
+        self.display = load_display(settings.verify, getattr(nli, "version", None))
         self.stages: list[Stage] = self._stages()
         check_chain(self.stages)
-        self.display = load_display(settings.verify, getattr(nli, "version", None))
         self.verdict_context = VerdictContext(protocol, self.model_versions(), self.display)
         # status reasons quote backends' errors (URLs, passwords): for the publish boundaries (`_verdict`)
         self.scrub = Scrubber.from_settings(settings)
@@ -113,7 +113,7 @@ class Pipeline:
             stages.append(verify)
             if s.llm.judge:  # the cascade judge (workers/llm/judge.py); the NLI's label stays in notes["judge"]
                 from .llm.judge import JudgeStage
-                stages.append(JudgeStage.of(s.llm, self.protocol, self.decision))
+                stages.append(JudgeStage.of(s.llm, self.protocol, self.decision, self.display))
         return stages
 
     @classmethod
@@ -239,5 +239,7 @@ class Pipeline:
             v["search"] = getattr(self.searcher, "name", "?")
         if self.decision is not None:
             v["decision"] = self.decision.version
+        if getattr(self, "display", None) is not None:
+            v["display"] = f"policy@{self.display.meta.get('date', 'fitted')}"
         return v
 

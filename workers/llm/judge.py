@@ -109,18 +109,19 @@ class JudgeStage:
     """The cascade judge as a pipeline stage (workers/stages.py's interface), after VerifyStage."""
     name = "judge"
 
-    def __init__(self, llm: LLM | None, settings: LLMSettings, protocol: str, on_topic: float = 0.5):
+    def __init__(self, llm: LLM | None, settings: LLMSettings, protocol: str, on_topic: float = 0.5, display=None):
         self.llm, self.settings, self.protocol, self.on_topic = llm, settings, protocol, float(on_topic)
+        self.display = display  # the pipeline's display policy (None: the constant rule)
         self.scrub = Scrubber([settings.api_key.get_secret_value(), *url_passwords(settings.url)])
 
     @classmethod
-    def of(cls, settings: LLMSettings, protocol: str, decision) -> "JudgeStage":
+    def of(cls, settings: LLMSettings, protocol: str, decision, display=None) -> "JudgeStage":
         """The stage for a pipeline: its client, and the decision method's on-topic level (guarded's,
         else 0.5)."""
         on_topic = getattr(decision, "on_topic", None)
         if on_topic is None:  # the ClaimDecider before the decision rewrite: its layer's parameters
             on_topic = (getattr(getattr(decision, "layer", None), "params", None) or {}).get("on_topic", 0.5)
-        return cls(judge_client(settings), settings, protocol, float(on_topic))
+        return cls(judge_client(settings), settings, protocol, float(on_topic), display)
 
     # ---- which claims ------------------------------------------------------------------------------
     def unsure(self, s: ClaimState) -> bool:
@@ -135,7 +136,7 @@ class JudgeStage:
         decision = getattr(s, "decision", None)  # the decision method's (absent before the decision rewrite)
         decided = decision if decision is not None and s.best is not None else None
         evidence = decided.evidence if decided is not None else strength(cov, self.on_topic)
-        return not display_for(s.label, s.label_probs or {}, status(s, self.protocol, evidence)).show
+        return not display_for(s.label, s.label_probs or {}, status(s, self.protocol, evidence), self.display).show
 
     # ---- the stage ---------------------------------------------------------------------------------
     def run(self, states: list[ClaimState]) -> None:

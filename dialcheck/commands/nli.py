@@ -28,6 +28,12 @@ def register(sub) -> None:
                    help="supported claims with a number or year changed → contradiction (default 0)")
     h.add_argument("--number-neutrals", type=int, default=0,
                    help="a claim with another sentence of its page stating a different number → neutral (default 0)")
+    h.add_argument("--extensions", type=int, default=0,
+                   help="supported claims + a clause their evidence does not state → neutral (issue 29; default 0)")
+    h.add_argument("--slot-swaps", type=int, default=0,
+                   help="a name in a functional slot or a month, stated by the evidence, replaced → contradiction (default 0)")
+    h.add_argument("--removals", type=int, default=0,
+                   help="a page window without the supporting sentence → neutral, with the full window → entailment (default 0)")
     h.set_defaults(func=run_hard_pairs)
     r = nsub.add_parser("release", help="export ONNX (fp32/int8), fit temperature, write the artifact")
     r.add_argument("--checkpoint", default="artifacts/nli-train/model")
@@ -103,7 +109,9 @@ def run_hard_pairs(args) -> int:
         model = OnnxNLI(args.filter_model)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     print(json.dumps(build_training_file(s.data.dir, args.out, model, args.same, args.nearest, args.dialogue,
-                                         args.replay, n_swaps=args.value_swaps, n_number=args.number_neutrals), indent=1))
+                                         args.replay, n_swaps=args.value_swaps, n_number=args.number_neutrals,
+                                         n_extensions=args.extensions, n_slot_swaps=args.slot_swaps,
+                                         n_removals=args.removals), indent=1))
     return 0
 
 

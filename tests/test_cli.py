@@ -1,9 +1,12 @@
 """The user-facing commands run end to end and print what the issues promise."""
 import json
 
+import pytest
+
 from dialcheck.cli import main
 
 
+@pytest.mark.model
 def test_nli_evaluate_prints_json(capsys, data_dir):
     assert main(["nli", "evaluate", "--limit", "60", "--json", "--data-dir", str(data_dir)]) == 0
     out = json.loads(capsys.readouterr().out)
@@ -13,6 +16,7 @@ def test_nli_evaluate_prints_json(capsys, data_dir):
     assert out["snli_test_pairs"] == 60 and 0.0 <= out["snli_test_accuracy"] <= 1.0
 
 
+@pytest.mark.model
 def test_eval_fv_prints_metric_table(capsys, data_dir):
     assert main(["eval", "--protocol", "fv", "--surfaces", "r0,r4g", "--limit", "8", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
@@ -23,6 +27,7 @@ def test_eval_fv_prints_metric_table(capsys, data_dir):
         assert 0 <= m["macro_f1"] <= 100 and "rewritten_share" in m and "gate_acceptance_rate" in m
 
 
+@pytest.mark.model
 def test_eval_ir_prints_recall(capsys, data_dir, index_dir):
     assert main(["eval", "--protocol", "ir", "--surfaces", "r0", "--limit", "8", "--index", str(index_dir),
                  "--json"]) == 0
@@ -30,6 +35,7 @@ def test_eval_ir_prints_recall(capsys, data_dir, index_dir):
     assert {"bm25", "dense", "top1"} <= set(m) and "macro_recall" in m["bm25"]["@180"]
 
 
+@pytest.mark.model
 def test_check_command(capsys, data_dir):
     assert main(["check", "--protocol", "fv", "--context", "I love Elvis Presley.",
                  "--claim", "He was born in Tupelo", "--evidence", "Elvis Presley was born in Tupelo, Mississippi."]) == 0
@@ -42,6 +48,7 @@ def test_check_command(capsys, data_dir):
     assert not {"models", "index", "warm_up"} & set(v["timings_ms"])
 
 
+@pytest.mark.unit
 def test_check_text_prints_stage_times_not_the_batch_count():
     """`dialcheck check`'s text shows milliseconds for stages only; `batch_items` is a count (it
     once printed "batch_items 2 ms") and the `dense_client_side` flag is no stage."""

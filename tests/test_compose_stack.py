@@ -29,10 +29,12 @@ def _errors(doc: dict) -> list[str]:
     return [f"{list(e.path)}: {e.message}" for e in validator.iter_errors(doc)]
 
 
+@pytest.mark.unit
 def test_valid_against_compose_spec(compose):
     assert _errors(compose) == []
 
 
+@pytest.mark.unit
 def test_schema_check_has_teeth(compose):
     broken = copy.deepcopy(compose)
     broken["services"]["triton"]["healthcheck"]["retries"] = "many"
@@ -40,6 +42,7 @@ def test_schema_check_has_teeth(compose):
     assert len(_errors(broken)) >= 2
 
 
+@pytest.mark.unit
 def test_stack_shape(compose):
     s = compose["services"]
     kafka = s["kafka"]["environment"]
@@ -61,6 +64,7 @@ def test_stack_shape(compose):
         assert (REPO / path).exists()
 
 
+@pytest.mark.unit
 def test_worker_env_uses_declared_settings(compose):
     from schemas.settings import load_settings
 
@@ -93,6 +97,7 @@ def _dialcheck_services(compose: dict) -> dict[str, dict]:
     return {name: svc for name, svc in compose["services"].items() if str(svc.get("image", "")).startswith("dialcheck/worker")}
 
 
+@pytest.mark.unit
 def test_every_compose_command_is_a_real_cli_command(compose):
     """The worker once ran `dialcheck stream worker`, which the CLI rejects (and restarted forever)."""
     from dialcheck.cli import build_parser
@@ -106,6 +111,7 @@ def test_every_compose_command_is_a_real_cli_command(compose):
         assert callable(args.func), name
 
 
+@pytest.mark.unit
 def test_parser_check_has_teeth():
     from dialcheck.cli import build_parser
 
@@ -113,6 +119,7 @@ def test_parser_check_has_teeth():
         build_parser().parse_args(["stream", "worker"])
 
 
+@pytest.mark.unit
 def test_documented_commands_parse():
     """Every `dialcheck ...` line in infra/README.md's code blocks is accepted by the CLI."""
     from dialcheck.cli import build_parser
@@ -126,6 +133,7 @@ def test_documented_commands_parse():
         build_parser().parse_args([c for c in cmd if c != "..."])
 
 
+@pytest.mark.unit
 def test_prometheus_scrapes_the_worker_metrics_port(compose):
     env = compose["services"]["worker"]["environment"]
     port = int(env["DIALCHECK_METRICS_PORT"])
@@ -151,6 +159,7 @@ def _dockerfile() -> tuple[list[tuple[str, str]], str]:
     return copies, run
 
 
+@pytest.mark.unit
 def test_worker_image_installs_declared_extras():
     project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
     copies, run = _dockerfile()
@@ -164,6 +173,7 @@ def test_worker_image_installs_declared_extras():
     assert not any(d.startswith("faust") for d in project["dependencies"])
 
 
+@pytest.mark.broker
 def test_image_install_steps_in_a_fresh_virtualenv(tmp_path):
     """The worker image's COPY and RUN steps, replayed without Docker: copy exactly what the
     Dockerfile copies, run its install script into a fresh virtualenv (no system site-packages;
@@ -238,6 +248,7 @@ def _listeners(value: str) -> dict[str, str]:
     return dict(item.split("://", 1) for item in value.split(","))
 
 
+@pytest.mark.unit
 def test_kafka_has_an_external_listener_with_a_variable_address(compose):
     kafka = compose["services"]["kafka"]
     env = kafka["environment"]
@@ -252,6 +263,7 @@ def test_kafka_has_an_external_listener_with_a_variable_address(compose):
     assert "9092" not in " ".join(kafka["ports"]).replace("29092", ""), "the internal listener stays internal"
 
 
+@pytest.mark.unit
 def test_gpu_profile_builds_and_mounts_the_gpu_repository(compose, tmp_path):
     s = compose["services"]
     assert "profiles" not in s["triton"] and s["triton-gpu"]["profiles"] == s["gpu-repository"]["profiles"] == ["gpu"]
@@ -277,6 +289,7 @@ def test_gpu_profile_builds_and_mounts_the_gpu_repository(compose, tmp_path):
     assert env["DIALCHECK_MODELS"] == "triton://${DIALCHECK_TRITON_HOST:-triton}:8001"
 
 
+@pytest.mark.unit
 def test_ui_service_serves_the_page_on_loopback(compose):
     from dialcheck.cli import build_parser
 
@@ -288,11 +301,13 @@ def test_ui_service_serves_the_page_on_loopback(compose):
     assert ui["depends_on"]["kafka-init"]["condition"] == "service_completed_successfully"
 
 
+@pytest.mark.unit
 def test_topic_partitions_agree(compose):
     init = " ".join(compose["services"]["kafka-init"]["command"])
     assert f"--partitions {compose['x-dialcheck-env']['DIALCHECK_TOPIC_PARTITIONS']} " in init
 
 
+@pytest.mark.unit
 def test_host_ports_are_unique_and_every_variable_has_a_default(compose):
     text = (REPO / "docker-compose.yml").read_text()
     body = "\n".join(ln for ln in text.splitlines() if not ln.lstrip().startswith("#"))
@@ -315,6 +330,7 @@ def _ignored(path: str, patterns: list[str]) -> bool:
     return any(fnmatch.fnmatch(p, pat) or fnmatch.fnmatch(p, pat.removeprefix("**/")) for p in prefixes for pat in patterns)
 
 
+@pytest.mark.unit
 def test_dockerignore_keeps_the_virtualenv_out_and_every_copy_in():
     patterns = _dockerignore()
     for heavy in (".venv", ".git", "artifacts", "dialcheck.egg-info", "workers/__pycache__"):
@@ -329,6 +345,7 @@ def test_dockerignore_keeps_the_virtualenv_out_and_every_copy_in():
         assert (REPO / src).exists() and not _ignored(src, patterns), src
 
 
+@pytest.mark.unit
 def test_triton_image_pins_match_pyproject():
     project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
     ours = dict(d.split("==", 1) for d in project["dependencies"] if "==" in d)

@@ -62,6 +62,7 @@ def band_case(tmp_path):
     return records, by_claim
 
 
+@pytest.mark.unit
 def test_precision_by_band_counts(band_case):
     from lab.evaluation.plots import precision_by_band
 
@@ -74,6 +75,7 @@ def test_precision_by_band_counts(band_case):
         ("REFUTES", "all"): (6, 3, 50.0)}
 
 
+@pytest.mark.unit
 def test_wilson_interval():
     from lab.evaluation.plots import wilson
 
@@ -83,6 +85,7 @@ def test_wilson_interval():
     assert wilson(5, 5)[1] == 100.0 and wilson(0, 5)[0] == 0.0
 
 
+@pytest.mark.unit
 def test_precision_by_band_plot_writes_its_numbers(band_case, tmp_path):
     from lab.evaluation.plots import plot_precision_by_band
 
@@ -98,6 +101,7 @@ def test_precision_by_band_plot_writes_its_numbers(band_case, tmp_path):
     assert (r_med["n"], r_med["correct"], r_med["precision"]) == ("3", "0", "0.0")
 
 
+@pytest.mark.unit
 def test_latency_plot_percentiles(tmp_path):
     from lab.evaluation.plots import plot_latency
 
@@ -122,19 +126,28 @@ def _dialcheck(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=timeout)
 
 
-def test_figures_arguments():
-    proc = _dialcheck("figures", "--help")
-    assert proc.returncode == 0
+@pytest.mark.unit
+def test_figures_arguments(capsys, monkeypatch):
+    """The same argv a user types, through `main()` in this process (argparse's --help ends in SystemExit)."""
+    from dialcheck.cli import main
+
+    monkeypatch.delenv("DIALCHECK_KAFKA_BOOTSTRAP", raising=False)
+    with pytest.raises(SystemExit) as done:
+        main(["figures", "--help"])
+    assert done.value.code == 0
+    out = capsys.readouterr().out
     for opt in ("--out", "--limit", "--skip-stream", "--skip-eval", "--stream-records", "--hybridial-index", "--runs"):
-        assert opt in proc.stdout
+        assert opt in out
     for bad, says in ((["--skip-eval", "--skip-stream"], "nothing to do"), (["--stream-records", "0"], "--stream-records"),
                       (["--limit", "0"], "--limit")):
-        proc = _dialcheck("figures", *bad, "--out", "/nonexistent/never-written")
-        assert proc.returncode == 2, proc.stderr
-        assert proc.stderr.startswith("dialcheck: ") and says in proc.stderr and len(proc.stderr.splitlines()) == 1
+        code = main(["figures", *bad, "--out", "/nonexistent/never-written"])
+        err = capsys.readouterr().err
+        assert code == 2, err
+        assert err.startswith("dialcheck: ") and says in err and len(err.splitlines()) == 1
         assert not Path("/nonexistent/never-written").exists()
 
 
+@pytest.mark.broker
 def test_quiet_stream_run_through_a_real_broker_and_worker(tmp_path):
     """The stream part end to end (embedded Tansu, a real worker process; the stand-in checker): one
     latency per record, and the figure's CSV says how it was run."""

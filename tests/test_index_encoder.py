@@ -10,6 +10,8 @@ from workers.models.encoders import load_local_encoder
 from workers.retrieval.bm25 import EmbeddedIndex
 from workers.retrieval.build import IndexEncoderMismatch, ensure_index
 
+pytestmark = pytest.mark.model
+
 PASSAGES = [Passage("p1", "Elvis Presley", "Elvis Presley was born in Tupelo, Mississippi.", doc_id="Elvis Presley"),
             Passage("p2", "Tupelo", "Tupelo is a city in Lee County, Mississippi.", doc_id="Tupelo")]
 

@@ -45,6 +45,7 @@ def own_index(tmp_path_factory) -> Path:
     return out
 
 
+@pytest.mark.model
 def test_own_corpus_alone_is_indexed(own_index):
     titles = {json.loads(ln)["title"] for ln in (own_index / "passages.jsonl").read_text().splitlines()}
     assert titles == {ln.split("\t")[1] for ln in CORPUS.read_text().splitlines()[1:] if ln.strip()}
@@ -84,6 +85,7 @@ def _check_shown(shown: dict, conv: str) -> None:
     assert 0.0 < shown["confidence"] <= 1.0
 
 
+@pytest.mark.broker
 def test_python_example_gets_a_verdict(worker):
     conv = "integration-example-py"
     produced = subprocess.run([sys.executable, str(EXAMPLES / "produce_turns.py"), "--bootstrap",
@@ -103,6 +105,7 @@ def test_python_example_gets_a_verdict(worker):
     assert isinstance(lines[0]["ts"], float) and lines[0]["latency_ms"] > 0, lines[0]
 
 
+@pytest.mark.broker
 def test_python_consumer_shows_dead_letters(worker):
     """A turn the contract refuses comes back on chat.deadletter with its code and reason."""
     from kafka import KafkaProducer
@@ -121,6 +124,7 @@ def test_python_consumer_shows_dead_letters(worker):
     assert lines[-1] == {"timeout": True, "verdicts": 0}  # no verdict for a refused turn
 
 
+@pytest.mark.broker
 @pytest.mark.skipif(shutil.which("node") is None, reason="no Node.js on this machine: the kafkajs example cannot run")
 def test_node_example_gets_a_verdict(worker):
     """examples/node/chat_backend.js (kafkajs, pinned in its package.json) against the same worker."""
@@ -138,6 +142,7 @@ def test_node_example_gets_a_verdict(worker):
     _check_shown(lines[0], conv)
 
 
+@pytest.mark.broker
 def test_worker_leaves_the_current_directory_alone(worker):
     assert list(worker["cwd"].iterdir()) == [], os.listdir(worker["cwd"])  # no ./dialcheck-data
     state = worker["xdg"] / "dialcheck" / "dialcheck"
@@ -145,6 +150,7 @@ def test_worker_leaves_the_current_directory_alone(worker):
     assert state.is_dir()
 
 
+@pytest.mark.unit
 def test_published_verdict_echoes_ts_measures_latency_and_rounds():
     """streams/turn_worker.stamped and Verdict.to_json without a broker: the fields a chat app reads
     (`ts`, `latency_ms`, 4-place probabilities) are in the published JSON and valid in the schema."""
@@ -167,6 +173,7 @@ def test_published_verdict_echoes_ts_measures_latency_and_rounds():
     assert v.to_dict()["probabilities"]["SUPPORTS"] == 0.986170854218692  # run files keep full precision
 
 
+@pytest.mark.broker
 def test_verdicts_gold_limit_wait_scores_what_was_replayed(worker):
     """`replay --records 3` then `verdicts --gold F --limit 3 --wait S --json`: it waits for those
     three verdicts and scores 3 of 3 (without --limit it would score them against all 300 records).
@@ -185,6 +192,7 @@ def test_verdicts_gold_limit_wait_scores_what_was_replayed(worker):
     assert (m["n"], m["missing"]) == (3, 0), m
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("script", ["produce_turns.py", "consume_verdicts.py"])
 def test_examples_say_so_in_one_line_when_no_broker_answers(script):
     """A port nothing listens on (bound and closed here): the kafka-python examples give up after

@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from dialcheck.cli import main
 from tests.llm_standin import LLMStandIn
 
 KEY = "sk-cli-Secret-51a2b3"
 
 
+@pytest.mark.model
 def test_eval_with_r5g_writes_a_run_file(tmp_path, monkeypatch, capsys, data_dir):
     out = tmp_path / "run.jsonl"
     with LLMStandIn(api_key=KEY) as llm:
@@ -37,6 +40,7 @@ def test_eval_with_r5g_writes_a_run_file(tmp_path, monkeypatch, capsys, data_dir
         else:
             assert (s, r["label"]) == (r4g[r["record_id"]]["surface"], r4g[r["record_id"]]["label"])
 
+@pytest.mark.model
 def test_eval_with_the_llm_down_still_scores_every_record(tmp_path, monkeypatch, capsys, data_dir):
     from streams.processes import free_port
 
@@ -49,6 +53,7 @@ def test_eval_with_the_llm_down_still_scores_every_record(tmp_path, monkeypatch,
     assert all("R5 rewrite unavailable, R4 path used" in r["status"]["reason"] for r in rows)
 
 
+@pytest.mark.unit
 def test_config_lists_the_llm_settings_with_the_key_masked(monkeypatch, capsys):
     monkeypatch.setenv("DIALCHECK_LLM_API_KEY", KEY)
     monkeypatch.setenv("DIALCHECK_LLM_URL", "https://user:url-Secret-9@llm.example:8000/v1")

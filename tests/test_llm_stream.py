@@ -17,6 +17,8 @@ from streams.worker import WorkerProcess
 from tests.llm_standin import LLMStandIn
 from tests.test_stream_resilience import stream_settings
 
+pytestmark = pytest.mark.broker
+
 CHECKER = ["--pipeline", "tests.llm_stream_checker:create", "--protocol", "fv", "--surface", "r5g"]
 
 

@@ -19,6 +19,8 @@ from schemas.settings import REPO_ROOT
 from lab.nli.model_card import (NOTES_MARKER, RELEASE_RECORD, card_path, default_hypothesis_turns, onnx_facts,
                                     render)
 
+pytestmark = pytest.mark.unit
+
 MODEL_DIR = REPO_ROOT / "triton_models" / "nli" / "1"
 
 

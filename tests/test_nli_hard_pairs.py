@@ -35,6 +35,7 @@ RECORDS = [
 ]
 
 
+@pytest.mark.unit
 def test_same_page_pairs_are_neutral_and_never_the_claims_own_evidence_or_its_revision():
     pairs = same_page_pairs(RECORDS, random.Random(0), per_claim=3)
     assert pairs and all(p.label == NEUTRAL and p.source == "hard_same_page" for p in pairs)
@@ -52,6 +53,7 @@ def _page_of_sentence():
     return {clean_claim(r.evidence): r.page for r in RECORDS}
 
 
+@pytest.mark.unit
 def test_nearest_page_pairs_use_another_entity_of_the_same_type_and_never_name_the_subject():
     pairs = nearest_page_pairs(RECORDS, random.Random(0), per_page=4)
     assert pairs and all(p.label == NEUTRAL and p.source == "hard_nearest_page" for p in pairs)
@@ -64,6 +66,7 @@ def test_nearest_page_pairs_use_another_entity_of_the_same_type_and_never_name_t
     assert ada and all(_page_of_sentence()[p.premise] == "Mary Somerville" for p in ada)
 
 
+@pytest.mark.unit
 def test_random_page_probe_pairs_come_from_other_pages():
     pairs = nearest_page_pairs(RECORDS, random.Random(1), per_page=2, random_page=True)
     assert pairs and all(p.label == NEUTRAL and p.source == "hard_random_page" for p in pairs)
@@ -71,6 +74,7 @@ def test_random_page_probe_pairs_come_from_other_pages():
         assert p.hypothesis.split()[0] not in p.premise
 
 
+@pytest.mark.unit
 def test_dialogue_variants_keep_the_label_and_the_claim():
     pairs = dialogue_pairs(RECORDS * 10, random.Random(3), n=60)
     assert len(pairs) == 60
@@ -99,12 +103,14 @@ class _Fixed:
         return self.probs
 
 
+@pytest.mark.unit
 def test_filter_drops_only_confident_entailment():
     pairs = [NLIPair(str(i), str(i), NEUTRAL, "hard_same_page") for i in range(3)]
     kept, dropped = filter_pairs(pairs, _Fixed([[0.9, 0.05, 0.05], [0.5, 0.1, 0.4], [0.1, 0.1, 0.8]]))
     assert dropped == 1 and [p.premise for p in kept] == ["1", "2"]
 
 
+@pytest.mark.unit
 def test_silent_probe_rates():
     pairs = [NLIPair("p", "h", NEUTRAL, k) for k in ("hard_same_page",) * 2 + ("hard_random_page",) * 2]
     probs = [[0.1, 0.3, 0.6], [0.1, 0.8, 0.1], [0.3, 0.2, 0.5], [0.5, 0.05, 0.45]]
@@ -116,6 +122,7 @@ def test_silent_probe_rates():
     assert out["by_kind"]["hard_random_page"]["false_contradiction_p55"] == 0.0
 
 
+@pytest.mark.unit
 def test_same_event_contradictions_are_recognised():
     assert same_event_contradiction(NLIPair("A man inspects the uniform of a figure.", "The dog is sleeping.", R, "mpe"))
     assert not same_event_contradiction(NLIPair("A man inspects the uniform.", "A man is sleeping.", R, "mpe"))
@@ -128,6 +135,7 @@ def real_records(data_dir):
     return page_claims(data_dir)
 
 
+@pytest.mark.unit
 def test_builders_read_no_evaluation_set(data_dir, real_records):
     for f in source_files(data_dir):
         assert f.exists()
@@ -135,6 +143,7 @@ def test_builders_read_no_evaluation_set(data_dir, real_records):
     assert real_records and {r.source for r in real_records} == {"vitaminc_real", "vitaminc_synthetic"}
 
 
+@pytest.mark.unit
 def test_probe_pages_are_held_out(real_records):
     probe = {r.page for r in real_records if is_probe_page(r.page)}
     train = {r.page for r in real_records if not is_probe_page(r.page)}
@@ -142,6 +151,7 @@ def test_probe_pages_are_held_out(real_records):
     assert 0.05 < len(probe) / (len(probe) + len(train)) < 0.15
 
 
+@pytest.mark.unit
 def test_page_swap_probe_pairs_claims_with_another_pages_sentences(data_dir):
     from workers.jsonl import read_jsonl
     from lab.nli.hard_pairs import page_swap_probe_pairs
@@ -160,6 +170,7 @@ def test_page_swap_probe_pairs_claims_with_another_pages_sentences(data_dir):
                        for s in page_sents if s in p.premise)
 
 
+@pytest.mark.model
 def test_nli_evaluate_reports_the_probes(capsys, data_dir):
     import json
 
@@ -175,6 +186,7 @@ def test_nli_evaluate_reports_the_probes(capsys, data_dir):
     assert out["swap_probe_pairs"] >= 27 and 0.0 <= out["swap_probe_false_contradiction"] <= 1.0
 
 
+@pytest.mark.unit
 def test_value_swap_changes_a_value_the_evidence_states_and_labels_it_contradiction():
     from lab.nli.hard_pairs import value_swap_pairs
 
@@ -190,6 +202,7 @@ def test_value_swap_changes_a_value_the_evidence_states_and_labels_it_contradict
     assert not any("Halley" in p.hypothesis and "appeared" in p.hypothesis for p in pairs)
 
 
+@pytest.mark.unit
 def test_value_swap_skips_comparative_claims_a_changed_value_can_leave_true():
     from lab.nli.hard_pairs import value_swap_pairs
 
@@ -197,6 +210,7 @@ def test_value_swap_skips_comparative_claims_a_changed_value_can_leave_true():
     assert value_swap_pairs(recs, random.Random(0), n=5) == []
 
 
+@pytest.mark.unit
 def test_same_page_number_pairs_state_another_value_elsewhere_on_the_page_and_are_neutral():
     from lab.nli.hard_pairs import same_page_number_pairs
 

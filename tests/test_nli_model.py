@@ -4,10 +4,13 @@ from pathlib import Path
 
 import numpy as np
 
+import pytest
+
 from schemas.protocols import NLIModel
 from lab.nli.labels import CONTRADICTION, ENTAILMENT, NEUTRAL
 
 
+@pytest.mark.unit
 def test_artifact_layout(settings):
     d = Path(settings.models.nli_model_dir)
     assert (d / "model.onnx").stat().st_size < 100 * 2**20
@@ -18,6 +21,7 @@ def test_artifact_layout(settings):
     assert (d.parent / "config.pbtxt").exists()
 
 
+@pytest.mark.model
 def test_obvious_pairs(nli):
     assert isinstance(nli, NLIModel)
     premise = "A man is playing a guitar on a stage in front of a crowd."
@@ -31,6 +35,7 @@ def test_obvious_pairs(nli):
     assert probs[2, NEUTRAL] > probs[0, NEUTRAL]
 
 
+@pytest.mark.model
 def test_fact_pairs(nli):
     ev = "Elvis Presley was born in Tupelo, Mississippi, and moved to Memphis, Tennessee, at age 13."
     p = nli.predict([ev, ev], ["Elvis was born in Tupelo.", "Elvis was born in Chicago."])
@@ -38,5 +43,6 @@ def test_fact_pairs(nli):
     assert p[1, CONTRADICTION] > p[0, CONTRADICTION]
 
 
+@pytest.mark.model
 def test_empty_batch(nli):
     assert nli.predict([], []).shape == (0, 3)

@@ -9,6 +9,8 @@ import pytest
 
 from workers.models.onnx_nli import OnnxNLI
 
+pytestmark = pytest.mark.model
+
 
 @pytest.fixture(scope="module")
 def quantized(tmp_path_factory, settings, data_dir):

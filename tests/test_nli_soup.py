@@ -8,6 +8,8 @@ from onnx import TensorProto, helper, numpy_helper
 
 from lab.nli.soup import average_onnx
 
+pytestmark = pytest.mark.unit
+
 
 def _graph(path, weight: np.ndarray, op: str = "MatMul", shape_ids=(1, 2)):
     w = numpy_helper.from_array(weight.astype(np.float32), "w")

@@ -6,6 +6,7 @@ from dialcheck.cli import build_parser
 from lab.nli.train import resolve_device
 
 
+@pytest.mark.unit
 def test_device_resolution():
     assert resolve_device("cpu") == "cpu"
     assert resolve_device("auto") == ("cuda" if torch.cuda.is_available() else "cpu")
@@ -16,6 +17,7 @@ def test_device_resolution():
             resolve_device("cuda")
 
 
+@pytest.mark.unit
 def test_train_flags_parse():
     args = build_parser().parse_args(["nli", "train", "--device", "cuda", "--batch-size", "128", "--lr", "1e-4",
                                       "--epochs", "2"])
@@ -24,6 +26,7 @@ def test_train_flags_parse():
         build_parser().parse_args(["nli", "train", "--device", "gpu"])
 
 
+@pytest.mark.model
 def test_continue_from_a_trained_checkpoint_on_a_pairs_file(tmp_path, settings):
     """--init-from keeps the trained head (lr 0 leaves every weight as loaded) and --pairs-file
     replaces training_pairs() with the file's pairs, capped by --max-pairs."""
@@ -53,6 +56,7 @@ def test_continue_from_a_trained_checkpoint_on_a_pairs_file(tmp_path, settings):
         assert torch.allclose(before[k].float(), after[k].float(), atol=1e-3)
 
 
+@pytest.mark.model
 def test_unpack_rebuilds_the_shipped_model_from_its_onnx(tmp_path, settings):
     """`dialcheck nli unpack`: the checkpoint rebuilt from the released ONNX (config from the installed
     MiniLM base) gives the artifact's own logits, so training can continue from the shipped model (a

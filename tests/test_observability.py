@@ -25,6 +25,8 @@ from streams.replay import TurnProducer, load_records, record_turns, replay
 from streams.topics import ensure_topics
 from streams.worker import WorkerProcess
 
+pytestmark = pytest.mark.broker
+
 PIPELINE = "tests.stream_standin:create"
 N_RECORDS = 4
 

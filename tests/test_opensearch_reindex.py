@@ -16,6 +16,8 @@ from schemas.protocols import Passage
 from workers.retrieval.opensearch import (OpenSearchSearcher, alias_targets, build_versioned_index,  # noqa: E402
                                           connect)
 
+pytestmark = pytest.mark.unit
+
 ALIAS = "dialcheck-passages"
 
 

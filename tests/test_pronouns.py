@@ -1,5 +1,9 @@
 """R4 possessive pronouns with the real spaCy parse: independent possessives keep their 's."""
+import pytest
+
 from workers.surfaces.pronouns import find_pronoun, resolve
+
+pytestmark = pytest.mark.model
 
 
 def test_hers_is_possessive():

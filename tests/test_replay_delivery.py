@@ -12,6 +12,8 @@ from schemas.settings import load_settings
 from streams.replay import TurnProducer, UndeliveredTurns
 from streams.topics import ensure_topics
 
+pytestmark = pytest.mark.broker
+
 FAST_FAIL = {"retries": 0, "request_timeout_ms": 1500, "delivery_timeout_ms": 3000, "max_block_ms": 3000,
              "reconnect_backoff_max_ms": 200}
 

@@ -4,6 +4,8 @@ import pytest
 
 from schemas import ChatTurn, InvalidEvent, Status, Surface, Verdict, claim_id, parse_turn, parse_verdict
 
+pytestmark = pytest.mark.unit
+
 
 def test_valid_turn_round_trip():
     t = ChatTurn("c1", "t1", "assistant", "Elvis was born in Tupelo.", check=True)

@@ -37,6 +37,7 @@ def fv_run(tmp_path_factory, data_dir):
     return {"dir": d, "gold": gold, "run": run, "eval": json.loads(proc.stdout)}
 
 
+@pytest.mark.model
 def test_score_of_the_run_file_equals_eval(fv_run):
     rows = [json.loads(line) for line in fv_run["run"].read_text(encoding="utf-8").splitlines()]
     assert len(rows) == 3 * N
@@ -52,6 +53,7 @@ def test_score_of_the_run_file_equals_eval(fv_run):
     assert scored["surfaces"]["r0"]["n"] == N and scored["surfaces"]["r0"]["missing"] == 0
 
 
+@pytest.mark.model
 def test_ir_run_file_scores_like_eval(fv_run, index_dir):
     """The IR rows (ranked document ids per stage) rescore to eval's recall / nDCG / zero-hit JSON."""
     run = fv_run["dir"] / "ir.jsonl"
@@ -67,6 +69,7 @@ def test_ir_run_file_scores_like_eval(fv_run, index_dir):
     assert expected["surfaces"]["r0"]["n"] > 0 and "@10" in expected["surfaces"]["r0"]["dense"]
 
 
+@pytest.mark.model
 def test_plots_written_with_their_numbers(fv_run):
     plots = fv_run["dir"] / "plots"
     for stem in ("confusion_fv_r0", "confusion_fv_r4", "confusion_fv_r4g", "reliability_fv_r0", "gate_sweep"):
@@ -84,6 +87,7 @@ def test_plots_written_with_their_numbers(fv_run):
     assert float(at_tau["acceptance"]) == r4g["gate_acceptance_rate"]
 
 
+@pytest.mark.model
 def test_reference_check_fails_below_and_passes_at_reference(fv_run, tmp_path):
     result = fv_run["eval"]
     ref = {"records": N, "tolerance_points": 1.0, "metrics": {"fv": {
@@ -105,6 +109,7 @@ def test_reference_check_fails_below_and_passes_at_reference(fv_run, tmp_path):
     assert shipped.returncode == 1 and "300 records" in shipped.stderr
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("fp, fn, published", [(1, 53, 15.63), (17, 37, 15.62)])
 def test_label_metrics_round_like_the_published_tables(fp, fn, published):
     """scikit-learn counts, F1 as 2PR/(P+R): an F1 of exactly 5/32 rounds as the README's numbers did

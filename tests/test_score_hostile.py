@@ -14,6 +14,8 @@ from dialcheck.cli import main
 from schemas.items import DialFactRecord
 from lab.evaluation.scoring import response_claim_id
 
+pytestmark = pytest.mark.unit
+
 GOLD = [{"id": f"g{i}", "context": ["Where is Paris?"], "response": text, "response_label": label,
          "type_label": "factual"}
         for i, (text, label) in enumerate([("Paris is in France.", "SUPPORTS"), ("Paris is in Peru.", "REFUTES"),

@@ -48,6 +48,7 @@ def dialcheck(args: list[str], env: dict[str, str], timeout: int = 900) -> subpr
                           capture_output=True, text=True, timeout=timeout)
 
 
+@pytest.mark.unit
 def test_every_url_like_setting_is_planted():
     """A URL setting added later must join PLANTED (else its secret is untested)."""
     url_like = {info.validation_alias.choices[0] for section in SECTIONS.values()
@@ -59,6 +60,7 @@ def test_every_url_like_setting_is_planted():
     assert secret <= SECRET_VALUES.keys(), secret - SECRET_VALUES.keys()
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("text,want", [
     ("https://admin:pa@ss@os:9200/x", "https://***@os:9200/x"),           # '@' in the password
     ("triton://u:p:a:ss@h:8001", "triton://***@h:8001"),                  # ':' in the password
@@ -72,6 +74,7 @@ def test_mask_urls_masks_the_whole_userinfo(text, want):
     assert mask_urls(text) == want
 
 
+@pytest.mark.unit
 def test_scrubber_from_settings_knows_every_planted_secret(monkeypatch):
     for var, value in planted_env().items():
         if var.startswith("DIALCHECK_"):
@@ -85,6 +88,7 @@ def test_scrubber_from_settings_knows_every_planted_secret(monkeypatch):
     assert not [pw for pw in planted if pw in scrub(text) or pw.split("@")[-1] in scrub(text)], scrub(text)
 
 
+@pytest.mark.unit
 def test_verdict_scrubs_what_dialcheck_wrote_never_the_users_text():
     """The reason and model_versions are dialcheck's; claim, surface, evidence and rationale are
     users' text and passages: a chat turn that says the password keeps it (no 'password is ***')."""
@@ -103,6 +107,7 @@ def test_verdict_scrubs_what_dialcheck_wrote_never_the_users_text():
     assert out.evidence[0].text == f"text {pw}" and out.evidence[0].window == said
 
 
+@pytest.mark.unit
 def test_config_masks_every_url_setting():
     out = dialcheck(["config"], planted_env(), timeout=120)
     js = dialcheck(["config", "--json"], planted_env(), timeout=120)
@@ -114,6 +119,7 @@ def test_config_masks_every_url_setting():
     assert shown["kafka.bootstrap"] == "kafka://***@127.0.0.1:9"
 
 
+@pytest.mark.unit
 def test_error_line_masks_the_broker_credentials():
     out = dialcheck(["verdicts", "--broker", "kafka://ku:K@fka-pass-3@127.0.0.1:9"],
                     planted_env(DIALCHECK_BROKER_WAIT_S="1"), timeout=120)
@@ -123,6 +129,7 @@ def test_error_line_masks_the_broker_credentials():
     assert not leaks(out.stdout + out.stderr)
 
 
+@pytest.mark.unit
 def test_log_records_are_scrubbed_for_every_handler():
     """The CLI's record scrubber: message, arguments and traceback, whichever handler prints them."""
     buf = io.StringIO()
@@ -157,6 +164,7 @@ def search_down_env(tmp_path_factory):
     return planted_env(DIALCHECK_SEARCH="opensearch", DIALCHECK_MODELS="local")
 
 
+@pytest.mark.model
 def test_check_with_search_down_keeps_the_password_out_of_the_verdict(search_down_env):
     out = dialcheck(["check", "--context", "Who wrote Hamlet?", "--claim", "Shakespeare wrote Hamlet.",
                      "--format", "json"], search_down_env)
@@ -166,6 +174,7 @@ def test_check_with_search_down_keeps_the_password_out_of_the_verdict(search_dow
     assert not leaks(out.stdout + out.stderr)
 
 
+@pytest.mark.model
 def test_eval_run_file_keeps_the_password_out(search_down_env, tmp_path, data_dir):
     run = tmp_path / "run.jsonl"
     out = dialcheck(["eval", "--protocol", "e2e", "--surfaces", "r0", "--limit", "2", "--output", str(run), "--json"],
@@ -179,6 +188,7 @@ def test_eval_run_file_keeps_the_password_out(search_down_env, tmp_path, data_di
 UI_PASSWORD = "S3CRET-xyz"
 
 
+@pytest.mark.broker
 def test_ui_with_a_sasl_broker_url_keeps_the_password_out_of_logs_and_api_state():
     """`dialcheck ui --broker kafka://user:S3CRET-xyz@127.0.0.1:P` with the root logger at DEBUG
     (aiokafka's own lines included). P is a real TCP listener that accepts and closes every

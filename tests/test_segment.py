@@ -1,7 +1,11 @@
 """Claim segmentation with the real spaCy parse: multi-sentence and coordinated turns split into
 stand-alone claims with their own ids; one-claim turns stay whole (same id as before)."""
+import pytest
+
 from schemas import claim_id
 from workers.segment import segment, turn_label
+
+pytestmark = pytest.mark.model
 
 
 def test_sentences_become_claims():

@@ -7,6 +7,8 @@ import pytest
 
 from schemas.settings import SettingsInvalid, load_settings
 
+pytestmark = pytest.mark.unit
+
 CLI = [sys.executable, "-m", "dialcheck.cli"]
 
 

@@ -19,6 +19,8 @@ from streams.topics import ensure_topics
 from streams.verdicts import VerdictLog, collect_verdicts, end_offsets
 from streams.worker import WorkerProcess
 
+pytestmark = pytest.mark.broker
+
 STANDIN = ["--pipeline", "tests.stream_standin:create"]
 SLOW = {"DIALCHECK_STANDIN_DELAY_S": "0.1"}
 

@@ -144,10 +144,12 @@ CODE_OF = {
 }
 
 
+@pytest.mark.unit
 def test_there_are_at_least_40_kinds():
     assert len({name for name, *_ in BAD}) == len(BAD) >= 40
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("name,key,value,reason", BAD, ids=[b[0] for b in BAD])
 def test_each_kind_is_rejected_with_its_reason_and_only_invalid_event(name, key, value, reason):
     """The same rule without a broker: fast to read when the Kafka test below fails."""
@@ -157,6 +159,7 @@ def test_each_kind_is_rejected_with_its_reason_and_only_invalid_event(name, key,
     assert e.value.code == CODE_OF[reason]
 
 
+@pytest.mark.unit
 def test_hygiene_normalises_what_it_accepts():
     t = validate_event(b"c", turn_json("c", speaker="\uff21ssistant\u200b", text="\u202eThe  \uff26BI\u200b was founded in 1908."),
                        MAX_TEXT, MAX_EVENT, 16)
@@ -187,6 +190,7 @@ def good_turns(conv: str) -> tuple[ChatTurn, ChatTurn]:
             ChatTurn(conv, f"{conv}#response", "assistant", f"{conv} is a fine claim.", check=True))
 
 
+@pytest.mark.broker
 def test_every_bad_record_dead_lettered_and_every_good_turn_checked(settings, worker):
     start_v = end_offsets(settings, settings.kafka.topic_verdicts)
     start_d = end_offsets(settings, settings.kafka.topic_deadletter)
@@ -231,6 +235,7 @@ def test_every_bad_record_dead_lettered_and_every_good_turn_checked(settings, wo
     assert worker.alive()
 
 
+@pytest.mark.broker
 def test_hung_call_gets_deadline_verdicts_and_secrets_never_leave(settings, worker):
     """The deadline answers a hung pipeline call; the planted passwords appear nowhere: not in the
     worker log, not in any verdict, not in any dead letter (the stand-in puts them in an exception,

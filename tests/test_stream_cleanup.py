@@ -63,6 +63,7 @@ def env() -> dict[str, str]:
     return e
 
 
+@pytest.mark.broker
 def test_failed_wait_ready_stops_the_worker(tmp_path):
     s = load_settings(kafka={"bootstrap": f"127.0.0.1:{free_port()}"})  # nobody listens there
     w = WorkerProcess(s, tmp_path / "w.log", extra_args=["--pipeline", STANDIN]).start()
@@ -72,6 +73,7 @@ def test_failed_wait_ready_stops_the_worker(tmp_path):
     assert not wait_gone({pid}, 10)
 
 
+@pytest.mark.broker
 def test_timed_out_demo_stops_broker_and_worker_and_removes_its_temp_dir():
     before = set(glob.glob(os.path.join(tempfile.gettempdir(), "dialcheck-demo-*")))
     s = load_settings(kafka={"bootstrap": ""})
@@ -81,6 +83,7 @@ def test_timed_out_demo_stops_broker_and_worker_and_removes_its_temp_dir():
     assert set(glob.glob(os.path.join(tempfile.gettempdir(), "dialcheck-demo-*"))) == before
 
 
+@pytest.mark.broker
 def test_sigkilled_demo_takes_its_broker_and_worker_with_it():
     proc = subprocess.Popen([sys.executable, "-m", "dialcheck.cli", "demo", "--records", "3", "--json",
                              "--pipeline", STANDIN], cwd=str(REPO_ROOT), env=env(),
@@ -97,6 +100,7 @@ def test_sigkilled_demo_takes_its_broker_and_worker_with_it():
     assert not wait_gone(kids, 30), "broker or worker outlived the SIGKILLed demo"
 
 
+@pytest.mark.model
 def test_sigkilled_serve_models_takes_tritonserver_with_it(tmp_path):
     repo = tmp_path / "empty_repository"
     repo.mkdir()

@@ -10,8 +10,12 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from schemas.settings import REPO_ROOT
 from dialcheck.wiring import DEFAULT_CHECKER
+
+pytestmark = pytest.mark.broker
 
 PIPELINE = os.environ.get("DIALCHECK_TEST_STREAM_PIPELINE", DEFAULT_CHECKER)
 

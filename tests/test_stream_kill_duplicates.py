@@ -22,6 +22,8 @@ from streams.topics import ensure_topics
 from streams.verdicts import TopicReader, VerdictLog, collect_verdicts, end_offsets
 from streams.worker import WorkerProcess
 
+pytestmark = pytest.mark.broker
+
 STANDIN = ["--pipeline", "tests.stream_standin:create"]
 N = 40
 

@@ -24,6 +24,8 @@ from streams.verdicts import VerdictLog, collect_verdicts, end_offsets, read_dea
 from streams.worker import WorkerProcess
 from tests.stream_standin import context_digest
 
+pytestmark = pytest.mark.broker
+
 STANDIN = ["--pipeline", "tests.stream_standin:create"]
 
 

@@ -17,7 +17,11 @@ from faust.types import TP
 
 from faust.transport.drivers import aiokafka as faust_aiokafka
 
+import pytest
+
 from streams.transport import Consumer, KeepInputFlowControl, head_in_flight
+
+pytestmark = pytest.mark.unit
 
 TURNS = TP("chat.turns", 0)
 

@@ -8,6 +8,8 @@ from workers.decision import ClaimEvidence, method
 from lab.tuning.fit import fit_guarded as fit
 from workers.decision.sufficiency import coverage, key_terms, strength, subject_covered
 
+pytestmark = pytest.mark.unit
+
 EIFFEL = "It was built in 1889 for the World's Fair."
 EIFFEL_R4 = "The Eiffel Tower was built in 1889 for the World's Fair."  # R4: the pronoun resolved from the context
 

@@ -8,6 +8,9 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+import pytest
+
+pytestmark = pytest.mark.model
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))

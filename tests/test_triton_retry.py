@@ -14,6 +14,8 @@ from schemas.protocols import ModelUnavailable
 from streams.processes import free_port
 from workers.models.triton import Endpoint, TritonTransport, is_outage
 
+pytestmark = pytest.mark.unit
+
 FAST = "?retries=2&backoff_s=0.01&timeout_s=5"
 ROW = {"PREMISE": np.array([[b"a"]], dtype=np.object_), "HYPOTHESIS": np.array([[b"b"]], dtype=np.object_)}
 

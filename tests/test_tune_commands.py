@@ -30,6 +30,7 @@ def run(capsys, *argv) -> dict:
     return json.loads(capsys.readouterr().out)
 
 
+@pytest.mark.model
 def test_tune_decision_gate_fit_checkworthy_segment_windows(in_tmp, slice_file, capsys):
     common = ["--data", str(slice_file), "--folds", "2", "--json"]
     report = run(capsys, "decision", *common, "--methods", "threshold,logreg")
@@ -44,11 +45,13 @@ def test_tune_decision_gate_fit_checkworthy_segment_windows(in_tmp, slice_file, 
     assert out.exists() and meta["nli_model"]["fingerprint"]
 
 
+@pytest.mark.model
 def test_tune_bm25_runs(in_tmp, slice_file, capsys):
     report = run(capsys, "bm25", "--data", str(slice_file))
     assert report["queries"] > 0 and any("recall" in json.dumps(v) for v in report.values() if isinstance(v, dict))
 
 
+@pytest.mark.model
 def test_tune_decision_lodo_on_two_small_sets(in_tmp, capsys):
     report = run(capsys, "decision", "--lodo", "--sets", "dialfact,hybridial", "--limit-per-set", "20",
                  "--folds", "2", "--json")
@@ -59,6 +62,7 @@ def test_tune_decision_lodo_on_two_small_sets(in_tmp, capsys):
     assert "dialfact_grouped_cv" in report
 
 
+@pytest.mark.model
 def test_tune_decision_lodo_scores_an_e2e_row_with_the_same_fits(in_tmp, capsys):
     """`--e2e dialfact`: the claims retrieve their evidence from the index (no gold evidence) and are
     scored by the fits that leave DialFact out, beside the FV row."""
@@ -70,6 +74,7 @@ def test_tune_decision_lodo_scores_an_e2e_row_with_the_same_fits(in_tmp, capsys)
     assert e2e["guarded"]["n"] == 20 and e2e["guarded"]["params"] == fv["guarded"]["params"]
 
 
+@pytest.mark.unit
 def test_e2e_set_drops_gold_evidence_and_refuses_sets_without_dialogue(data_dir):
     from lab.tuning.datasets import load_set
     from lab.tuning.lodo import e2e_set
@@ -82,12 +87,14 @@ def test_e2e_set_drops_gold_evidence_and_refuses_sets_without_dialogue(data_dir)
         e2e_set(load_set("wice", data_dir, 5))
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("spec", ["wice", "hybridial=/no/such/index"])
 def test_tune_decision_lodo_e2e_mistakes_are_one_line(spec, capsys):
     assert main(["tune", "decision", "--lodo", "--sets", "dialfact,hybridial,wice", "--e2e", spec]) == 2
     assert "--e2e" in capsys.readouterr().err
 
 
+@pytest.mark.model
 def test_tune_fit_guarded_with_the_pooled_floor_writes_it_into_decision_and_card(in_tmp, capsys):
     out = in_tmp / "decision.json"
     meta = run(capsys, "fit", "--method", "guarded", "--limit-per-set", "8", "--folds", "2",
@@ -98,6 +105,7 @@ def test_tune_fit_guarded_with_the_pooled_floor_writes_it_into_decision_and_card
     assert "over all sets together" in (in_tmp / "DECISION_CARD.md").read_text()
 
 
+@pytest.mark.model
 def test_e2e_evidence_is_retrieved_from_the_index_not_the_gold_passages(in_tmp, settings, data_dir, index_dir):
     """The E2E row's evidence comes from retrieval: each claim reads the index's top passages, each
     with its retrieval score, where the FV row reads its gold passages at score 0. Fails if

@@ -34,6 +34,7 @@ def build(*turns: ChatTurn):
     return state
 
 
+@pytest.mark.unit
 def test_reused_id_with_new_text_replaces_the_turn_in_place(caplog):
     state = build(turn("u1", "The tower is 300 m."), turn("a1", "It is in Paris.", "assistant"), turn("u2", "Nice."))
     with caplog.at_level(logging.INFO, logger="dialcheck.stream"):
@@ -46,6 +47,7 @@ def test_reused_id_with_new_text_replaces_the_turn_in_place(caplog):
     assert ctx == ["The tower is 330 m.", "It is in Paris.", "Nice."]  # later turns read the correction
 
 
+@pytest.mark.unit
 def test_same_text_again_is_a_redelivery_not_an_edit(caplog):
     state = build(turn("u1", "Hello."), turn("a1", "Paris is in France.", "assistant"))
     with caplog.at_level(logging.INFO, logger="dialcheck.stream"):
@@ -74,6 +76,7 @@ def worker(settings, tmp_path_factory):
         yield w
 
 
+@pytest.mark.broker
 def test_edited_turns_through_the_worker(settings, worker):
     """An edited user turn becomes the context of the next claim; an edited assistant turn gets a
     verdict under its new text (new claim id), against the corrected context."""
@@ -100,6 +103,7 @@ def test_edited_turns_through_the_worker(settings, worker):
     assert "reused with different text" in worker.log_text()
 
 
+@pytest.mark.broker
 def test_users_text_holding_a_secret_value_is_published_as_written(settings, worker):
     conv = "said-it"
     said = f"My password is {SASL} and Paris is in France."

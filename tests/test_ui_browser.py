@@ -23,6 +23,7 @@ import urllib.request
 from pathlib import Path
 
 import orjson
+import pytest
 
 from dialcheck.wiring import DEFAULT_CHECKER
 from schemas.items import load_dialfact
@@ -33,6 +34,8 @@ from streams.replay import iter_claim_ids, replay
 from streams.topics import ensure_topics
 from streams.verdicts import collect_verdicts
 from streams.worker import WorkerProcess
+
+pytestmark = pytest.mark.broker
 
 PIPELINE = os.environ.get("DIALCHECK_TEST_STREAM_PIPELINE", DEFAULT_CHECKER)
 N_RECORDS = 5

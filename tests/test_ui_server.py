@@ -13,11 +13,14 @@ import struct
 
 import aiohttp
 import orjson
+import pytest
 from aiohttp.test_utils import TestServer
 
 from schemas.settings import load_settings
 from streams.ui.server import CLIENTS, CONSUMER_STATE, STORE, Client, create_app, handle_record
 from test_ui_store import good_verdict, hostile_verdicts, turn, v21
+
+pytestmark = pytest.mark.unit
 
 TURNS, VERDICTS = "chat.turns", "chat.verdicts"
 

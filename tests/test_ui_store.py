@@ -16,6 +16,8 @@ from schemas import ChatTurn, Evidence, GateDecision, Status, Surface, Verdict, 
 from schemas.settings import load_settings
 from streams.ui.store import Store
 
+pytestmark = pytest.mark.unit
+
 
 def good_verdict(conv: str, turn: str, text: str, label: str = "REFUTES", evidence_text: str = "Paris is in France.",
                  gate: bool = True) -> dict:

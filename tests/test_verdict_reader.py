@@ -16,6 +16,8 @@ from streams.topics import ensure_topics
 from streams.verdicts import ReaderStalled, TopicReader, collect_verdicts, end_offsets
 from schemas.items import CheckItem
 
+pytestmark = pytest.mark.broker
+
 
 @pytest.fixture(scope="module")
 def settings(broker):

@@ -15,6 +15,8 @@ import pytest
 
 from schemas import SCHEMA_DIR, Evidence, GateDecision, InvalidEvent, Status, Surface, Verdict, parse_verdict, validate
 
+pytestmark = pytest.mark.unit
+
 SCHEMA = json.loads((SCHEMA_DIR / "verdict.schema.json").read_text())
 
 

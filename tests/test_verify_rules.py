@@ -1,10 +1,13 @@
 """Windows, lexical pre-score, decision rule and aggregation (pure functions)."""
 import numpy as np
+import pytest
 
 from lab.evaluation.scoring import label_metrics, retrieval_metrics
 from workers.text import with_context
 from workers.decision import WindowDecision, aggregate, decide_window
 from workers.windows import Window, prescore, top_windows, windows
+
+pytestmark = pytest.mark.unit
 
 
 def test_windows_are_sentences_and_bisentences():

@@ -1,6 +1,10 @@
 """Verifier-input options measured in issue 10: spaCy's sentencizer keeps initials inside a name,
 Snowball stems without the suffix stripper's artefacts, stop words are filtered after stemming."""
+import pytest
+
 from workers.windows import normalise, prescore, split_sentences
+
+pytestmark = pytest.mark.model
 
 
 def test_spacy_splitter_keeps_initials():

@@ -11,7 +11,8 @@ A cascade-judge prompt (workers/llm/judge.py, its "Claim to judge:" line) is ans
 `judge_default` (a short reasoning ending "LABEL: NOT ENOUGH INFO" / "WINDOW: 1").
 
 Misbehaviour on demand (`mode`): "ok", "error" (HTTP 503 on every call), "slow" (answers after
-`delay_s`), "garbage" (200 with no choices). Every request is recorded in `requests`.
+`delay_s`), "garbage" (200 with no choices). Every request is recorded in `requests`, with the
+`time.monotonic()` of its arrival under "t".
 
 Run by hand:  .venv/bin/python -m tests.llm_standin --port 8011
 then          DIALCHECK_LLM_URL=http://127.0.0.1:8011/v1 dialcheck eval --surfaces r0,r4g,r5g --limit 8
@@ -69,7 +70,8 @@ class LLMStandIn:
         return None
 
     async def _models(self, request: web.Request) -> web.Response:
-        self.requests.append({"path": "/v1/models", "authorization": request.headers.get("Authorization")})
+        self.requests.append({"path": "/v1/models", "authorization": request.headers.get("Authorization"),
+                              "t": time.monotonic()})
         if (bad := self._unauthorised(request)) is not None:
             return bad
         if self.mode == "error":
@@ -83,7 +85,7 @@ class LLMStandIn:
         except json.JSONDecodeError:
             return _error(400, "request body is not JSON", "invalid_request_error")
         self.requests.append({"path": "/v1/chat/completions", "authorization": request.headers.get("Authorization"),
-                              "body": body})
+                              "body": body, "t": time.monotonic()})
         if (bad := self._unauthorised(request)) is not None:
             return bad
         messages = body.get("messages") if isinstance(body, dict) else None

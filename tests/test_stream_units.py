@@ -183,11 +183,11 @@ def test_verdict_log_window_bounds_memory_and_still_dedups_recent_claims():
 
     log = VerdictLog(window=2)
     raws = [error_verdict(item(n), "x").to_json() for n in range(3)]
-    for raw in raws:
-        assert log.add_raw(raw) is not None
+    for raw in raws:  # each new claim is passed on as the verdict it reads
+        assert log.add_raw(raw) == parse_verdict(raw)
     assert len(log.verdicts) == 2 and log.forgotten == 1
     assert log.add_raw(raws[2]) is None and log.duplicates == 1  # a recent redelivery is dropped
-    assert log.add_raw(raws[0]) is not None  # forgotten: passed on again (bounded memory's price)
+    assert log.add_raw(raws[0]) == parse_verdict(raws[0])  # forgotten: passed on again (bounded memory's price)
 
 
 def test_speaker_roles_normalised_before_matching():

@@ -32,6 +32,7 @@ sys.path.insert(0, str(REPO))
 
 from schemas.items import load_dialfact  # noqa: E402
 from schemas.settings import load_settings  # noqa: E402
+from workers.jsonl import read_jsonl  # noqa: E402
 
 ENCODERS = ("e5", "e5-onnx", "e5-onnx-fp32")
 
@@ -74,7 +75,7 @@ def _stored_vectors(index_dirs: list[str], version: str):
     for d in index_dirs:
         meta = Path(d) / "meta.json"
         if meta.exists() and json.loads(meta.read_text()).get("encoder") == version:
-            ids = [json.loads(line)["id"] for line in open(Path(d) / "passages.jsonl", encoding="utf-8")]
+            ids = [r["id"] for r in read_jsonl(Path(d) / "passages.jsonl")]
             return dict(zip(ids, np.load(Path(d) / "vectors.npy", mmap_mode="r")))
     return None
 

@@ -22,6 +22,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from schemas.settings import load_settings  # noqa: E402
+from workers.jsonl import read_jsonl  # noqa: E402
 
 NLI_TRAINING_PAIRS = 185_000  # the project's NLI training pairs (../shared/docs/local-stack.md)
 
@@ -60,7 +61,7 @@ def main() -> int:
     ap.add_argument("--threads", type=int, default=2)
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
-    rows = [json.loads(x) for x in open(Path(load_settings().data.dir) / "foolmetwice" / "dev.jsonl", encoding="utf-8")]
+    rows = list(read_jsonl(Path(load_settings().data.dir) / "foolmetwice" / "dev.jsonl"))
     pairs = [(" ".join(g["text"] for g in r["gold_evidence"]), r["text"]) for r in rows[:args.pairs]]
     out = {}
     for name, d in (("base", args.base), ("larger", args.larger)):

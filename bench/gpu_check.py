@@ -67,7 +67,9 @@ def main() -> int:
     out: dict = {"device": device, "gpu": torch.cuda.get_device_name(0) if device == "cuda" else None,
                  "python": platform.python_version(), "torch": torch.__version__, "quick": args.quick}
     sizes = (8, 16) if args.quick else (32, 128, 512)
-    records = [json.loads(line) for line in open(bundle / "testsmall.jsonl", encoding="utf-8")]
+    from workers.jsonl import read_jsonl
+
+    records = list(read_jsonl(bundle / "testsmall.jsonl"))
     index_dir = Path("/tmp/dialcheck-gpu-index")
     pairs = [(e[2], r["response"]) for r in records for e in r.get("evidence_list", []) if len(e) >= 3]
 

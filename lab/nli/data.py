@@ -10,7 +10,6 @@ import csv
 import glob
 import hashlib
 import io
-import json
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -87,10 +86,9 @@ def mpe(root: Path) -> Iterator[NLIPair]:
 
 
 def breaking_nli(root: Path) -> Iterator[NLIPair]:
-    z = zipfile.ZipFile(f"{root}/nli/breaking_nli/breaking_nli_dataset.zip")
-    for line in io.TextIOWrapper(z.open("data/dataset.jsonl"), encoding="utf-8"):
-        if line.strip():
-            r = json.loads(line)
+    with zipfile.ZipFile(f"{root}/nli/breaking_nli/breaking_nli_dataset.zip") as z, \
+            z.open("data/dataset.jsonl") as member:
+        for r in read_jsonl(io.TextIOWrapper(member, encoding="utf-8")):
             yield _pair(r["sentence1"], r["sentence2"], r["gold_label"], "breaking_nli")
 
 

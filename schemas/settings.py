@@ -188,7 +188,7 @@ class VerifySettings(_Section):
                                 "Decision layer JSON (dialcheck-decision v1, `dialcheck tune fit`); a file named "
                                 "decision-<protocol>.json next to it is preferred for that protocol.")
     display_params: str = _env("DISPLAY_PARAMS", str(REPO_ROOT / "workers" / "decision" / "params" / "display.json"),
-                               "Display policy JSON (dialcheck-display v1, `dialcheck tune display`): when a badge is "
+                               "Display policy JSON (dialcheck-display v1, written by `dialcheck tune fit --method guarded`): when a badge is "
                                "shown and how confident; empty or missing file: the constant rule of workers/display.py.")
     checkworthy: bool = _env("CHECKWORTHY", False,
                              "Skip every kind of turn that states no checkable fact (also first-person opinions and "

@@ -11,7 +11,7 @@ The rule (docs/integration.md says the same), a `DisplayPolicy`:
 - shown ("medium" or "high"): status.state is "ok", the label is not NOT ENOUGH INFO, the evidence
   is one the policy accepts (`evidence`), and p = probabilities[label] ≥ `show[label]`;
   "high" when also p ≥ `high[label]` and the evidence is "strong"; otherwise "low", not shown.
-- The shipped policy is fitted (`dialcheck tune display`, lab/tuning/display_fit.py) so that shown
+- The shipped policy is fitted (`dialcheck tune fit --method guarded`, lab/tuning/display_fit.py) so that shown
   badges are right ≥ 80 % and "high" ones ≥ 90 % on every yardstick set when that set is left out of
   the fit, at the largest coverage that allows; it is a JSON artifact beside decision.json
   (`verify.display_params`), fingerprinted to the NLI model like the decision.

@@ -13,6 +13,13 @@ import numpy as np
 
 from .items import CheckItem
 
+# The evaluation protocols (DialFact's): fact verification on the gold evidence, end to end with
+# retrieval, and retrieval alone. Every list of them (the CLI's choices, the run-file reader, the
+# Pipeline's check) reads these.
+PROTOCOLS = ("fv", "e2e", "ir")
+LABEL_PROTOCOLS = ("fv", "e2e")       # the protocols that end in a label
+RETRIEVAL_PROTOCOLS = ("e2e", "ir")   # the protocols that search an index
+
 
 class ModelUnavailable(RuntimeError):
     """A model backend failed (server down, timeout, bad artifact). Callers degrade, never drop."""

@@ -8,11 +8,12 @@ import json
 import sys
 
 from dialcheck.errors import UsageError
+from schemas.protocols import PROTOCOLS
 
 
 def register(sub) -> None:
     p = sub.add_parser("eval", help="evaluate the pipeline on a DialFact-format JSONL file")
-    p.add_argument("--protocol", choices=["fv", "e2e", "ir"], default="fv")
+    p.add_argument("--protocol", choices=PROTOCOLS, default="fv")
     p.add_argument("--surfaces", default="r0,r4,r4g", help="comma list of r0,r1,r2,r3,r4,r4g,r5,r5g (r5, r5g: the LLM rewrite, DIALCHECK_LLM_URL)")
     p.add_argument("--data", default=None, help="DialFact JSONL (default: <data-dir>/dialfact/testsmall.jsonl)")
     p.add_argument("--index", default=None, help="embedded index directory (e2e, ir)")

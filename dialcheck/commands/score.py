@@ -17,13 +17,15 @@ import json
 import sys
 from pathlib import Path
 
+from schemas.protocols import PROTOCOLS
+
 
 def register(sub) -> None:
     p = sub.add_parser("score", help="score a run file (eval --output, or verdicts --json) against gold labels")
     p.add_argument("runs", nargs="+", help="run file(s), JSON lines")
     p.add_argument("--gold", default=None, help="DialFact JSONL with gold labels (default: the DialFact sample)")
     p.add_argument("--limit", type=int, default=None, help="first N gold records only (as eval --limit)")
-    p.add_argument("--protocol", choices=["fv", "e2e", "ir"], default=None,
+    p.add_argument("--protocol", choices=PROTOCOLS, default=None,
                    help="score this protocol's rows (default: the one most rows declare)")
     p.add_argument("--check", default=None, metavar="REFERENCE_JSON",
                    help="fail (exit 1, one line) when a metric falls below the reference by more than its tolerance")

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Sequence
 
 from schemas import LABELS
+from schemas.protocols import LABEL_PROTOCOLS
 
 from .scoring import group_rows, ir_records, label_metrics, response_claim_id, retrieval_metrics
 
@@ -169,7 +170,7 @@ def gate_sweep(rows: Sequence[dict], records: Sequence) -> list[dict]:
     for whichever protocols the rows hold (fv, or e2e as a stand-in for FV; ir)."""
     groups = group_rows(rows)
     out = [{"tau": t} for t in TAUS]
-    label_proto = next((p for p in ("fv", "e2e") if _gate_inputs(groups, p)), None)
+    label_proto = next((p for p in LABEL_PROTOCOLS if _gate_inputs(groups, p)), None)
     if label_proto:
         r0, r4, r4g = _gate_inputs(groups, label_proto)
         recs = [r for r in records if response_claim_id(r) in r4g]

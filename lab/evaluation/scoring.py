@@ -15,6 +15,7 @@ from typing import Iterable, Sequence
 
 from schemas import LABELS
 from schemas.items import response_claim_id
+from schemas.protocols import PROTOCOLS
 
 # fields of a verdict that are timings, not results: left out of run files
 TIMING_FIELDS = ("timings_ms", "created_at")
@@ -228,7 +229,6 @@ def check_reference(result: dict, reference: dict) -> list[str]:
 # Why here: `dialcheck score` and `dialcheck verdicts --gold` read files and topics anyone can write;
 # a row the metrics cannot read must be named (FILE:LINE: reason), not a traceback or a silent 0.
 MAX_JSON_DEPTH = 32  # a verdict row nests 4 deep; DialFact records 3
-PROTOCOL_NAMES = ("fv", "e2e", "ir")
 
 
 class RunFileError(ValueError):
@@ -277,8 +277,8 @@ def row_problem(row: dict) -> str | None:
     protocol = row_protocol(row)
     if protocol == "?":
         return "no protocol (neither 'protocol' nor model_versions.protocol)"
-    if protocol not in PROTOCOL_NAMES:
-        return f"unknown protocol {protocol[:40]!r} (one of {', '.join(PROTOCOL_NAMES)})"
+    if protocol not in PROTOCOLS:
+        return f"unknown protocol {protocol[:40]!r} (one of {', '.join(PROTOCOLS)})"
     surface = row.get("surface")
     if not isinstance(surface, dict) or not isinstance(surface.get("text"), str):
         return "surface is not an object with a text"

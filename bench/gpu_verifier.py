@@ -49,6 +49,27 @@ def step(out: dict, name: str, argv: list[str], env: dict, timeout: int) -> bool
     return out[name].get("rc") == 0
 
 
+def _default_data_dir() -> str:
+    from schemas.settings import load_settings
+
+    return str(load_settings().data.dir)
+
+
+def write_pairs(data_dir: str, path: Path, n: int) -> int:
+    """A seeded sample of n training pairs (never the validation split) as `dialcheck nli train --pairs-file` reads."""
+    import random
+
+    from lab.nli.data import training_pairs
+
+    train, _, _ = training_pairs(data_dir)
+    sample = random.Random(13).sample(train, min(n, len(train)))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w") as f:
+        for p in sample:
+            f.write(json.dumps({"premise": p.premise, "hypothesis": p.hypothesis, "label": p.label, "source": p.source}) + "\n")
+    return len(sample)
+
+
 def prepare(base: Path, work: Path) -> int:
     """The device bundle: base weights (fp16 safetensors) + tokenizer + the data files; one line and
     exit 2 when it is over the 64 MiB that travels."""
@@ -82,6 +103,7 @@ def main() -> int:
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--data-dir", default=None)
     ap.add_argument("--max-pairs", type=int, default=150_000)
+    ap.add_argument("--pairs-file", default=None, help="training pairs JSONL (default: a sample written from --data-dir)")
     ap.add_argument("--batch-size", type=int, default=128)
     ap.add_argument("--limit-per-set", type=int, default=None)
     ap.add_argument("--tiny", action="store_true")
@@ -105,15 +127,20 @@ def main() -> int:
         out["gpu"] = f"torch: {e}"
     if work.exists():
         shutil.rmtree(work)
+    work.mkdir(parents=True)
     train = ["nli", "train", "--out-dir", str(work / "train"), "--device", args.device, "--max-pairs", str(args.max_pairs),
              "--batch-size", str(args.batch_size), "--epochs", "1", "--lr", "5e-5", "--warmup-ratio", "0.06",
              "--checkpoint-every", "100000", "--max-length", "128"]
     if args.base:
         train += ["--base-model", args.base]
-    if args.data_dir:
-        train += ["--data-dir", str(Path(args.data_dir).resolve())]
+    # --max-pairs applies to a pairs file only (lab/nli/train.py): a seeded sample of the training split
+    pairs_file = Path(args.pairs_file) if args.pairs_file else work / "pairs.jsonl"
+    if not args.pairs_file:
+        write_pairs(args.data_dir or env.get("DIALCHECK_DATA_DIR") or _default_data_dir(), pairs_file, args.max_pairs)
+    train += ["--pairs-file", str(pairs_file)]
     slack = 4 if args.tiny else 1  # CPU timeouts: a shared 2-core machine is slow, not stuck
-    lim = ["--limit-per-set", str(args.limit_per_set)] if args.limit_per_set else []
+    lim = (["--limit-per-set", str(args.limit_per_set)] if args.limit_per_set else []) + \
+        (["--folds", "2"] if args.tiny else [])  # 4 claims per set cannot make 5 grouped folds
     adopted = work / "adopted"
     ok = step(out, "train", train, env, 400 * slack)
     ok = ok and step(out, "adopt", ["nli", "adopt", str(work / "train" / "model"), "--out", str(adopted), "--name",

@@ -37,7 +37,7 @@ case "${1:-run}" in
     [ -d "$BUNDLE/wheels" ] && "$PY" -m pip install -q --no-index --no-deps --target /tmp/gpu-site "$BUNDLE"/wheels/*.whl || true
     PYTHONPATH=/tmp/gpu-site:$PWD HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 PYTHONUNBUFFERED=1 \
       timeout 560 "$PY" bench/gpu_verifier.py --device cuda --base "$BUNDLE/base" --work /tmp/gpu-verifier \
-      --data-dir "$BUNDLE/data" --out "${OUT:-.}/gpu_verifier.json" "${@:2}"
+      --data-dir "$BUNDLE/data" --pairs-file "$BUNDLE/pairs.jsonl" --out "${OUT:-.}/gpu_verifier.json" "${@:2}"
     ;;
   *) echo "usage: $0 tiny|prepare|run" >&2; exit 2 ;;
 esac

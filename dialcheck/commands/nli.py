@@ -191,6 +191,9 @@ def run_adopt(args) -> int:
     s = load_settings(data={"dir": args.data_dir})
     if args.limit_per_set is not None and args.limit_per_set < 1:
         raise UsageError("--limit-per-set must be at least 1")
+    if args.limit_per_set and not args.skip_refit and args.folds > args.limit_per_set:
+        raise UsageError(f"--folds {args.folds} needs at least that many claims per set: raise --limit-per-set "
+                         f"({args.limit_per_set}) or lower --folds")
     if not Path(args.hf_dir).is_dir():
         raise UsageError(f"no such checkpoint directory: {args.hf_dir}")
     try:

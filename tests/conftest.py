@@ -78,3 +78,39 @@ def fresh_broker(tmp_path):
 
     with EmbeddedBroker(log_path=str(tmp_path / "tansu.log")) as b:
         yield b
+
+
+@pytest.fixture(scope="module")
+def broker_settings(broker):
+    """A factory: `broker_settings(stream={...}, ...)` is load_settings(...) pointed at this module's
+    broker (kafka.bootstrap; other kafka keys may be given), with its topics created. A module names
+    what it builds from it (e.g. `stream_settings`): never `settings`, the session's plain settings."""
+    from schemas.settings import load_settings
+    from streams.topics import ensure_topics
+
+    def make(**sections):
+        kafka = {"bootstrap": broker.bootstrap, **sections.pop("kafka", {})}
+        s = load_settings(kafka=kafka, **sections)
+        ensure_topics(s)
+        return s
+
+    return make
+
+
+@pytest.fixture(scope="module")
+def start_worker(tmp_path_factory):
+    """A factory: `start_worker(settings, pipeline, env=None, ready_timeout_s=180)` starts a real
+    `dialcheck worker --pipeline PIPELINE` child (streams.worker.WorkerProcess, its log in a temp dir),
+    waits until it is ready and returns it; every worker started is stopped when the module ends."""
+    from contextlib import ExitStack
+
+    from streams.worker import WorkerProcess
+
+    with ExitStack() as stack:
+        def start(settings, pipeline: str, env: dict[str, str] | None = None, ready_timeout_s: float = 180.0):
+            w = stack.enter_context(WorkerProcess(settings, tmp_path_factory.mktemp("worker") / "worker.log",
+                                                  extra_args=["--pipeline", pipeline], env=env))
+            w.wait_ready(timeout_s=ready_timeout_s)
+            return w
+
+        yield start

@@ -16,12 +16,9 @@ import time
 
 import pytest
 
-from schemas.settings import load_settings
 from streams.checking import validate_event
 from streams.replay import TurnProducer
-from streams.topics import ensure_topics
 from streams.verdicts import TopicReader, VerdictLog, collect_verdicts, end_offsets, read_dead_letters
-from streams.worker import WorkerProcess
 from schemas import ChatTurn, InvalidEvent, claim_id
 from tests.stream_standin import context_digest
 
@@ -167,22 +164,15 @@ def test_hygiene_normalises_what_it_accepts():
 
 
 @pytest.fixture(scope="module")
-def settings(broker):
-    s = load_settings(kafka={"bootstrap": broker.bootstrap},
-                      stream={"status_interval_s": 1.0, "batch_deadline_s": 3.0, "app_id": "badinput",
-                              "max_text_chars": MAX_TEXT, "max_event_bytes": MAX_EVENT, "max_conversations": 20},
-                      retrieval={"opensearch_url": f"https://admin:{PLANTED_PW}@search.internal:9200"})
-    ensure_topics(s)
-    return s
+def settings_badinput(broker_settings):
+    return broker_settings(stream={"status_interval_s": 1.0, "batch_deadline_s": 3.0, "app_id": "badinput",
+                                   "max_text_chars": MAX_TEXT, "max_event_bytes": MAX_EVENT, "max_conversations": 20},
+                           retrieval={"opensearch_url": f"https://admin:{PLANTED_PW}@search.internal:9200"})
 
 
 @pytest.fixture(scope="module")
-def worker(settings, tmp_path_factory):
-    w = WorkerProcess(settings, tmp_path_factory.mktemp("worker") / "worker.log", extra_args=["--pipeline", STANDIN],
-                      env={"DIALCHECK_KAFKA_SASL_PASSWORD": PLANTED_SASL})
-    with w:
-        w.wait_ready(timeout_s=180)
-        yield w
+def worker(settings_badinput, start_worker):
+    return start_worker(settings_badinput, STANDIN, env={"DIALCHECK_KAFKA_SASL_PASSWORD": PLANTED_SASL})
 
 
 def good_turns(conv: str) -> tuple[ChatTurn, ChatTurn]:
@@ -191,11 +181,11 @@ def good_turns(conv: str) -> tuple[ChatTurn, ChatTurn]:
 
 
 @pytest.mark.broker
-def test_every_bad_record_dead_lettered_and_every_good_turn_checked(settings, worker):
-    start_v = end_offsets(settings, settings.kafka.topic_verdicts)
-    start_d = end_offsets(settings, settings.kafka.topic_deadletter)
+def test_every_bad_record_dead_lettered_and_every_good_turn_checked(settings_badinput, worker):
+    start_v = end_offsets(settings_badinput, settings_badinput.kafka.topic_verdicts)
+    start_d = end_offsets(settings_badinput, settings_badinput.kafka.topic_deadletter)
     expected, sent = {}, []
-    with TurnProducer(settings) as producer:
+    with TurnProducer(settings_badinput) as producer:
         for i, (name, key, value, reason) in enumerate(BAD):  # good context turn, bad record, good claim: same key
             conv = key.decode() if key is not None and len(key) < 100 else f"good-{i}"
             ctx, resp = good_turns(conv)
@@ -210,16 +200,16 @@ def test_every_bad_record_dead_lettered_and_every_good_turn_checked(settings, wo
         producer.flush()
         where = {(md.partition, md.offset): (name, value, reason)
                  for name, value, reason, md in ((n, v, r, f.get(timeout=30)) for n, v, r, f in sent)}
-    vlog = collect_verdicts(settings, set(expected), timeout_s=180, start=start_v, alive=worker.alive)
+    vlog = collect_verdicts(settings_badinput, set(expected), timeout_s=180, start=start_v, alive=worker.alive)
     assert set(expected) <= vlog.verdicts.keys(), f"{len(set(expected) - vlog.verdicts.keys())} good claims lost"
     wrong_ctx = [c for c, d in expected.items() if vlog.verdicts[c].model_versions["context_sha1"] != d]
     assert not wrong_ctx, "a bad record leaked into a conversation's context"
     assert all(vlog.verdicts[c].status.state == "ok" for c in expected)
-    dead = read_dead_letters(settings, start_d)
+    dead = read_dead_letters(settings_badinput, start_d)
     deadline = time.monotonic() + 60
     while len(dead) < len(BAD) and time.monotonic() < deadline:
         time.sleep(1)
-        dead = read_dead_letters(settings, start_d)
+        dead = read_dead_letters(settings_badinput, start_d)
     assert len(dead) == len(BAD)
     by_offset = {(d.partition, d.offset): d for d in dead}
     assert by_offset.keys() == where.keys()  # each bad record once, from its source coordinates
@@ -227,8 +217,8 @@ def test_every_bad_record_dead_lettered_and_every_good_turn_checked(settings, wo
         d = by_offset[pos]
         assert reason in d.reason, (name, reason, d.reason)
         assert d.code == CODE_OF[reason], (name, d.code, d.reason)
-        assert len(d.reason.encode()) <= 1024 and d.topic == settings.kafka.topic_turns
-        assert len(d.value) <= settings.stream.deadletter_max_bytes
+        assert len(d.reason.encode()) <= 1024 and d.topic == settings_badinput.kafka.topic_turns
+        assert len(d.value) <= settings_badinput.stream.deadletter_max_bytes
         assert (value or b"").startswith(d.value), name  # the original bytes, or a prefix of them
     big = [d for d in dead if d.truncated]
     assert {d.truncated.split("=")[0] for d in big} >= {"key", "value"}  # prefix kept, lengths recorded
@@ -236,35 +226,35 @@ def test_every_bad_record_dead_lettered_and_every_good_turn_checked(settings, wo
 
 
 @pytest.mark.broker
-def test_hung_call_gets_deadline_verdicts_and_secrets_never_leave(settings, worker):
+def test_hung_call_gets_deadline_verdicts_and_secrets_never_leave(settings_badinput, worker):
     """The deadline answers a hung pipeline call; the planted passwords appear nowhere: not in the
     worker log, not in any verdict, not in any dead letter (the stand-in puts them in an exception,
     a log line and a degraded reason, as a failing OpenSearch client would)."""
-    start_v = end_offsets(settings, settings.kafka.topic_verdicts)
+    start_v = end_offsets(settings_badinput, settings_badinput.kafka.topic_verdicts)
     convs = {"sec-raise": "STANDIN-RAISE now", "sec-degraded": "STANDIN-DEGRADED now",
              "hang": "STANDIN-HANG now", "after-hang": "A normal claim after the hang."}
     ids = {conv: claim_id(conv, f"{conv}#r", text) for conv, text in convs.items()}
     vlog = VerdictLog()
-    with TurnProducer(settings) as producer:
+    with TurnProducer(settings_badinput) as producer:
         for phase in (("sec-raise", "sec-degraded"), ("hang", "after-hang")):
             for conv in phase:  # the hang's batch is dispatched before "after-hang" is sent
                 producer.send_turn(ChatTurn(conv, f"{conv}#r", "assistant", convs[conv]))
                 producer.flush()
                 time.sleep(1.5)
-            collect_verdicts(settings, {ids[c] for c in phase}, timeout_s=120, start=start_v, log=vlog,
+            collect_verdicts(settings_badinput, {ids[c] for c in phase}, timeout_s=120, start=start_v, log=vlog,
                              alive=worker.alive)
     v = {conv: vlog.verdicts[i] for conv, i in ids.items()}
     assert v["hang"].status.state == "error" and "deadline" in v["hang"].status.reason
     assert v["after-hang"].status.state == "ok"
     assert v["sec-raise"].status.state == "error" and "***@search.internal" in v["sec-raise"].status.reason
     assert v["sec-degraded"].status.state == "degraded" and "***@search.internal" in v["sec-degraded"].status.reason
-    time.sleep(2.5 * settings.stream.status_interval_s)
+    time.sleep(2.5 * settings_badinput.stream.status_interval_s)
     status = worker.last_status()
     assert status["deadline_expired"] >= 1 and worker.alive()
-    assert status["evicted_lru"] > 0 and status["conversations"] <= settings.stream.max_conversations
+    assert status["evicted_lru"] > 0 and status["conversations"] <= settings_badinput.stream.max_conversations
     outputs = [worker.log_text().encode()]
-    for topic in (settings.kafka.topic_verdicts, settings.kafka.topic_deadletter):
-        with TopicReader(settings, topic) as r:
+    for topic in (settings_badinput.kafka.topic_verdicts, settings_badinput.kafka.topic_deadletter):
+        with TopicReader(settings_badinput, topic) as r:
             outputs += [b"".join([rec.key or b"", rec.value or b""] + [hv for _, hv in rec.headers or []])
                         for rec in r.drain()]
     assert len(outputs) > len(BAD)

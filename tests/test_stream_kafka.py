@@ -19,7 +19,6 @@ import pytest
 from schemas.settings import Settings, load_settings
 from dialcheck.wiring import DEFAULT_CHECKER, load_checker
 from streams.replay import TurnProducer, iter_claim_ids, load_records, record_turns, replay
-from streams.topics import ensure_topics
 from streams.verdicts import VerdictLog, collect_verdicts, end_offsets, read_dead_letters
 from streams.worker import WorkerProcess
 from schemas.protocols import turn_verdicts
@@ -43,29 +42,28 @@ def records():
 
 
 @pytest.fixture(scope="module")
-def settings(broker):
+def settings_kafka(broker_settings):
     # trace_records: a lost claim's failure message can quote what the worker read, delivered and acked
-    s = load_settings(kafka={"bootstrap": broker.bootstrap}, stream={"status_interval_s": 1.0, "trace_records": True})
+    s = broker_settings(stream={"status_interval_s": 1.0, "trace_records": True})
     if PIPELINE == DEFAULT_CHECKER and s.retrieval.backend == "embedded":
         from workers.retrieval.build import ensure_index
         ensure_index(s)
-    ensure_topics(s)
     return s
 
 
 @pytest.fixture(scope="module")
-def batch_verdicts(settings, records):
+def batch_verdicts(settings_kafka, records):
     """The Kafka-free path: the same Pipeline, called directly on every record this module streams."""
-    pipeline = load_checker(settings, PIPELINE)
+    pipeline = load_checker(settings_kafka, PIPELINE)
     recs = [r for group in records.values() for r in group]
     verdicts = turn_verdicts(pipeline.check_turns([r.to_check_item("e2e") for r in recs]))
     return {v.claim_id: v for v in verdicts}
 
 
 @pytest.fixture(scope="module")
-def worker(settings, tmp_path_factory, batch_verdicts):
+def worker(settings_kafka, tmp_path_factory, batch_verdicts):
     holder = {"log": tmp_path_factory.mktemp("worker") / "worker.log"}
-    holder["w"] = WorkerProcess(settings, holder["log"], extra_args=["--pipeline", PIPELINE]).start()
+    holder["w"] = WorkerProcess(settings_kafka, holder["log"], extra_args=["--pipeline", PIPELINE]).start()
     holder["w"].wait_ready(timeout_s=300)
     yield holder
     holder["w"].stop()
@@ -116,13 +114,13 @@ def assert_same_as_batch(got: dict, batch: dict, ids: list[str]) -> None:
     assert not surf, f"{len(surf)} checked surfaces differ (context?): {surf[:3]}"
 
 
-def test_replay_gives_one_verdict_per_claim_with_batch_labels(settings, worker, records, batch_verdicts):
+def test_replay_gives_one_verdict_per_claim_with_batch_labels(settings_kafka, worker, records, batch_verdicts):
     recs = records["main"]
     expected = iter_claim_ids(recs)
-    start = end_offsets(settings, settings.kafka.topic_verdicts)
-    stats = replay(settings, recs, rate=0)
+    start = end_offsets(settings_kafka, settings_kafka.kafka.topic_verdicts)
+    stats = replay(settings_kafka, recs, rate=0)
     assert stats.records == N_MAIN
-    vlog = collect_verdicts(settings, set(expected), timeout_s=600, start=start, alive=worker["w"].alive)
+    vlog = collect_verdicts(settings_kafka, set(expected), timeout_s=600, start=start, alive=worker["w"].alive)
     assert sorted(vlog.verdicts) == sorted(expected)  # exactly one per claim id after dedup, nothing else
     assert not vlog.schema_errors and not vlog.invalid
     assert_same_as_batch(vlog.verdicts, batch_verdicts, expected)
@@ -146,45 +144,45 @@ BAD_EVENTS = [  # (key, value, expected reason fragment)
 ]
 
 
-def test_bad_input_goes_to_deadletter_and_loses_nothing_else(settings, worker, records, batch_verdicts):
+def test_bad_input_goes_to_deadletter_and_loses_nothing_else(settings_kafka, worker, records, batch_verdicts):
     good = records["bad_good"]
-    start_v = end_offsets(settings, settings.kafka.topic_verdicts)
-    start_d = end_offsets(settings, settings.kafka.topic_deadletter)
-    with TurnProducer(settings) as producer:
+    start_v = end_offsets(settings_kafka, settings_kafka.kafka.topic_verdicts)
+    start_d = end_offsets(settings_kafka, settings_kafka.kafka.topic_deadletter)
+    with TurnProducer(settings_kafka) as producer:
         for i, rec in enumerate(good):  # good turns interleaved with the bad ones, same partitions too
             for t in record_turns(rec):
                 producer.send_turn(t)
             for key, value, _ in BAD_EVENTS[i::len(good)]:
                 producer.send_raw(key, value)
     expected = iter_claim_ids(good)
-    vlog = collect_verdicts(settings, set(expected), timeout_s=300, start=start_v, alive=worker["w"].alive)
+    vlog = collect_verdicts(settings_kafka, set(expected), timeout_s=300, start=start_v, alive=worker["w"].alive)
     assert_same_as_batch(vlog.verdicts, batch_verdicts, expected)
     deadline = time.monotonic() + 60
-    dead = read_dead_letters(settings, start_d)
+    dead = read_dead_letters(settings_kafka, start_d)
     while len(dead) < len(BAD_EVENTS) and time.monotonic() < deadline:
         time.sleep(1)
-        dead = read_dead_letters(settings, start_d)
+        dead = read_dead_letters(settings_kafka, start_d)
     assert len(dead) == len(BAD_EVENTS)
     by_value = {(d.key, d.value): d for d in dead}
     for key, value, reason in BAD_EVENTS:
         d = by_value[(key, value if value is not None else b"")]  # original bytes preserved
         assert reason in d.reason, (reason, d.reason)
-        assert d.topic == settings.kafka.topic_turns and d.partition >= 0 and d.offset >= 0
+        assert d.topic == settings_kafka.kafka.topic_turns and d.partition >= 0 and d.offset >= 0
     assert worker["w"].alive()
     bad_convs = {f"bad-{i}" for i in range(1, 13)}
     assert not [v for v in vlog.verdicts.values() if v.conversation_id in bad_convs], "a bad event got a verdict"
 
 
-def test_kill9_mid_replay_loses_no_claim_and_restores_context(settings, worker, records, batch_verdicts):
+def test_kill9_mid_replay_loses_no_claim_and_restores_context(settings_kafka, worker, records, batch_verdicts):
     ctx_recs, crash_recs = records["crash_ctx"], records["crash"]
-    start_v = end_offsets(settings, settings.kafka.topic_verdicts)
+    start_v = end_offsets(settings_kafka, settings_kafka.kafka.topic_verdicts)
     # 1. context turns of some conversations, processed and committed before the crash
-    with TurnProducer(settings) as producer:
+    with TurnProducer(settings_kafka) as producer:
         for rec in ctx_recs:
             for t in record_turns(rec)[:-1]:
                 producer.send_turn(t)
-    wait_committed(settings, producer.sent_end)
-    time.sleep(2 * settings.stream.status_interval_s)  # a status line from after the commit
+    wait_committed(settings_kafka, producer.sent_end)
+    time.sleep(2 * settings_kafka.stream.status_interval_s)  # a status line from after the commit
     before = worker["w"].last_status()
     # 2. a replay in flight; kill -9 once some of its verdicts are out
     vlog = VerdictLog()
@@ -193,13 +191,13 @@ def test_kill9_mid_replay_loses_no_claim_and_restores_context(settings, worker, 
 
     def replay_in_background() -> None:
         try:
-            replay(settings, crash_recs, rate=2.0)
+            replay(settings_kafka, crash_recs, rate=2.0)
         except BaseException as e:  # noqa: BLE001 - re-raised below: an input the broker lost is no worker's fault
             replay_errors.append(e)
 
     replayer = threading.Thread(target=replay_in_background)
     replayer.start()
-    collect_verdicts(settings, crash_ids, timeout_s=300, start=start_v, log=vlog, alive=worker["w"].alive,
+    collect_verdicts(settings_kafka, crash_ids, timeout_s=300, start=start_v, log=vlog, alive=worker["w"].alive,
                      done=lambda lg: len(lg.verdicts.keys() & crash_ids) >= 3)
     n_before_crash = len(vlog.verdicts.keys() & crash_ids)
     assert 3 <= n_before_crash < len(crash_ids), n_before_crash
@@ -207,17 +205,17 @@ def test_kill9_mid_replay_loses_no_claim_and_restores_context(settings, worker, 
     replayer.join()
     assert not replay_errors, f"the replay itself failed: {replay_errors[0]!r}"
     # 3. restart: the table comes back from the changelog before any new input
-    worker["w"] = WorkerProcess(settings, worker["log"], extra_args=["--pipeline", PIPELINE]).start()
+    worker["w"] = WorkerProcess(settings_kafka, worker["log"], extra_args=["--pipeline", PIPELINE]).start()
     ready = worker["w"].wait_ready(timeout_s=300)
     restored = int(ready.rsplit("conversations=", 1)[1].split()[0])
     assert restored >= before["conversations"], (ready, before)  # nothing committed before the crash is lost
     # 4. the response turns of the pre-crash conversations are checked with their restored context
-    with TurnProducer(settings) as producer:
+    with TurnProducer(settings_kafka) as producer:
         for rec in ctx_recs:
             producer.send_turn(record_turns(rec)[-1])
     expected = crash_ids | set(iter_claim_ids(ctx_recs))
-    collect_verdicts(settings, expected, timeout_s=600, start=start_v, log=vlog, alive=worker["w"].alive)
+    collect_verdicts(settings_kafka, expected, timeout_s=600, start=start_v, log=vlog, alive=worker["w"].alive)
     missing = expected - vlog.verdicts.keys()
-    assert not missing, f"lost claims: {sorted(missing)[:5]}; " + where_lost(settings, missing, crash_recs + ctx_recs,
+    assert not missing, f"lost claims: {sorted(missing)[:5]}; " + where_lost(settings_kafka, missing, crash_recs + ctx_recs,
                                                                              worker["log"])
     assert_same_as_batch(vlog.verdicts, batch_verdicts, sorted(expected))

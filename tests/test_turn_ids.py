@@ -14,12 +14,9 @@ import logging
 import pytest
 
 from schemas import ChatTurn, claim_id
-from schemas.settings import load_settings
 from streams.context import add_turn
 from streams.replay import TurnProducer
-from streams.topics import ensure_topics
 from streams.verdicts import VerdictLog, collect_verdicts, end_offsets
-from streams.worker import WorkerProcess
 from tests.stream_standin import context_digest
 
 
@@ -61,23 +58,17 @@ SASL = "Pl4nted-SASL-turnids"
 
 
 @pytest.fixture(scope="module")
-def settings(broker):
-    s = load_settings(kafka={"bootstrap": broker.bootstrap}, stream={"app_id": "turnids", "status_interval_s": 1.0})
-    ensure_topics(s)
-    return s
+def settings_turnids(broker_settings):
+    return broker_settings(stream={"app_id": "turnids", "status_interval_s": 1.0})
 
 
 @pytest.fixture(scope="module")
-def worker(settings, tmp_path_factory):
-    w = WorkerProcess(settings, tmp_path_factory.mktemp("worker") / "worker.log", extra_args=["--pipeline", STANDIN],
-                      env={"DIALCHECK_KAFKA_SASL_PASSWORD": SASL})
-    with w:
-        w.wait_ready(timeout_s=180)
-        yield w
+def worker(settings_turnids, start_worker):
+    return start_worker(settings_turnids, STANDIN, env={"DIALCHECK_KAFKA_SASL_PASSWORD": SASL})
 
 
 @pytest.mark.broker
-def test_edited_turns_through_the_worker(settings, worker):
+def test_edited_turns_through_the_worker(settings_turnids, worker):
     """An edited user turn becomes the context of the next claim; an edited assistant turn gets a
     verdict under its new text (new claim id), against the corrected context."""
     conv = "edits"
@@ -91,12 +82,12 @@ def test_edited_turns_through_the_worker(settings, worker):
     want = {claim_id(conv, "a1", "It is 300 m tall."): [old_q],
             claim_id(conv, "a2", "It opened in 1889."): [new_q, "It is 300 m tall."],
             claim_id(conv, "a1", "It is 330 m tall."): [new_q]}
-    start = end_offsets(settings, settings.kafka.topic_verdicts)
-    with TurnProducer(settings) as producer:
+    start = end_offsets(settings_turnids, settings_turnids.kafka.topic_verdicts)
+    with TurnProducer(settings_turnids) as producer:
         for t in steps:
             producer.send_turn(t)
         producer.flush()
-    vlog = collect_verdicts(settings, set(want), timeout_s=120, start=start, log=VerdictLog(), alive=worker.alive)
+    vlog = collect_verdicts(settings_turnids, set(want), timeout_s=120, start=start, log=VerdictLog(), alive=worker.alive)
     assert set(want) <= vlog.verdicts.keys(), f"missing {set(want) - vlog.verdicts.keys()}"
     for cid, context in want.items():
         assert vlog.verdicts[cid].model_versions["context_sha1"] == context_digest(context), cid
@@ -104,16 +95,16 @@ def test_edited_turns_through_the_worker(settings, worker):
 
 
 @pytest.mark.broker
-def test_users_text_holding_a_secret_value_is_published_as_written(settings, worker):
+def test_users_text_holding_a_secret_value_is_published_as_written(settings_turnids, worker):
     conv = "said-it"
     said = f"My password is {SASL} and Paris is in France."
     cid = claim_id(conv, "a1", said)
-    start = end_offsets(settings, settings.kafka.topic_verdicts)
-    with TurnProducer(settings) as producer:
+    start = end_offsets(settings_turnids, settings_turnids.kafka.topic_verdicts)
+    with TurnProducer(settings_turnids) as producer:
         producer.send_turn(ChatTurn(conv, "u0", "user", f"Is {SASL} safe?", check=False))
         producer.send_turn(ChatTurn(conv, "a1", "assistant", said, check=True))
         producer.flush()
-    vlog = collect_verdicts(settings, {cid}, timeout_s=120, start=start, log=VerdictLog(), alive=worker.alive)
+    vlog = collect_verdicts(settings_turnids, {cid}, timeout_s=120, start=start, log=VerdictLog(), alive=worker.alive)
     v = vlog.verdicts[cid]  # the claim id is computed from the text as written: found means unchanged
     assert v.claim == said and v.surface.text == said
     assert v.model_versions["context_sha1"] == context_digest([f"Is {SASL} safe?"])

@@ -10,9 +10,7 @@ import threading
 
 import pytest
 
-from schemas.settings import load_settings
 from streams.checking import error_verdict
-from streams.topics import ensure_topics
 from streams.verdicts import ReaderStalled, TopicReader, collect_verdicts, end_offsets
 from schemas.items import CheckItem
 
@@ -20,10 +18,8 @@ pytestmark = pytest.mark.broker
 
 
 @pytest.fixture(scope="module")
-def settings(broker):
-    s = load_settings(kafka={"bootstrap": broker.bootstrap}, stream={"app_id": "reader"})
-    ensure_topics(s)
-    return s
+def settings_reader(broker_settings):
+    return broker_settings(stream={"app_id": "reader"})
 
 
 def publish(settings, n: int, prefix: str) -> set[str]:
@@ -61,23 +57,23 @@ def hang_first_poll(monkeypatch):
     release.set()
 
 
-def test_a_stalled_poll_raises_instead_of_hanging(settings, hang_first_poll):
-    with TopicReader(settings, settings.kafka.topic_verdicts, call_timeout_s=1.0) as reader:
+def test_a_stalled_poll_raises_instead_of_hanging(settings_reader, hang_first_poll):
+    with TopicReader(settings_reader, settings_reader.kafka.topic_verdicts, call_timeout_s=1.0) as reader:
         with pytest.raises(ReaderStalled, match="poll did not return"):
             reader.poll(0.1)
         with pytest.raises(ReaderStalled, match="abandoned"):  # unusable from now on, never half-working
             reader.end_offsets()
 
 
-def test_collect_verdicts_resumes_after_a_stall_and_loses_nothing(settings, hang_first_poll):
-    start = end_offsets(settings, settings.kafka.topic_verdicts)
-    ids = publish(settings, 5, "stall-")
-    log = collect_verdicts(settings, ids, timeout_s=60, start=start, call_timeout_s=2.0)
+def test_collect_verdicts_resumes_after_a_stall_and_loses_nothing(settings_reader, hang_first_poll):
+    start = end_offsets(settings_reader, settings_reader.kafka.topic_verdicts)
+    ids = publish(settings_reader, 5, "stall-")
+    log = collect_verdicts(settings_reader, ids, timeout_s=60, start=start, call_timeout_s=2.0)
     assert log.stalls == 1 and len(hang_first_poll) >= 2
     assert ids <= log.verdicts.keys() and log.duplicates == 0
 
 
-def test_verdicts_gold_scores_the_topic_and_refuses_a_hostile_gold_file(settings, tmp_path, capsys):
+def test_verdicts_gold_scores_the_topic_and_refuses_a_hostile_gold_file(settings_reader, tmp_path, capsys):
     """`dialcheck verdicts --gold` on a real topic: records it cannot score (these tests' error
     verdicts carry no protocol) are counted and left out, the rest scored with the coverage line;
     a gold file with an unknown label is one line, exit 2."""
@@ -99,13 +95,13 @@ def test_verdicts_gold_scores_the_topic_and_refuses_a_hostile_gold_file(settings
     assert v.claim_id == response_claim_id(rec)
     v.label, v.model_versions = "SUPPORTS", {"protocol": "fv", "surface_mode": "r0"}
     v.status.state, v.status.reason = "ok", None
-    producer = KafkaProducer(bootstrap_servers=settings.kafka.bootstrap, acks="all")
-    producer.send(settings.kafka.topic_verdicts, key=b"vg0", value=v.to_json())
+    producer = KafkaProducer(bootstrap_servers=settings_reader.kafka.bootstrap, acks="all")
+    producer.send(settings_reader.kafka.topic_verdicts, key=b"vg0", value=v.to_json())
     producer.flush()
     producer.close()
-    publish(settings, 2, "foreign-")  # no protocol: cannot be scored
+    publish(settings_reader, 2, "foreign-")  # no protocol: cannot be scored
 
-    code = main(["verdicts", "--broker", settings.kafka.bootstrap, "--gold", str(gold)])
+    code = main(["verdicts", "--broker", settings_reader.kafka.bootstrap, "--gold", str(gold)])
     out = capsys.readouterr()
     assert code == 0, out.err
     assert out.out.splitlines()[-1].strip() == "r0   1 of 2 scored, 1 missing"
@@ -113,7 +109,7 @@ def test_verdicts_gold_scores_the_topic_and_refuses_a_hostile_gold_file(settings
 
     bad = tmp_path / "bad.jsonl"
     bad.write_text(json.dumps({**gold_rows[0], "response_label": "BANANA"}) + "\n")
-    code = main(["verdicts", "--broker", settings.kafka.bootstrap, "--gold", str(bad)])
+    code = main(["verdicts", "--broker", settings_reader.kafka.bootstrap, "--gold", str(bad)])
     out = capsys.readouterr()
     assert code == 2 and out.out == "" and out.err == f"dialcheck: {bad}:1: unknown response_label 'BANANA' " \
         "(one of SUPPORTS, REFUTES, NOT ENOUGH INFO)\n"

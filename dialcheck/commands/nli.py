@@ -1,5 +1,5 @@
-"""`dialcheck nli train | release | soup | quantize | evaluate`: dialcheck's own NLI model; `nli adopt`:
-anyone else's (lab/nli/adopt.py, docs/verifiers.md)."""
+"""`dialcheck nli train | hard-pairs | release | unpack | soup | quantize | evaluate`: dialcheck's own NLI
+model; `nli adopt`: anyone else's (lab/nli/adopt.py, docs/verifiers.md)."""
 from __future__ import annotations
 
 import json

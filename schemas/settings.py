@@ -144,8 +144,7 @@ class RetrievalSettings(_Section):
 
 class GateSettings(_Section):
     tau_ir: float = _env("TAU_IR", 0.50, "Gate threshold when the surface feeds retrieval.", ge=0, le=1)
-    tau_fv: float = _env("TAU_FV", 0.80, "Gate threshold when the surface feeds verification (0.80: best "
-                         "grouped-CV FV macro-F1 with the decision layer, `dialcheck tune gate`; was 0.70).",
+    tau_fv: float = _env("TAU_FV", 0.80, "Gate threshold when the surface feeds verification.",
                          ge=0, le=1)
     weights: Annotated[tuple[float, float, float], NoDecode] = _env(
         "GATE_WEIGHTS", (0.4, 0.2, 0.4), "alpha, beta, gamma of the gate score (comma list).")
@@ -167,22 +166,20 @@ class GateSettings(_Section):
 
 class VerifySettings(_Section):
     hypothesis_context_turns: int = _env("HYP_CONTEXT_TURNS", 0,
-                                         "Context turns prepended to the claim as the verifier's NLI hypothesis. The paper "
-                                         "used 2 with DeBERTa-large; with our MiniLM model 0 measured far better (README).",
+                                         "Context turns prepended to the claim as the verifier's NLI hypothesis (0: the "
+                                         "claim alone).",
                                          ge=0, le=50)
     max_windows: int = _env("MAX_WINDOWS", 24, "Windows kept by the lexical pre-score.", ge=1, le=1000)
     entail_threshold: float = _env("ENTAIL_THRESHOLD", 0.55, "Minimum entailment (or contradiction) probability.",
                                    ge=0, le=1)
     title_in_premise: bool = _env("TITLE_IN_PREMISE", False,
                                   "Prefix each evidence window with its passage title ('Title. window') before NLI, so "
-                                  "a window that names its subject only by a pronoun is read about that subject. Off by default: "
-                                  "leave-one-dataset-out (guarded) it gained on DialFact (+1.5 macro-F1) and lost on "
-                                  "HybriDial (-3.3) and FoolMeTwice (-1.9) (README).")
+                                  "a window that names its subject only by a pronoun is read about that subject.")
     win_gap: float = _env("WIN_GAP", 0.15, "Required margin over the other two classes.", ge=0, le=1)
     decision: Literal["layer", "threshold", "argmax"] = _env(
         "DECISION", "layer",
-        "Claim label from the window probabilities: 'layer' (the fitted decision layer in decision_params; best by "
-        "grouped cross-validation, README), 'threshold' (entail/contradict >= threshold with the win gap, most "
+        "Claim label from the window probabilities: 'layer' (the fitted decision layer in decision_params), "
+        "'threshold' (entail/contradict >= threshold with the win gap, most "
         "confident window wins) or 'argmax' of the NLI classes per window.")
     decision_params: str = _env("DECISION_PARAMS", str(REPO_ROOT / "workers" / "decision" / "params" / "decision.json"),
                                 "Decision layer JSON (dialcheck-decision v1, `dialcheck tune fit`); a file named "
@@ -192,18 +189,15 @@ class VerifySettings(_Section):
                                "shown and how confident; empty or missing file: the constant rule of workers/display.py.")
     checkworthy: bool = _env("CHECKWORTHY", False,
                              "Skip every kind of turn that states no checkable fact (also first-person opinions and "
-                             "short reactions, not only skip_turns). Off by default: on DialFact testsmall it skips 7 "
-                             "gold SUPPORTS/REFUTES turns (tune checkworthy).")
+                             "short reactions, not only skip_turns).")
     skip_turns: str = _env("SKIP_TURNS", "question,greeting,thanks",
                            "Turns made only of these kinds are answered NOT ENOUGH INFO unchecked (rationale "
                            "'not-check-worthy' and its kind; verdict display not shown): comma-separated from question, "
-                           "greeting, thanks, personal, reaction, empty; empty: check every turn. Measured on DialFact "
-                           "testsmall and HybriDial dev: no gold SUPPORTS/REFUTES skipped (README).",
+                           "greeting, thanks, personal, reaction, empty; empty: check every turn.",
                            pattern=r"^((question|greeting|thanks|personal|reaction|empty)(,(question|greeting|thanks|personal|reaction|empty))*)?$")
     segment: bool = _env("SEGMENT", False,
                          "Split turns into claims (sentences, stand-alone and/but clauses): each claim gets a verdict and "
-                         "the turn's verdict is its worst claim's. Off by default: DialFact labels whole "
-                         "responses and segmenting measured 3 macro-F1 lower there.")
+                         "the turn's verdict is its worst claim's.")
     max_claims_per_turn: int = _env("MAX_CLAIMS_PER_TURN", 16,
                                     "Segmentation checks at most this many claims of one turn (the first ones); the "
                                     "rest are named in the turn verdict's status reason and rationale, so one long "
@@ -307,8 +301,7 @@ class StreamSettings(_Section):
                            ge=1, le=10000)
     take_events: int = _env("TAKE_EVENTS", 64,
                             "Records the worker takes per step (context turns included); the checked turns among them "
-                            "are one pipeline call. 16 measured 0.74x the batch path's claims/s on DialFact replay "
-                            "(~5 turns per claim: ~3 claims per call).", ge=1, le=10000)
+                            "are one pipeline call.", ge=1, le=10000)
     batch_within_s: float = _env("BATCH_WITHIN_S", 0.2, "Max wait to fill a batch.", gt=0, le=60)
     status_interval_s: float = _env("STREAM_STATUS_S", 5.0, "Worker status log and idle-eviction sweep period.",
                                     gt=0, le=3600)

@@ -37,10 +37,6 @@ class DataError(Exception):
     exit_code = 2
 
 
-def _usage(message: str) -> Exception:
-    return DataError(message)
-
-
 @dataclass(frozen=True)
 class Manifest:
     sets: dict[str, dict[str, Any]]
@@ -54,9 +50,9 @@ class Manifest:
             raw = json.loads(p.read_text())
             return cls(raw["sets"], raw["files"], p)
         except FileNotFoundError:
-            raise _usage(f"no such manifest: {p} (--manifest)") from None
+            raise DataError(f"no such manifest: {p} (--manifest)") from None
         except (ValueError, KeyError, TypeError) as e:
-            raise _usage(f"unreadable data manifest {p}: {type(e).__name__}: {str(e)[:120]}") from None
+            raise DataError(f"unreadable data manifest {p}: {type(e).__name__}: {str(e)[:120]}") from None
 
     def set_of(self, relpath: str) -> str | None:
         for f in self.files:
@@ -187,7 +183,7 @@ def fetch(manifest: Manifest, names: list[str], root: Path, base_url: str | None
         try:
             download(url, target, entry["sha256"], entry["size"])
         except ChecksumMismatch as e:
-            raise _usage(f"refused {entry['path']}: {e}; nothing written (a changed upstream file or a "
+            raise DataError(f"refused {entry['path']}: {e}; nothing written (a changed upstream file or a "
                          "wrong --base-url)") from None
         except requests.RequestException as e:
             reason = str(e).splitlines()[0][:200] if str(e) else type(e).__name__
@@ -227,10 +223,10 @@ def argparse_suppress() -> str:
 def _chosen(manifest: Manifest, names: list[str]) -> list[str]:
     unknown = [n for n in names if n not in manifest.sets]
     if unknown:
-        raise _usage(f"unknown data set {unknown[0]}: choose from {', '.join(manifest.sets)}")
+        raise DataError(f"unknown data set {unknown[0]}: choose from {', '.join(manifest.sets)}")
     blocked = [n for n in names if manifest.sets[n].get("not_fetchable")]
     if blocked:
-        raise _usage(f"{blocked[0]} cannot be fetched: {manifest.sets[blocked[0]]['not_fetchable']}")
+        raise DataError(f"{blocked[0]} cannot be fetched: {manifest.sets[blocked[0]]['not_fetchable']}")
     return names or [n for n, s in manifest.sets.items() if not s.get("not_fetchable")]
 
 

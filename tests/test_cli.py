@@ -81,3 +81,42 @@ def test_check_text_prints_stage_times_not_the_batch_count():
     v.timings_ms = {"verify": 3.0}  # a verdict of one claim alone: no batch note
     line = next(ln for ln in format_text(v, verbose=True).splitlines() if ln.startswith("timings:"))
     assert line == "timings:   verify 3 ms", line
+
+
+@pytest.mark.unit
+def test_check_text_for_people_display_source_plain_why_uncovered_and_folded_evidence():
+    """Issue 30: what an app shows, the source with its link, why in plain words (no rule or
+    threshold names), the uncovered terms, near-duplicate evidence folded; numbers only verbose."""
+    from dialcheck.commands.check import format_text
+    from schemas import Display, Evidence, Verdict
+    from test_ui_store import good_verdict
+
+    v = Verdict.from_dict(good_verdict("c", "t1", "The Eiffel Tower was built by Gustave Eiffel in Berlin.",
+                                       label="SUPPORTS", evidence_text="The Eiffel Tower is in Paris."))
+    v.evidence = [Evidence("p1", "Eiffel Tower", "The Eiffel Tower is in Paris.", window="The Eiffel Tower is in Paris."),
+                  Evidence("p2", "Eiffel Tower", "the Eiffel-Tower is in Paris!", url="https://en.wikipedia.org/wiki/Eiffel_Tower"),
+                  Evidence("p3", "Paris", "Paris has the Eiffel Tower. The Eiffel Tower is in Paris, France."),
+                  Evidence("p4", "Berlin", "Berlin is the capital of Germany.")]
+    v.display = Display(True, "supported", "high")
+    v.uncovered = ["Gustave", "Berlin"]
+    v.rationale = {"rule": "layer:guarded", "numbers": {"entail": 0.9, "t_supports": 0.35, "windows_read": 4},
+                   "window": {"passage_id": "p1", "title": "Eiffel Tower", "text": "The Eiffel Tower is in Paris."},
+                   "summary": "SUPPORTS by layer:guarded over 4 window(s); deciding window from 'Eiffel Tower' (entail 0.90)."}
+    lines = format_text(v).splitlines()
+    assert lines[0] == "✔ supported (high confidence) — shown to users", lines
+    assert "source:    Eiffel Tower — https://en.wikipedia.org/wiki/Eiffel_Tower" in lines, lines
+    i = lines.index("why:       The passage 'Eiffel Tower' states this.")
+    assert lines[i + 1] == "           The evidence does not mention: Gustave, Berlin.", lines
+    assert "  1. Eiffel Tower — https://en.wikipedia.org/wiki/Eiffel_Tower   (+2 near-duplicates)" in lines, lines
+    assert "  2. Berlin" in lines and not any(ln.startswith("  3.") for ln in lines), lines
+    text = "\n".join(lines)
+    assert not any(w in text for w in ("layer", "guarded", "t_supports", "0.9", "entail", "timings")), text
+    assert "t_supports 0.35" in format_text(v, verbose=True)
+
+    v.label, v.display, v.uncovered = "NOT ENOUGH INFO", Display(False, "unverified", "low"), None
+    lines = format_text(v).splitlines()
+    assert lines[0] == "? unverified — not shown" and not any(ln.startswith("source:") for ln in lines), lines
+    assert "why:       The passages found do not say this." in lines, lines
+    v.rationale = {"rule": "not-check-worthy", "numbers": {}, "window": None,
+                   "summary": "NOT ENOUGH INFO: question — the turn states no checkable fact."}
+    assert "why:       Not checked: it is a question, not a statement of fact." in format_text(v).splitlines()

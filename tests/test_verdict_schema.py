@@ -66,9 +66,24 @@ RATIONALE = {"rule": "threshold", "numbers": {"entail": 0.91, "threshold": 0.55,
 def test_version_2_verdict_round_trips():
     v = verdict(RATIONALE)
     d = json.loads(v.to_json())
-    assert d["schema_version"] == "2.1" and d["rationale"]["rule"] == "threshold"
+    assert d["schema_version"] == "2.2" and d["rationale"]["rule"] == "threshold"
     validate("verdict", d)
     assert parse_verdict(v.to_json()).rationale == RATIONALE
+
+
+def test_version_2_2_uncovered_terms_round_trip_and_older_verdicts_still_read():
+    """2.2 adds `uncovered` (optional): a list of the claim's words, or null; a 2.1 verdict without
+    it still validates and reads back with None."""
+    v = verdict(RATIONALE)
+    v.uncovered = ["Gustave"]
+    d = json.loads(v.to_json())
+    validate("verdict", d)
+    assert parse_verdict(v.to_json()).uncovered == ["Gustave"]
+    old = {k: x for k, x in d.items() if k != "uncovered"} | {"schema_version": "2.1"}
+    validate("verdict", old)
+    assert parse_verdict(json.dumps(old).encode()).uncovered is None
+    with pytest.raises(Exception):
+        validate("verdict", d | {"uncovered": "Gustave"})  # a list, not a string
 
 
 def test_rationale_must_name_its_rule():

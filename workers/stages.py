@@ -350,7 +350,7 @@ def claim_evidence(s: ClaimState) -> ClaimEvidence:
     """What the decision reads of a verified claim (the verify stage and the tuner both call this)."""
     gate = s.fv_surface.gate.accepted if s.fv_surface.gate is not None else None
     return ClaimEvidence.of(s.fv_surface.text, s.decisions, [p.score for p in s.passages], gate,
-                            [p.title for p in s.passages], topic_of(s))
+                            [p.title for p in s.passages], topic_of(s), bool(s.item.context))
 
 
 def topic_of(s: ClaimState) -> str:

@@ -59,6 +59,12 @@ def register(sub) -> None:
     f.add_argument("--refutes-floor", choices=("per_set", "pooled"), default="per_set",
                    help="guarded: hold REFUTES precision on every set (shipped) or over all sets together "
                         "(more REFUTES found, fewer of them right: README, issue 18)")
+    f.add_argument("--cover", choices=("none", "names", "half", "most", "all"), default="none",
+                   help="guarded: what a SUPPORTS window must state of the claim (workers/decision/guarded.py covers)")
+    f.add_argument("--slot-refutes", action="store_true",
+                   help="guarded + --cover: a supported claim whose number the on-topic evidence states differently is REFUTES")
+    f.add_argument("--guide", default="docs/integration.md",
+                   help="guarded: regenerate the precision-per-band table there from the left-out numbers ('' to skip)")
     f.set_defaults(func=run_fit)
     c.add_argument("--method", default="logreg")
     c.add_argument("--surface", default="r0")
@@ -176,7 +182,9 @@ def run_fit(args) -> int:
         from lab.tuning.datasets import SETS, load_set
 
         sets = [load_set(n, t.settings.data.dir, args.limit_per_set) for n in SETS]
-        layer = fit_union_and_write(t, sets, args.out, args.folds, refutes_floor=args.refutes_floor)
+        variant = "guarded" + (f"+{args.cover}" if args.cover != "none" else "") + ("+slot" if args.slot_refutes else "")
+        layer = fit_union_and_write(t, sets, args.out, args.folds, refutes_floor=args.refutes_floor, variant=variant,
+                                    guide=args.guide or None)
     else:
         layer = fit_and_write(t, args.method, args.surface, args.protocol, args.out, args.folds)
     print(json.dumps(layer.to_dict()["meta"], indent=1) if args.json else f"wrote {args.out}", file=sys.stdout)

@@ -32,14 +32,15 @@ REFUTES_FLOORS = ("per_set", "pooled")
 
 def fit_decision(name: str, evs: Sequence, labels: Sequence[str], *, C: float = 1.0,
                  sets: Sequence[str] | None = None, spaces: dict | None = None, refutes_floor: str = "per_set",
-                 params: dict | None = None, cover: str = "none", slot_refutes: bool = False):
+                 params: dict | None = None, cover: str = "none", slot_refutes: bool = False,
+                 cover_scope: str = "all"):
     """A fitted method. `sets` names each claim's data set and `spaces` the labels each set has
     (the guarded fit scores every set over its own labels); a rule keeps `params` (threshold, gap)."""
     if name in RULES:
         return method(name, params)
     if name == "guarded":
         return method(name, fit_guarded(evs, labels, sets, spaces, refutes_floor=refutes_floor, cover=cover,
-                                        slot_refutes=slot_refutes))
+                                        slot_refutes=slot_refutes, cover_scope=cover_scope))
     if name == "perclass":
         return method(name, fit_perclass(evs, labels))
     if name == "logreg":
@@ -153,7 +154,7 @@ def _score(gold: np.ndarray, pred: np.ndarray, space: tuple[int, ...], floor: fl
 def fit_guarded(evs: Sequence, labels: Sequence[str], sets: Sequence[str] | None = None,
         spaces: dict[str, tuple[str, ...]] | None = None, min_refutes_precision: float = 0.60,
         on_topic: tuple[float, ...] = ON_TOPIC_DEFAULT, refutes_floor: str = "per_set", cover: str = "none",
-        slot_refutes: bool = False) -> dict:
+        slot_refutes: bool = False, cover_scope: str = "all") -> dict:
     """The grid point with the best mean per-set macro-F1 among those keeping REFUTES precision
     ≥ the floor on every set (the least shortfall if none does); ties toward higher thresholds.
     `cover` and `slot_refutes` are the rule's coverage guard (not fitted: chosen by the yardstick)."""
@@ -168,6 +169,9 @@ def fit_guarded(evs: Sequence, labels: Sequence[str], sets: Sequence[str] | None
     max_e, max_c = _claim_summaries(evs, on_topic)
     cov_e, clash_e = (_covered_summaries(evs, cover, on_topic[0]) if cover != "none"
                       else (max_e, np.full(len(evs), -1.0)))
+    if cover != "none" and cover_scope == "dialogue":  # the guard skips claims that came without context
+        free = np.array([not getattr(ev, "in_dialogue", False) for ev in evs])
+        cov_e, clash_e = np.where(free, max_e, cov_e), np.where(free, -1.0, clash_e)
     best = None
     for j, k in enumerate(on_topic):
         for tr in T_REFUTES:
@@ -184,4 +188,5 @@ def fit_guarded(evs: Sequence, labels: Sequence[str], sets: Sequence[str] | None
     return {"t_supports": float(best[4]), "t_refutes": float(best[2]), "on_topic": float(best[3]),
             "min_refutes_precision": min_refutes_precision,
             **({"refutes_floor": refutes_floor} if refutes_floor != "per_set" else {}),
-            **({"cover": cover} if cover != "none" else {}), **({"slot_refutes": True} if slot_refutes else {})}
+            **({"cover": cover} if cover != "none" else {}), **({"slot_refutes": True} if slot_refutes else {}),
+            **({"cover_scope": cover_scope} if cover != "none" and cover_scope != "all" else {})}

@@ -61,6 +61,10 @@ def e2e_evidence(tuner: Tuner, s: EvalSet, index_dir: str | None, surface: str =
 
 # the guarded rule with its coverage guard (workers/decision/guarded.py `covers`), as named in reports
 VARIANTS = {"guarded": {}, "guarded+names": {"cover": "names"}, "guarded+all": {"cover": "all"},
+            "guarded+half": {"cover": "half"}, "guarded+most": {"cover": "most"},
+            "guarded+half+slot": {"cover": "half", "slot_refutes": True},
+            **{f"guarded+{c}+chat": {"cover": c, "cover_scope": "dialogue"} for c in ("names", "half", "most", "all")},
+            "guarded+half+slot+chat": {"cover": "half", "slot_refutes": True, "cover_scope": "dialogue"},
             "guarded+names+slot": {"cover": "names", "slot_refutes": True},
             "guarded+all+slot": {"cover": "all", "slot_refutes": True}}
 

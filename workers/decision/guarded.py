@@ -25,7 +25,9 @@ GOLD_CODES = {"SUPPORTS": S, "REFUTES": R, "NOT ENOUGH INFO": NEI, "NOT SUPPORTS
 ON_TOPIC_DEFAULT = (0.5,)
 
 
-COVER_LEVELS = ("none", "names", "all")  # what a SUPPORTS window must state of the claim (see `covers`)
+# what a SUPPORTS window must state of the claim (see `covers`): every name and number, and this
+# share of its content words (None: coverage not asked)
+COVER_LEVELS = {"none": None, "names": 0.0, "half": 0.5, "most": 0.75, "all": 1.0}
 
 
 def window_text(ev, i: int) -> str:
@@ -47,25 +49,34 @@ def missing_terms(ev, windows: tuple[int, ...]) -> tuple[list[str], bool]:
 
 
 def covers(ev, windows: tuple[int, ...], level: str) -> bool:
-    """Does the claim hold nothing these windows do not state? 'names': its names and numbers are all
-    there; 'all': every key term (names, numbers, dates, content words) is; 'none': not asked."""
-    if level == "none":
+    """Does the claim hold nothing these windows do not state? Every name and number of the claim
+    must be there, and at least COVER_LEVELS[level] of its content words ('all': every key term;
+    'none': not asked)."""
+    share = COVER_LEVELS[level]
+    if share is None:
         return True
     from .sufficiency import _claim_terms
 
     missing = set(missing_terms(ev, windows)[0])
-    if level == "all":
-        return not missing
-    kinds = {w: k for k, w, _ in _claim_terms(ev.topic or ev.claim)}
-    return not any(kinds.get(w) in ("anchor", "number") for w in missing)
+    if not missing:
+        return True
+    terms = _claim_terms(ev.topic or ev.claim)
+    if any(k in ("anchor", "number") and w in missing for k, w, _ in terms):
+        return False
+    words = [w for k, w, _ in terms if k == "word"]
+    return bool(words) and sum(w not in missing for w in words) / len(words) >= share and share < 1.0
 
 
 def decide(ev, t_supports: float, t_refutes: float, on_topic: float, cover: str = "none",
-           slot_refutes: bool = False) -> tuple[int, int | None, tuple[int, ...]]:
+           slot_refutes: bool = False, cover_scope: str = "all") -> tuple[int, int | None, tuple[int, ...]]:
     """(label code S/R/NEI, index of the window shown first, the windows the label rests on) for one claim. With `cover`, a
     supporting window decides only if it (or it and one other supporting window, together) covers
     the claim (`covers`); otherwise the claim is at most NOT ENOUGH INFO — or, with `slot_refutes`,
-    REFUTES when an on-topic supporting window states a different value in the claim's number slot."""
+    REFUTES when an on-topic supporting window states a different value in the claim's number slot.
+    `cover_scope` "dialogue": the guard applies to replies in a conversation only (a chat reply is
+    where an added detail hides; a claim written to be checked is read as it stands)."""
+    if cover_scope == "dialogue" and not getattr(ev, "in_dialogue", False):
+        cover, slot_refutes = "none", False
     if ev.n == 0:
         return NEI, None, ()
     p = np.asarray(ev.probs)

@@ -216,11 +216,13 @@ class GuardedMethod(_Method):
 
     def _code(self, ev) -> tuple[int, int | None, tuple[int, ...]]:
         return guarded.decide(ev, self.params["t_supports"], self.params["t_refutes"], self.params["on_topic"],
-                              self.params.get("cover", "none"), bool(self.params.get("slot_refutes", False)))
+                              self.params.get("cover", "none"), bool(self.params.get("slot_refutes", False)),
+                              self.params.get("cover_scope", "all"))
 
     def decide(self, ev):
         d = super().decide(ev)
-        if d.window is None or self.params.get("cover", "none") == "none":
+        if d.window is None or self.params.get("cover", "none") == "none" or (
+                self.params.get("cover_scope") == "dialogue" and not ev.in_dialogue):
             return d
         _, _, used = self._code(ev)
         return replace(d, uncovered=tuple(guarded.missing_terms(ev, used)[0]))

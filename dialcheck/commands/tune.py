@@ -63,6 +63,8 @@ def register(sub) -> None:
                    help="guarded: what a SUPPORTS window must state of the claim (workers/decision/guarded.py covers)")
     f.add_argument("--slot-refutes", action="store_true",
                    help="guarded + --cover: a supported claim whose number the on-topic evidence states differently is REFUTES")
+    f.add_argument("--cover-scope", choices=("all", "dialogue"), default="all",
+                   help="guarded + --cover: ask it of every claim, or only of replies that came with dialogue context")
     f.add_argument("--guide", default="docs/integration.md",
                    help="guarded: regenerate the precision-per-band table there from the left-out numbers ('' to skip)")
     f.set_defaults(func=run_fit)
@@ -182,7 +184,8 @@ def run_fit(args) -> int:
         from lab.tuning.datasets import SETS, load_set
 
         sets = [load_set(n, t.settings.data.dir, args.limit_per_set) for n in SETS]
-        variant = "guarded" + (f"+{args.cover}" if args.cover != "none" else "") + ("+slot" if args.slot_refutes else "")
+        variant = "guarded" + (f"+{args.cover}" if args.cover != "none" else "") + ("+slot" if args.slot_refutes else "") \
+            + ("+chat" if args.cover != "none" and args.cover_scope == "dialogue" else "")
         layer = fit_union_and_write(t, sets, args.out, args.folds, refutes_floor=args.refutes_floor, variant=variant,
                                     guide=args.guide or None)
     else:

@@ -141,3 +141,17 @@ def test_a_decision_carries_its_uncovered_terms_only_when_coverage_was_asked():
     assert method("guarded", {"t_supports": 0.35, "t_refutes": 0.56, "on_topic": 0.5}).decide(ev).uncovered == ()
     d = method("guarded", {"t_supports": 0.35, "t_refutes": 0.56, "on_topic": 0.5, "cover": "names"}).decide(ev)
     assert isinstance(d, Decision) and d.uncovered == ("Gustave",)
+
+
+def test_a_set_that_cannot_reach_the_floor_does_not_hide_every_badge_elsewhere():
+    """Half of "noisy"'s badges are wrong at every p: it cannot reach 80 %, so it is named in the
+    policy's meta and puts no floor on the fit; "clean" keeps its coverage."""
+    rng = np.random.default_rng(5)
+    n = 400
+    noisy = BadgeRows(np.zeros(n, int), rng.uniform(0.3, 1.0, n), np.ones(n, bool), np.zeros(n, bool),
+                      rng.random(n) < 0.5)
+    clean = _rows(400, 1.0, 6)
+    both = fit_display({"clean": clean, "noisy": noisy})
+    alone = fit_display({"clean": clean})
+    assert both.meta["unreachable"] == ["noisy"] and alone.meta["unreachable"] == []
+    assert both.show == alone.show

@@ -5,7 +5,10 @@ rest on, are chosen by a grid search that keeps the shown badges right ≥ `floo
 training set — the least total shortfall where no grid point does — at the largest mean coverage
 (share of a set's claims shown); then "high" thresholds (≥ the shown ones) that keep high badges
 right ≥ `high_floor` (90 %) on every training set at the largest mean high coverage. A set with
-fewer than `min_badges` badges at a grid point puts no floor on it (too few to measure).
+fewer than `min_badges` badges at a grid point puts no floor on it (too few to measure), and a set
+whose badges reach the floor at no grid point is left out of the floors (named in the policy's
+meta, `unreachable`): otherwise its shortfall alone would push every threshold to the top and hide
+almost every badge on the sets that can be served.
 `dialcheck tune decision --lodo` fits it leaving each set out in turn, so the numbers it reports
 for a set were never fitted on that set."""
 from __future__ import annotations
@@ -49,16 +52,28 @@ def _shortfall(right: np.ndarray, floor: float, min_badges: int) -> float:
     return max(0.0, floor - float(right.mean())) if len(right) >= min_badges else 0.0
 
 
+def _reachable(rows: BadgeRows, floor: float, min_badges: int, evidence=("strong",)) -> bool:
+    """Does some grid point show ≥ min_badges of this set's badges at ≥ floor precision?"""
+    for ts in GRID:
+        for tr in GRID:
+            m = shown_mask(rows, (ts, tr), evidence)
+            if m.sum() >= min_badges and rows.right[m].mean() >= floor:
+                return True
+    return False
+
+
 def fit_display(sets: dict[str, BadgeRows], floor: float = 0.80, high_floor: float = 0.90,
                 min_badges: int = 10) -> DisplayPolicy:
+    held = {n: r for n, r in sets.items() if _reachable(r, floor, min_badges)}
     best = None
     for evidence in EVIDENCE_CHOICES:
         for ts in GRID:
             for tr in GRID:
                 short, cover = 0.0, []
-                for rows in sets.values():
+                for name, rows in sets.items():
                     m = shown_mask(rows, (ts, tr), evidence)
-                    short += _shortfall(rows.right[m], floor, min_badges)
+                    if name in held:
+                        short += _shortfall(rows.right[m], floor, min_badges)
                     cover.append(float(m.mean()) if len(m) else 0.0)
                 key = (-round(short, 6), round(float(np.mean(cover)), 6), -ts, -tr)
                 if best is None or key > best[0]:
@@ -68,9 +83,10 @@ def fit_display(sets: dict[str, BadgeRows], floor: float = 0.80, high_floor: flo
     for hs in [g for g in GRID if g >= ts]:
         for hr in [g for g in GRID if g >= tr]:
             short, cover = 0.0, []
-            for rows in sets.values():
+            for name, rows in sets.items():
                 m = shown_mask(rows, (hs, hr), ("strong",))
-                short += _shortfall(rows.right[m], high_floor, min_badges)
+                if name in held:
+                    short += _shortfall(rows.right[m], high_floor, min_badges)
                 cover.append(float(m.mean()) if len(m) else 0.0)
             key = (-round(short, 6), round(float(np.mean(cover)), 6), -hs, -hr)
             if high is None or key > high[0]:
@@ -78,7 +94,7 @@ def fit_display(sets: dict[str, BadgeRows], floor: float = 0.80, high_floor: flo
     hs, hr = high[1]
     return DisplayPolicy({"SUPPORTS": float(ts), "REFUTES": float(tr)}, {"SUPPORTS": float(hs), "REFUTES": float(hr)},
                          tuple(evidence), {"floor": floor, "high_floor": high_floor, "min_badges": min_badges,
-                                           "fitted_on": sorted(sets)})
+                                           "fitted_on": sorted(sets), "unreachable": sorted(set(sets) - set(held))})
 
 
 def displays(policy, decisions) -> list:

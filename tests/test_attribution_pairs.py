@@ -6,7 +6,8 @@ import pytest
 
 from lab.nli.attribution_pairs import (added_terms, attribution_pairs, content_terms, extension_pairs, removal_pairs,
                                        slot_swap_pairs)
-from lab.nli.hard_pairs import PageClaim, build_hard_pairs, clean_claim, tokens
+from lab.nli.hard_pairs import PageClaim, clean_claim, tokens
+from lab.nli.pair_sets import build_hard_pairs
 from lab.nli.labels import CONTRADICTION, ENTAILMENT, NEUTRAL
 
 pytestmark = pytest.mark.unit

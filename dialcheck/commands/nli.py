@@ -99,7 +99,7 @@ def run_hard_pairs(args) -> int:
     from pathlib import Path
 
     from schemas.settings import load_settings
-    from lab.nli.hard_pairs import build_training_file
+    from lab.nli.pair_sets import build_training_file
 
     s = load_settings(data={"dir": args.data_dir})
     model = None

@@ -21,7 +21,7 @@ import pytest
 
 from schemas import Display, Status, Verdict, parse_verdict, validate
 from schemas.items import CheckItem
-from schemas.protocols import Passage
+from schemas.protocols import Passage, turn_verdicts
 from workers.display import CONSTANT, display_for
 
 HIGH, MEDIUM = CONSTANT.high["SUPPORTS"], CONSTANT.show["SUPPORTS"]  # the constant rule's bands
@@ -222,14 +222,17 @@ def batch(settings, nli, encoder, small_index):
 
 
 @pytest.mark.model
-def test_fresh_verdicts_are_valid_2_1_with_display_and_links(batch, small_index):
+def test_fresh_verdicts_are_valid_2_2_with_display_and_links(batch, small_index):
+    from workers.display import DisplayPolicy
+
+    shipped = DisplayPolicy.load(REPO / "workers" / "decision" / "params" / "display.json")
     urls = {p.id: p.url for p in small_index.passages}
     for v in batch:
         d = json.loads(v.to_json())
         validate("verdict", d)
-        assert d["schema_version"] == "2.1"
+        assert d["schema_version"] == "2.2"
         assert d["display"] == {"show": v.display.show, "tone": v.display.tone, "confidence": v.display.confidence}
-        assert v.display == display_for(v.label, v.probabilities, v.status)
+        assert v.display == display_for(v.label, v.probabilities, v.status, shipped)  # the shipped policy's
         for e in d["evidence"]:
             assert e["url"] == urls[e["passage_id"]]
             assert all(round(e[k], 4) == e[k] for k in ("entail", "neutral", "contradict"))

@@ -28,10 +28,16 @@ def _cover_text(p: dict) -> str:
     cover = p.get("cover", "none")
     if cover == "none":
         return ""
-    what = "names and numbers" if cover == "names" else "names, numbers, dates and content words"
+    from workers.decision.guarded import COVER_LEVELS
+
+    share = COVER_LEVELS[cover]
+    what = ("names and numbers" if share == 0 else "names, numbers, dates and content words" if share == 1
+            else f"names and numbers and at least {share:.0%} of its content words")
+    scope = " (asked of replies in a conversation: claims that came with dialogue context)" \
+        if p.get("cover_scope") == "dialogue" else ""
     slot = ("; a supported claim whose number the on-topic evidence states differently is REFUTES"
             if p.get("slot_refutes") else "")
-    return (f" and that window (or two supporting windows together) states the claim's {what} — else the "
+    return (f" and that window (or two supporting windows together) states the claim's {what}{scope} — else the "
             f"claim is at most NOT ENOUGH INFO, its uncovered terms in the verdict{slot}")
 
 
@@ -40,8 +46,9 @@ def write_guide_table(guide: Path, display, report: dict, variant: str) -> None:
     rows = []
     for name, row in report["left_out"].items():
         sh = row[variant]["shown"]
-        rows.append(f"| {name} | {sh['coverage']} % | {sh['precision']} % | "
-                    f"{sh['high']['precision']} % ({sh['high']['n']}) | {sh['medium']['precision']} % ({sh['medium']['n']}) |")
+        pct = lambda x: "–" if x is None else f"{x} %"  # noqa: E731
+        rows.append(f"| {name} | {sh['coverage']} % | {pct(sh['precision'])} | "
+                    f"{pct(sh['high']['precision'])} ({sh['high']['n']}) | {pct(sh['medium']['precision'])} ({sh['medium']['n']}) |")
     table = "\n".join([GUIDE_START, "",
                        f"Shown badges under the shipped policy (SUPPORTS from p ≥ {display.show['SUPPORTS']:.2f}, REFUTES from "
                        f"p ≥ {display.show['REFUTES']:.2f}; \"high\" from {display.high['SUPPORTS']:.2f} / {display.high['REFUTES']:.2f} "

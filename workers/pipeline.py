@@ -24,7 +24,8 @@ from typing import Callable
 from schemas import Verdict
 from schemas.items import CheckItem
 from schemas.secrets import Scrubber
-from schemas.protocols import Encoder, ModelUnavailable, NLIModel, Searcher, SearchUnavailable, TurnResult
+from schemas.protocols import (LABEL_PROTOCOLS, PROTOCOLS, RETRIEVAL_PROTOCOLS, Encoder, ModelUnavailable, NLIModel,
+                              Searcher, SearchUnavailable, TurnResult)
 from schemas.settings import Settings
 
 from .caches import CachedEncoder, memoize
@@ -38,7 +39,6 @@ from .stages import (CheckWorthyStage, ClaimState, GateStage, GoldEvidenceStage,
 from .surfaces.pronouns import set_parse_cache
 from .verdict import VerdictContext, assemble, turn_summary
 
-PROTOCOLS = ("fv", "e2e", "ir")
 SURFACES = ("r0", "r1", "r2", "r3", "r4", "r4g", "r5", "r5g")  # r5/r5g: workers/llm (fall back to r4/r4g)
 OUTAGES = (ModelUnavailable, SearchUnavailable)
 # checked once by from_settings so lazy loading happens there (a pronoun: R4 and the gate run too)
@@ -77,7 +77,7 @@ class Pipeline:
         self.gate = BiConGate(nli, self.encoder, settings.gate.weights)
         # the verifier's label decision (fv and e2e; ir decides no label)
         self.decision = load_decision(settings.verify, protocol, getattr(nli, "version", None)) \
-            if protocol in ("fv", "e2e") else None
+            if protocol in LABEL_PROTOCOLS else None
         self.hooks = hooks or PipelineHooks()
         self.display = load_display(settings.verify, getattr(nli, "version", None))
         self.stages: list[Stage] = self._stages()
@@ -99,7 +99,7 @@ class Pipeline:
             stages.append(GateStage(self.gate, s.gate))
         if self.surface in R5_SURFACES:
             stages.append(R5Stage(client_for(s.llm), self.gate, s.gate, self.surface == "r5g", r5_cache(s)))
-        if self.protocol in ("e2e", "ir"):
+        if self.protocol in RETRIEVAL_PROTOCOLS:
             stages.append(RetrieveStage(self.searcher, self.encoder, s.retrieval, s.perf.batch_query_encoding))
             if s.llm.edit:
                 stages.append(EditStage(client_for(s.llm), self.searcher, self.encoder, s.retrieval, s.llm))
@@ -125,7 +125,7 @@ class Pipeline:
         t0 = time.perf_counter()
         nli, encoder = load_models(settings)
         t1 = time.perf_counter()
-        searcher = load_searcher(settings, encoder) if protocol in ("e2e", "ir") else None
+        searcher = load_searcher(settings, encoder) if protocol in RETRIEVAL_PROTOCOLS else None
         t2 = time.perf_counter()
         pipe = cls(settings, nli, encoder, searcher, protocol, surface)
         pipe.load_ms = {"models": round((t1 - t0) * 1000, 1), "index": round((t2 - t1) * 1000, 1),

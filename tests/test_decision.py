@@ -89,7 +89,8 @@ def test_shipped_layer_loads_with_current_features():
     if layer.name == "logreg":
         assert layer.params["features"] == list(FEATURES)
     if layer.name == "guarded":  # fitted across domains; the card quotes leave-one-dataset-out numbers
-        assert set(layer.meta["fitted_on"]["sets"]) == {"dialfact", "hybridial", "foolmetwice", "wice", "true_dialfact"}
+        assert set(layer.meta["fitted_on"]["sets"]) == {"dialfact", "hybridial", "foolmetwice", "wice", "true_dialfact",
+                                                        "faithdial"}
         assert set(layer.meta["lodo"]) == set(layer.meta["fitted_on"]["sets"])
     else:
         assert layer.meta["fitted_on"]["data"] == "testsmall.jsonl" and layer.meta["cv"]["grouped_by"] == "context_id"

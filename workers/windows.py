@@ -15,9 +15,11 @@ import unicodedata
 from dataclasses import dataclass
 from functools import lru_cache
 
+from .text import PRESCORE_STOP, WORD
+
 _SENT = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9])")
-_WORD = re.compile(r"[a-z0-9]+")
-_STOP = frozenset("a an the of to in on at and or is are was were be been by for with as that this it its".split())
+_WORD = WORD
+_STOP = PRESCORE_STOP
 SPLITTER = "regex"  # regex | spacy (measured: regex)
 STEMMER = "suffix"  # suffix | snowball (measured: suffix)
 

@@ -27,6 +27,8 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from workers.jsonl import read_jsonl
+from workers.text import PAIR_OVERLAP_STOP, WORD
+
 from .data import NLIPair
 from .labels import CONTRADICTION, ENTAILMENT, NEUTRAL, label_id
 
@@ -34,9 +36,8 @@ PAGE_SOURCES = ("vitaminc_real", "vitaminc_synthetic")
 # Files these builders may read; tests check that no evaluation file is among them.
 EVALUATION_FILES = ("dialfact/", "hybridial/", "foolmetwice/", "wice/", "esnli_snli_devtest", "anli")
 PROBE_EVERY = 10
-_STOP = set("a an the of in on at to for by with and or is was are were be been has have had it its "
-            "as from that this which who he she his her they their i s".split())
-_TOKEN = re.compile(r"[a-z0-9]+")
+_STOP = PAIR_OVERLAP_STOP  # workers/text.py
+_TOKEN = WORD
 
 
 @dataclass(frozen=True)

@@ -12,16 +12,11 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
-
+from ..text import KEY_TERM_STOP
 from ..windows import normalise
 
 _TOKEN = re.compile(r"[A-Za-z][A-Za-z'’-]*|\d[\d,.]*\d|\d")
-_CHAT = {"yeah", "yes", "yep", "oh", "ok", "okay", "wow", "lol", "really", "actually", "pretty", "think", "know",
-         "guess", "like", "love", "cool", "awesome", "great", "nice", "sure", "right", "just", "did", "does", "don't",
-         "didn't", "i'm", "it's", "that's", "thats", "dont", "im", "i've", "i'd", "lot", "lots", "thing", "things",
-         "kind", "sort", "maybe", "probably", "heard", "read", "say", "said", "want", "believe", "feel", "fun"}
-STOP = frozenset(ENGLISH_STOP_WORDS) | _CHAT
+STOP = KEY_TERM_STOP  # workers/text.py: scikit-learn's English list plus chat fillers
 EVIDENCE_STRENGTHS = ("strong", "weak", "none")
 
 

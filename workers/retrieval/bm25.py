@@ -3,7 +3,6 @@ saved as one directory (passages.jsonl, bm25/, vectors.npy, meta.json)."""
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 from typing import Sequence
 
@@ -11,12 +10,11 @@ import numpy as np
 
 from schemas.protocols import Passage, SearchUnavailable
 
+from ..text import BM25_STOP, WORD
 from .collection import WIKIPEDIA_SOURCES, wikipedia_url
 
-_TOKEN = re.compile(r"[a-z0-9]+")
-STOPWORDS = frozenset("""a an and are as at be been but by for from has have he her his i in is it its of on or
-that the their them they this to was were will with you your we our she him me my not do does did so if than
-then there these those what which who whom whose why how when where would could should can just also very""".split())
+_TOKEN = WORD
+STOPWORDS = BM25_STOP
 
 
 def tokenize(text: str) -> list[str]:

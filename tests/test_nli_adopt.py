@@ -268,3 +268,47 @@ def test_label_mapping_spellings():
     for bad in ({0: "entailment", 1: "entailment"}, {0: "entailment", 1: "neutral"}, {0: "yes", 1: "no"}):
         with pytest.raises(AdoptError):
             label_mapping(bad)
+
+
+@pytest.mark.broker
+@pytest.mark.timeout(900)
+def test_a_stream_worker_gets_verdicts_through_the_adopted_model_on_triton(adopted, broker, tmp_path):
+    """The adopted (random-weight) DeBERTa served by the real tritonserver, a real `dialcheck worker`
+    on the embedded broker reading chat turns: every checked turn gets a verdict from that model,
+    decided by the decision refitted for it (tests/test_llm_judge.py's fv checker hands each turn the
+    two Elvis passages as gold evidence, so no passage index is built)."""
+    from infra.triton_server import TritonServer
+    from schemas import ChatTurn, claim_id
+    from streams.replay import TurnProducer
+    from streams.verdicts import collect_verdicts, end_offsets
+    from streams.worker import WorkerProcess
+    from tests.test_stream_resilience import stream_settings
+
+    out = adopted["out"]
+    with TritonServer(adopted["repo"]) as server:
+        s = stream_settings(broker, "adopted").updated(
+            models={"backend": server.grpc_url, "nli_model_dir": str(out)},
+            verify={"decision_params": str(out / "decision.json"), "display_params": ""})
+        start = end_offsets(s, s.kafka.topic_verdicts)
+        replies = {f"adopt-{i}": c for i, c in enumerate(("He was born in Tupelo.", "He moved to Memphis at 13."))}
+        turns = [(ChatTurn(conv, f"{conv}#c0", "user", "I love Elvis Presley.", check=False),
+                  ChatTurn(conv, f"{conv}#r", "assistant", c, check=True)) for conv, c in replies.items()]
+        want = {claim_id(r.conversation_id, r.turn_id, r.text) for _, r in turns}
+        env = {"DIALCHECK_MODELS": server.grpc_url, "DIALCHECK_NLI_MODEL_DIR": str(out),
+               "DIALCHECK_DECISION_PARAMS": str(out / "decision.json"), "DIALCHECK_DISPLAY_PARAMS": ""}
+        w = WorkerProcess(s, tmp_path / "worker.log", env=env,
+                          extra_args=["--pipeline", "tests.test_llm_judge:create", "--protocol", "fv", "--surface", "r0"])
+        try:
+            w.start().wait_ready(300)
+            with TurnProducer(s) as producer:
+                for ctx, reply in turns:
+                    producer.send_turn(ctx)
+                    producer.send_turn(reply)
+            vlog = collect_verdicts(s, want, 300, start=start, alive=w.alive)
+        finally:
+            w.stop()
+    assert want <= vlog.verdicts.keys() and not vlog.schema_errors
+    for cid in want:
+        v = vlog.verdicts[cid]
+        assert v.model_versions["nli"] == adopted["record"]["version"], v.model_versions
+        assert v.status.state == "ok" and v.rationale["rule"] == "layer:guarded"

@@ -79,7 +79,7 @@ class Pipeline:
         self.decision = load_decision(settings.verify, protocol, getattr(nli, "version", None)) \
             if protocol in LABEL_PROTOCOLS else None
         self.hooks = hooks or PipelineHooks()
-        self.display = load_display(settings.verify, getattr(nli, "version", None))
+        self.display = load_display(settings.verify, getattr(nli, "version", None), protocol)
         self.stages: list[Stage] = self._stages()
         check_chain(self.stages)
         self.verdict_context = VerdictContext(protocol, self.model_versions(), self.display)

@@ -43,7 +43,7 @@ class Tuner:
         # claim is verified (no turn skipped: `tune checkworthy` measures skipping on its own)
         self.settings = settings.updated(models={"nli_model_dir": self.model_dir},
                                          verify={"decision": "threshold", "skip_turns": "", "checkworthy": False,
-                                                 "segment": False})
+                                                 "segment": False, "display_params": ""})
         self.data = data or settings.data.dialfact_sample
         self.cache_dir = cache_dir
         self.fp = model_fingerprint(self.model_dir)

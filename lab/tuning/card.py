@@ -81,13 +81,7 @@ def fit_and_write(tuner, method: str, surface: str, protocol: str, out: str | Pa
         "date": dt.date.today().isoformat(),
     }
     layer.save(out)
-    stem = Path(out).stem
-    display.meta.update({"nli_model": layer.meta["nli_model"], "decision": Path(out).name, "variant": variant,
-                         "lodo": {name: row[variant]["shown"] for name, row in report["left_out"].items()},
-                         "date": layer.meta["date"]})
-    display.save(Path(out).with_name(f"display{stem[len('decision'):]}.json"))
-    if guide is not None:
-        write_guide_table(Path(guide), display, report, variant)  # decision → DECISION_CARD.md, decision-fv → DECISION_CARD-fv.md
+    stem = Path(out).stem  # decision → DECISION_CARD.md, decision-fv → DECISION_CARD-fv.md
     write_card(Path(out).with_name(f"DECISION_CARD{stem[len('decision'):]}.md"), layer)
     return layer
 

@@ -118,8 +118,10 @@ def test_tune_fit_guarded_with_the_pooled_floor_writes_it_into_decision_and_card
                "--refutes-floor", "pooled", "--out", str(out), "--json")
     saved = json.loads(out.read_text())
     assert saved["method"] == "guarded" and saved["params"]["refutes_floor"] == "pooled"
-    assert set(meta["lodo"]) == {"dialfact", "hybridial", "foolmetwice", "wice", "true_dialfact"}
+    assert set(meta["lodo"]) == {"dialfact", "hybridial", "foolmetwice", "wice", "true_dialfact", "faithdial"}
     assert "over all sets together" in (in_tmp / "DECISION_CARD.md").read_text()
+    display = json.loads((in_tmp / "display.json").read_text())  # the display policy beside it, same model
+    assert display["format"] == "dialcheck-display" and display["meta"]["nli_model"] == saved["meta"]["nli_model"]
 
 
 @pytest.mark.model

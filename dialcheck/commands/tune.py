@@ -65,8 +65,9 @@ def register(sub) -> None:
                    help="guarded + --cover: a supported claim whose number the on-topic evidence states differently is REFUTES")
     f.add_argument("--cover-scope", choices=("all", "dialogue"), default="all",
                    help="guarded + --cover: ask it of every claim, or only of replies that came with dialogue context")
-    f.add_argument("--guide", default="docs/integration.md",
-                   help="guarded: regenerate the precision-per-band table there from the left-out numbers ('' to skip)")
+    f.add_argument("--guide", default=None,
+                   help="guarded: regenerate the precision-per-band table in this file from the left-out numbers "
+                        "(default: docs/integration.md when --out is the shipped decision, else none)")
     f.set_defaults(func=run_fit)
     c.add_argument("--method", default="logreg")
     c.add_argument("--surface", default="r0")
@@ -186,8 +187,12 @@ def run_fit(args) -> int:
         sets = [load_set(n, t.settings.data.dir, args.limit_per_set) for n in SETS]
         variant = "guarded" + (f"+{args.cover}" if args.cover != "none" else "") + ("+slot" if args.slot_refutes else "") \
             + ("+chat" if args.cover != "none" and args.cover_scope == "dialogue" else "")
+        from schemas.settings import REPO_ROOT
+
+        shipped = Path(args.out).resolve() == (REPO_ROOT / "workers" / "decision" / "params" / "decision.json").resolve()
+        guide = args.guide if args.guide is not None else (str(REPO_ROOT / "docs" / "integration.md") if shipped else "")
         layer = fit_union_and_write(t, sets, args.out, args.folds, refutes_floor=args.refutes_floor, variant=variant,
-                                    guide=args.guide or None)
+                                    guide=guide or None)
     else:
         layer = fit_and_write(t, args.method, args.surface, args.protocol, args.out, args.folds)
     print(json.dumps(layer.to_dict()["meta"], indent=1) if args.json else f"wrote {args.out}", file=sys.stdout)

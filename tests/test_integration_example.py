@@ -208,3 +208,29 @@ def test_examples_say_so_in_one_line_when_no_broker_answers(script):
                           env={**_env(), "DIALCHECK_KAFKA_BOOTSTRAP": f"127.0.0.1:{port}"})
     assert done.returncode == 2 and done.stderr == (
         f"{script}: no Kafka broker answers at the bootstrap address (--bootstrap / DIALCHECK_KAFKA_BOOTSTRAP)\n"), done.stderr
+
+
+@pytest.mark.unit
+@pytest.mark.skipif(shutil.which("node") is None, reason="no Node.js on this machine: the kafkajs example cannot run")
+def test_node_example_says_so_in_one_line_when_no_broker_answers():
+    """The kafkajs example takes the broker from DIALCHECK_KAFKA_BOOTSTRAP (no built-in 9092), and a
+    port nothing listens on is one line and exit 2 (connect bounded at 8 s, no retries); no broker
+    named at all is one line too. Needs kafkajs installed (`npm ci`, as the test above does)."""
+    import socket
+
+    node_dir = EXAMPLES / "node"
+    if not (node_dir / "node_modules" / "kafkajs").exists():
+        done = subprocess.run(["npm", "ci", "--no-audit", "--no-fund"], cwd=node_dir, capture_output=True, text=True,
+                              timeout=300)
+        assert done.returncode == 0, done.stderr[-2000:]
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {k: v for k, v in os.environ.items() if k != "DIALCHECK_KAFKA_BOOTSTRAP"}
+    done = subprocess.run(["node", "chat_backend.js"], cwd=node_dir, capture_output=True, text=True, timeout=60,
+                          env={**env, "DIALCHECK_KAFKA_BOOTSTRAP": f"127.0.0.1:{port}"})
+    assert done.returncode == 2 and done.stderr == (
+        f"chat_backend.js: no Kafka broker answers at 127.0.0.1:{port} (--bootstrap / DIALCHECK_KAFKA_BOOTSTRAP)\n"), \
+        done.stderr
+    bare = subprocess.run(["node", "chat_backend.js"], cwd=node_dir, capture_output=True, text=True, timeout=60, env=env)
+    assert bare.returncode == 2 and bare.stderr.count("\n") == 1 and "DIALCHECK_KAFKA_BOOTSTRAP" in bare.stderr

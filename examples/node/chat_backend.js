@@ -3,7 +3,8 @@
 // for the verdict on the assistant's turn (docs/integration.md). The Python examples do the same
 // in two scripts; tests/test_integration_example.py runs both against a real broker and worker.
 //
-//   npm ci && node chat_backend.js --bootstrap 127.0.0.1:9092 --conversation node-1 [--timeout 300]
+//   npm ci && node chat_backend.js --bootstrap HOST:PORT --conversation node-1 [--timeout 300]
+//   (or DIALCHECK_KAFKA_BOOTSTRAP=HOST:PORT; `dialcheck demo` and `dialcheck worker` print the address)
 "use strict";
 const { Kafka, logLevel } = require("kafkajs");
 
@@ -12,7 +13,12 @@ function arg(name, fallback) {
   return i > 0 ? process.argv[i + 1] : fallback;
 }
 
-const bootstrap = arg("bootstrap", "127.0.0.1:9092");
+const bootstrap = arg("bootstrap", process.env.DIALCHECK_KAFKA_BOOTSTRAP || "");
+const CONNECT_TIMEOUT_MS = 8000; // an unreachable broker is one line after 8 s, not a minute of retries
+if (!bootstrap) {
+  console.error("chat_backend.js: no broker: pass --bootstrap HOST:PORT or set DIALCHECK_KAFKA_BOOTSTRAP");
+  process.exit(2);
+}
 const conversation = arg("conversation", `node-${Date.now()}`);
 const timeoutS = Number(arg("timeout", "300"));
 
@@ -21,10 +27,22 @@ const turn = (turnId, speaker, text) => ({
   conversation_id: conversation, turn_id: turnId, speaker, text, ts: Date.now() / 1000,
 });
 
+function withTimeout(promise, ms) {
+  return Promise.race([promise, new Promise((_, reject) => setTimeout(() => reject(new Error("timeout")), ms))]);
+}
+
 async function main() {
-  const kafka = new Kafka({ clientId: "chat-backend-example", brokers: bootstrap.split(","), logLevel: logLevel.NOTHING });
+  const kafka = new Kafka({
+    clientId: "chat-backend-example", brokers: bootstrap.split(","), logLevel: logLevel.NOTHING,
+    connectionTimeout: CONNECT_TIMEOUT_MS, retry: { retries: 0 },
+  });
   const consumer = kafka.consumer({ groupId: `chat-backend-example-${conversation}` });
-  await consumer.connect();
+  try {
+    await withTimeout(consumer.connect(), CONNECT_TIMEOUT_MS);
+  } catch (e) {
+    console.error(`chat_backend.js: no Kafka broker answers at ${bootstrap} (--bootstrap / DIALCHECK_KAFKA_BOOTSTRAP)`);
+    process.exit(2);
+  }
   await consumer.subscribe({ topics: ["chat.verdicts", "chat.deadletter"], fromBeginning: true });
 
   const seen = new Set(); // claim ids: delivery is at-least-once, dedup by claim_id

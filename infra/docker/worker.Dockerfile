@@ -12,6 +12,7 @@ COPY dialcheck/ dialcheck/
 COPY workers/ workers/
 COPY streams/ streams/
 COPY schemas/ schemas/
+COPY lab/ lab/
 COPY triton_models/nli/1/ triton_models/nli/1/
 RUN PYTHON=python sh infra/docker/install.sh ".[stream,opensearch]"
 USER 1000:1000

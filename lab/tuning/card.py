@@ -97,7 +97,7 @@ def write_card(path: Path, layer: DecisionMethod) -> None:
 features) to the claim label. Format `dialcheck-decision` v1: plain JSON numbers, loaded by
 `workers.decision.methods.load` (no pickle, no scikit-learn needed at inference).
 
-- **Method:** `{layer.method}` (chosen as the best mean macro-F1 in grouped cross-validation below)
+- **Method:** `{layer.name}` (chosen as the best mean macro-F1 in grouped cross-validation below)
 - **Fitted on:** all {f['records']} records of DialFact `{f['data']}` ({f['protocol'].upper()} protocol:
   {'gold evidence' if f['protocol'] == 'fv' else 'the top retrieved passages'}; surface `{f['surface']}`,
   hypothesis context turns {f['hypothesis_context_turns']}, τ_FV {f['tau_fv']}, top {f['max_windows']} windows)

@@ -57,6 +57,11 @@ class LLMStandIn:
         self._thread: threading.Thread | None = None
         self.port = 0
 
+    def reset(self) -> None:
+        """Between tests: answer normally and at once, with no request recorded."""
+        self.mode, self.delay_s = "ok", 0.0
+        self.requests.clear()
+
     # ---- the protocol ---------------------------------------------------------------------------
     def app(self) -> web.Application:
         app = web.Application()

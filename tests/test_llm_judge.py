@@ -48,9 +48,8 @@ def standin():
 
 @pytest.fixture(autouse=True)
 def _reset(standin):
-    standin.mode, standin.delay_s = "ok", 0.0
+    standin.reset()
     standin.judges.clear()
-    standin.requests.clear()
 
 
 def items(*claims):

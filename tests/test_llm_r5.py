@@ -38,8 +38,7 @@ def standin():
 
 @pytest.fixture(autouse=True)
 def _reset(standin):
-    standin.mode, standin.delay_s = "ok", 0.0
-    standin.requests.clear()
+    standin.reset()
     r5_caches_clear()
 
 

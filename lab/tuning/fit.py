@@ -170,7 +170,9 @@ def fit_guarded(evs: Sequence, labels: Sequence[str], sets: Sequence[str] | None
     cov_e, clash_e = (_covered_summaries(evs, cover, on_topic[0]) if cover != "none"
                       else (max_e, np.full(len(evs), -1.0)))
     if cover != "none" and cover_scope == "dialogue":  # the guard skips claims that came without context
-        free = np.array([not getattr(ev, "in_dialogue", False) for ev in evs])
+        from workers.decision.guarded import effective_cover
+
+        free = np.array([effective_cover(ev, cover, cover_scope) == "none" for ev in evs])
         cov_e, clash_e = np.where(free, max_e, cov_e), np.where(free, -1.0, clash_e)
     best = None
     for j, k in enumerate(on_topic):

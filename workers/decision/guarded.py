@@ -67,6 +67,12 @@ def covers(ev, windows: tuple[int, ...], level: str) -> bool:
     return bool(words) and sum(w not in missing for w in words) / len(words) >= share and share < 1.0
 
 
+def effective_cover(ev, cover: str, cover_scope: str = "all") -> str:
+    """The coverage level asked of this claim: `cover`, or "none" when the guard is scoped to replies
+    in a conversation and the claim came without context."""
+    return "none" if cover_scope == "dialogue" and not getattr(ev, "in_dialogue", False) else cover
+
+
 def decide(ev, t_supports: float, t_refutes: float, on_topic: float, cover: str = "none",
            slot_refutes: bool = False, cover_scope: str = "all") -> tuple[int, int | None, tuple[int, ...]]:
     """(label code S/R/NEI, index of the window shown first, the windows the label rests on) for one claim. With `cover`, a
@@ -75,8 +81,8 @@ def decide(ev, t_supports: float, t_refutes: float, on_topic: float, cover: str 
     REFUTES when an on-topic supporting window states a different value in the claim's number slot.
     `cover_scope` "dialogue": the guard applies to replies in a conversation only (a chat reply is
     where an added detail hides; a claim written to be checked is read as it stands)."""
-    if cover_scope == "dialogue" and not getattr(ev, "in_dialogue", False):
-        cover, slot_refutes = "none", False
+    cover = effective_cover(ev, cover, cover_scope)
+    slot_refutes = slot_refutes and cover != "none"
     if ev.n == 0:
         return NEI, None, ()
     p = np.asarray(ev.probs)

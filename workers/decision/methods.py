@@ -15,7 +15,7 @@ scikit-learn at inference); fitting them is offline work, in `lab/tuning/fit.py`
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar, Protocol, Sequence
 
@@ -86,11 +86,13 @@ class _Method:
     def decide(self, ev: ClaimEvidence) -> Decision:
         if ev.n == 0:  # no evidence read (none retrieved, or an outage): nothing to decide on
             return Decision("NOT ENOUGH INFO", dict(NO_EVIDENCE), None, rule=self.rule)
-        label, probs, best, numbers, note = self._decide(ev)
+        label, probs, best, numbers, note, *uncovered = self._decide(ev)
         cov = float(ev.on_topic[best]) if best is not None else None
-        return Decision(label, probs, best, numbers, cov, strength(cov, self.on_topic), note, self.rule)
+        return Decision(label, probs, best, numbers, cov, strength(cov, self.on_topic), note, self.rule,
+                        *uncovered)
 
-    def _decide(self, ev: ClaimEvidence) -> tuple[str, dict[str, float], int | None, dict, str]:
+    def _decide(self, ev: ClaimEvidence) -> tuple:
+        """(label, probabilities, deciding window, numbers, note[, uncovered terms])."""
         raise NotImplementedError
 
     def decide_many(self, evs: Sequence[ClaimEvidence]) -> list[Decision]:
@@ -219,19 +221,13 @@ class GuardedMethod(_Method):
                               self.params.get("cover", "none"), bool(self.params.get("slot_refutes", False)),
                               self.params.get("cover_scope", "all"))
 
-    def decide(self, ev):
-        d = super().decide(ev)
-        if d.window is None or self.params.get("cover", "none") == "none" or (
-                self.params.get("cover_scope") == "dialogue" and not ev.in_dialogue):
-            return d
-        _, _, used = self._code(ev)
-        return replace(d, uncovered=tuple(guarded.missing_terms(ev, used)[0]))
-
     def _decide(self, ev):
-        code, best, _ = self._code(ev)
+        code, best, used = self._code(ev)
         probs = label_probs(np.asarray(ev.probs)[best])
         cov = float(ev.on_topic[best])
-        if code == guarded.NEI and ev.on_topic[best] < self.params["on_topic"]:
+        asked = guarded.effective_cover(ev, self.params.get("cover", "none"), self.params.get("cover_scope", "all"))
+        uncovered = tuple(guarded.missing_terms(ev, used)[0]) if asked != "none" else ()
+        if code == guarded.NEI and cov < self.on_topic:
             # contradiction from a window about something else is no evidence against the claim:
             # shown as NOT ENOUGH INFO mass, so an app never reads "R 0.62" on an NEI verdict
             probs = {"SUPPORTS": probs["SUPPORTS"], "REFUTES": 0.0,
@@ -239,7 +235,7 @@ class GuardedMethod(_Method):
         numbers = {"coverage": round(cov, 4), **{k: self.params.get(k) for k in ("t_supports", "t_refutes", "on_topic")}}
         note = (f"The windows read are off the claim's topic (coverage {cov:.2f} < {self.on_topic:g}), "
                 "so their contradiction cannot refute it.") if code == guarded.NEI and cov < self.on_topic else ""
-        return LABELS[code], probs, best, numbers, note
+        return LABELS[code], probs, best, numbers, note, uncovered
 
 
 METHODS: dict[str, type[_Method]] = {m.name: m for m in (ThresholdMethod, ArgmaxMethod, PerclassMethod, LogregMethod,

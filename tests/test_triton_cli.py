@@ -32,7 +32,7 @@ def test_serve_models_command():
             if "DIALCHECK_MODELS=triton://" in line:
                 url = line.strip().split("=", 1)[1]
         assert url, "serve-models did not report readiness"
-        enc = TritonEncoder.from_url(url, "e5")
+        enc = TritonEncoder.from_url(url)
         assert enc.encode(["hello"], is_query=True).shape == (1, enc.dim)
         enc.close()
         proc.send_signal(signal.SIGTERM)

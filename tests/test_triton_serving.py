@@ -77,7 +77,7 @@ def test_nli_matches_in_process(server, records, local_nli, scheme):
 def test_encoder_matches_in_process(server, records, local_encoder):
     from workers.models.triton import TritonEncoder
 
-    remote = TritonEncoder.from_url(server.grpc_url, "e5")
+    remote = TritonEncoder.from_url(server.grpc_url, load_settings().models.encoder)
     assert (remote.dim, remote.version) == (local_encoder.dim, local_encoder.version)
     texts = [r.response for r in records]
     for is_query in (False, True):
@@ -110,7 +110,7 @@ def test_pipeline_same_verdicts_and_outage_recovery(server, records, local_nli, 
     local = turn_verdicts(in_process.check_turns(items))
 
     fast = "?retries=1&backoff_s=0.05&timeout_s=60"  # outage = refused connection: fails fast anyway
-    nli, enc = TritonNLI.from_url(server.grpc_url + fast), TritonEncoder.from_url(server.grpc_url + fast, "e5")
+    nli, enc = TritonNLI.from_url(server.grpc_url + fast), TritonEncoder.from_url(server.grpc_url + fast, settings.models.encoder)
     pipe = Pipeline(settings, nli, enc, None, protocol="fv", surface="r4g")
     _assert_same(local, turn_verdicts(pipe.check_turns(items)))
 

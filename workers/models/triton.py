@@ -256,7 +256,7 @@ class TritonEncoder:
         self.version = version
 
     @classmethod
-    def from_url(cls, url: str, encoder_name: str = "e5", *, model: str = EMBED_MODEL) -> "TritonEncoder":
+    def from_url(cls, url: str, encoder_name: str = "e5-onnx", *, model: str = EMBED_MODEL) -> "TritonEncoder":
         transport = TritonTransport(Endpoint.parse(url), model)
         served = transport.parameters().get("encoder", "")
         if served and served != encoder_name:

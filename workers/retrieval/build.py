@@ -51,12 +51,16 @@ def collection_meta(settings: Settings, sources: Iterable[str] | None, tsv: str 
     return sources, meta
 
 
-def stale_default(meta: dict, settings: Settings) -> str | None:
-    """Why a default index no longer matches the configured defaults (None: it does, or it was
-    built from sources someone named). An index from before `default` was recorded counts as a
-    default one when it holds exactly the old defaults."""
+def stale_default(meta: dict, settings: Settings, encoder=None) -> str | None:
+    """Why a default index no longer matches the configured defaults — its sources, the starter base's
+    package or, given the configured `encoder`, the encoder it was built with (None: it does, or it was
+    built from sources someone named: such an index is refused by `check_encoder` instead). An index from
+    before `default` was recorded counts as a default one when it holds exactly the old defaults."""
     if not meta.get("default", meta.get("sources") == list(BENCHMARK_SOURCES)):
         return None
+    version = getattr(encoder, "version", None)
+    if version and meta.get("encoder") and meta["encoder"] != version:
+        return f"built with encoder {meta['encoder']}, the configured encoder is {version}"
     _, want = collection_meta(settings, None, None)
     if meta.get("sources") != want["sources"]:
         hint = "; DIALCHECK_STARTER_KB=0 keeps the index without it" if "starter" in want["sources"] else ""
@@ -138,7 +142,8 @@ def ensure_index(settings: Settings, encoder=None, sources: Iterable[str] | None
                  tsv: str | None = None) -> EmbeddedIndex:
     """Load the configured index (refused if built with another encoder), building it first from
     `sources` (and `tsv`) if it does not exist: the defaults (`default_sources`) unless told
-    otherwise. A default index whose defaults changed (`stale_default`) is rebuilt."""
+    otherwise. A default index whose defaults changed (`stale_default`: sources, starter base,
+    encoder) is rebuilt."""
     from filelock import FileLock
 
     d = Path(settings.retrieval.index_dir)
@@ -148,7 +153,7 @@ def ensure_index(settings: Settings, encoder=None, sources: Iterable[str] | None
         meta = _read_meta(d)
         if meta is None:
             return "first run only"
-        stale = stale_default(meta, settings) if defaults else None
+        stale = stale_default(meta, settings, encoder) if defaults else None
         return f"rebuilding: {stale}" if stale else None
 
     if why_build():

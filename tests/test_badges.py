@@ -82,6 +82,9 @@ def test_the_dialogue_scopes_ask_a_standalone_claim_nothing_or_its_names():
     assert names.decide(reply).label == "NOT ENOUGH INFO"
     plain = _ev("The Eiffel Tower was completed in 1889.", [EVIDENCE], [[0.9, 0.08, 0.02]])
     assert names.decide(plain).label == "SUPPORTS"  # names stated: a standalone claim is read as it stands
+    topic = method("guarded", {**base, "cover_scope": "dialogue+topic"})  # the window must be about the Moon
+    assert alone.on_topic[0] < 0.5 <= plain.on_topic[0]
+    assert topic.decide(alone).label == "NOT ENOUGH INFO" and topic.decide(plain).label == "SUPPORTS"
     fitted = fit_decision("guarded", [alone] * 10 + [plain] * 10, ["NOT ENOUGH INFO"] * 10 + ["SUPPORTS"] * 10,
                           cover="half", cover_scope="dialogue+names")
     assert fitted.params["cover_scope"] == "dialogue+names" and fitted.predict([alone, plain]) == ["NOT ENOUGH INFO", "SUPPORTS"]

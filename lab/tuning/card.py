@@ -35,7 +35,9 @@ def _cover_text(p: dict) -> str:
             else f"names and numbers and at least {share:.0%} of its content words")
     scope = {"dialogue": " (asked of replies in a conversation: claims that came with dialogue context)",
              "dialogue+names": " (asked of replies in a conversation: claims that came with dialogue context; a claim "
-                               "without context must still have its names and numbers stated)"}.get(p.get("cover_scope"), "")
+                               "without context must still have its names and numbers stated)",
+             "dialogue+topic": " (asked of replies in a conversation: claims that came with dialogue context; for a claim "
+                               "without context the supporting window must be on its topic)"}.get(p.get("cover_scope"), "")
     slot = ("; a supported claim whose number the on-topic evidence states differently is REFUTES"
             if p.get("slot_refutes") else "")
     return (f" and that window (or two supporting windows together) states the claim's {what}{scope} — else the "

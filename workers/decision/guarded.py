@@ -28,6 +28,7 @@ ON_TOPIC_DEFAULT = (0.5,)
 # what a SUPPORTS window must state of the claim (see `covers`): every name and number, and this
 # share of its content words (None: coverage not asked)
 COVER_LEVELS = {"none": None, "names": 0.0, "half": 0.5, "most": 0.75, "all": 1.0}
+TOPIC = "topic"  # a level of its own: the supporting window must be on the claim's topic (as REFUTES's must)
 
 
 def window_text(ev, i: int) -> str:
@@ -51,7 +52,10 @@ def missing_terms(ev, windows: tuple[int, ...]) -> tuple[list[str], bool]:
 def covers(ev, windows: tuple[int, ...], level: str) -> bool:
     """Does the claim hold nothing these windows do not state? Every name and number of the claim
     must be there, and at least COVER_LEVELS[level] of its content words ('all': every key term;
-    'none': not asked)."""
+    'none': not asked). 'topic': one of the windows is on the claim's topic (it names its subject and
+    covers ON_TOPIC_DEFAULT of its key terms), the test REFUTES evidence already has to pass."""
+    if level == TOPIC:
+        return any(float(ev.on_topic[i]) >= ON_TOPIC_DEFAULT[0] for i in windows)
     share = COVER_LEVELS[level]
     if share is None:
         return True
@@ -67,7 +71,8 @@ def covers(ev, windows: tuple[int, ...], level: str) -> bool:
     return bool(words) and sum(w not in missing for w in words) / len(words) >= share and share < 1.0
 
 
-COVER_SCOPES = {"all": None, "dialogue": "none", "dialogue+names": "names"}  # scope → level for a claim without context
+# scope → the level asked of a claim without context (None: the same as of a reply)
+COVER_SCOPES = {"all": None, "dialogue": "none", "dialogue+names": "names", "dialogue+topic": TOPIC}
 
 
 def effective_cover(ev, cover: str, cover_scope: str = "all") -> str:
@@ -87,8 +92,9 @@ def decide(ev, t_supports: float, t_refutes: float, on_topic: float, cover: str 
     the claim (`covers`); otherwise the claim is at most NOT ENOUGH INFO — or, with `slot_refutes`,
     REFUTES when an on-topic supporting window states a different value in the claim's number slot.
     `cover_scope` "dialogue": the guard applies to replies in a conversation only (a chat reply is
-    where an added detail hides; a claim written to be checked is read as it stands); "dialogue+names":
-    a claim without context must still have its names and numbers stated (`effective_cover`)."""
+    where an added detail hides; a claim written to be checked is read as it stands); "dialogue+names" /
+    "dialogue+topic": a claim without context must still have its names and numbers stated / its
+    supporting window on its topic (`effective_cover`)."""
     cover = effective_cover(ev, cover, cover_scope)
     slot_refutes = slot_refutes and cover != "none"
     if ev.n == 0:

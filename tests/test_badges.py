@@ -85,6 +85,8 @@ def test_the_dialogue_scopes_ask_a_standalone_claim_nothing_or_its_names():
     topic = method("guarded", {**base, "cover_scope": "dialogue+topic"})  # the window must be about the Moon
     assert alone.on_topic[0] < 0.5 <= plain.on_topic[0]
     assert topic.decide(alone).label == "NOT ENOUGH INFO" and topic.decide(plain).label == "SUPPORTS"
+    subject = method("guarded", {**base, "cover_scope": "dialogue+subject"})  # window or title names the Moon
+    assert subject.decide(alone).label == "NOT ENOUGH INFO" and subject.decide(plain).label == "SUPPORTS"
     fitted = fit_decision("guarded", [alone] * 10 + [plain] * 10, ["NOT ENOUGH INFO"] * 10 + ["SUPPORTS"] * 10,
                           cover="half", cover_scope="dialogue+names")
     assert fitted.params["cover_scope"] == "dialogue+names" and fitted.predict([alone, plain]) == ["NOT ENOUGH INFO", "SUPPORTS"]

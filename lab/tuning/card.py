@@ -37,7 +37,10 @@ def _cover_text(p: dict) -> str:
              "dialogue+names": " (asked of replies in a conversation: claims that came with dialogue context; a claim "
                                "without context must still have its names and numbers stated)",
              "dialogue+topic": " (asked of replies in a conversation: claims that came with dialogue context; for a claim "
-                               "without context the supporting window must be on its topic)"}.get(p.get("cover_scope"), "")
+                               "without context the supporting window must be on its topic)",
+             "dialogue+subject": " (asked of replies in a conversation: claims that came with dialogue context; for a "
+                                 "claim without context the supporting window or its title must name the claim's "
+                                 "subject)"}.get(p.get("cover_scope"), "")
     slot = ("; a supported claim whose number the on-topic evidence states differently is REFUTES"
             if p.get("slot_refutes") else "")
     return (f" and that window (or two supporting windows together) states the claim's {what}{scope} — else the "

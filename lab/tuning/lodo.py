@@ -66,7 +66,7 @@ VARIANTS = {"guarded": {}, "guarded+names": {"cover": "names"}, "guarded+all": {
             **{f"guarded+{c}+chat": {"cover": c, "cover_scope": "dialogue"} for c in ("names", "half", "most", "all")},
             "guarded+half+slot+chat": {"cover": "half", "slot_refutes": True, "cover_scope": "dialogue"},
             **{f"guarded+{c}+chat+{k}": {"cover": c, "cover_scope": f"dialogue+{k}"}
-               for c in ("half", "most", "all") for k in ("names", "topic")},
+               for c in ("half", "most", "all") for k in ("names", "topic", "subject")},
             "guarded+names+slot": {"cover": "names", "slot_refutes": True},
             "guarded+all+slot": {"cover": "all", "slot_refutes": True}}
 

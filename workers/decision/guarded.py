@@ -29,6 +29,7 @@ ON_TOPIC_DEFAULT = (0.5,)
 # share of its content words (None: coverage not asked)
 COVER_LEVELS = {"none": None, "names": 0.0, "half": 0.5, "most": 0.75, "all": 1.0}
 TOPIC = "topic"  # a level of its own: the supporting window must be on the claim's topic (as REFUTES's must)
+SUBJECT = "subject"  # weaker: the supporting window (or its title) names the claim's grammatical subject
 
 
 def window_text(ev, i: int) -> str:
@@ -53,9 +54,12 @@ def covers(ev, windows: tuple[int, ...], level: str) -> bool:
     """Does the claim hold nothing these windows do not state? Every name and number of the claim
     must be there, and at least COVER_LEVELS[level] of its content words ('all': every key term;
     'none': not asked). 'topic': one of the windows is on the claim's topic (it names its subject and
-    covers ON_TOPIC_DEFAULT of its key terms), the test REFUTES evidence already has to pass."""
+    covers ON_TOPIC_DEFAULT of its key terms), the test REFUTES evidence already has to pass; 'subject':
+    one of them (or its passage title) names the claim's grammatical subject."""
     if level == TOPIC:
         return any(float(ev.on_topic[i]) >= ON_TOPIC_DEFAULT[0] for i in windows)
+    if level == SUBJECT:
+        return any(float(ev.coverage[i, 2]) > 0 for i in windows)
     share = COVER_LEVELS[level]
     if share is None:
         return True
@@ -72,7 +76,8 @@ def covers(ev, windows: tuple[int, ...], level: str) -> bool:
 
 
 # scope → the level asked of a claim without context (None: the same as of a reply)
-COVER_SCOPES = {"all": None, "dialogue": "none", "dialogue+names": "names", "dialogue+topic": TOPIC}
+COVER_SCOPES = {"all": None, "dialogue": "none", "dialogue+names": "names", "dialogue+topic": TOPIC,
+                "dialogue+subject": SUBJECT}
 
 
 def effective_cover(ev, cover: str, cover_scope: str = "all") -> str:

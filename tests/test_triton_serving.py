@@ -48,9 +48,9 @@ def local_nli():
 
 @pytest.fixture(scope="module")
 def local_encoder():
-    from workers.models.encoders import E5Encoder
+    from workers.models.encoders import load_local_encoder
 
-    return E5Encoder()
+    return load_local_encoder(load_settings().models.encoder)  # the one the embed model serves (config.pbtxt)
 
 
 def _pairs(records) -> tuple[list[str], list[str]]:

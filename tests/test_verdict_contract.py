@@ -223,7 +223,7 @@ def batch(settings, nli, encoder, small_index):
 
 @pytest.mark.model
 def test_fresh_verdicts_are_valid_2_2_with_display_and_links(batch, small_index):
-    from workers.display import DisplayPolicy
+    from workers.display import BadgeFacts, DisplayPolicy
 
     shipped = DisplayPolicy.load(REPO / "workers" / "decision" / "params" / "display.json")
     urls = {p.id: p.url for p in small_index.passages}
@@ -232,7 +232,8 @@ def test_fresh_verdicts_are_valid_2_2_with_display_and_links(batch, small_index)
         validate("verdict", d)
         assert d["schema_version"] == "2.2"
         assert d["display"] == {"show": v.display.show, "tone": v.display.tone, "confidence": v.display.confidence}
-        assert v.display == display_for(v.label, v.probabilities, v.status, shipped)  # the shipped policy's
+        # the shipped policy's, recomputed from what the verdict says (its badge scorer reads the rationale's numbers)
+        assert v.display == display_for(v.label, v.probabilities, v.status, shipped, BadgeFacts.of_verdict(v))
         for e in d["evidence"]:
             assert e["url"] == urls[e["passage_id"]]
             assert all(round(e[k], 4) == e[k] for k in ("entail", "neutral", "contradict"))

@@ -12,7 +12,7 @@ from schemas.items import CheckItem
 from schemas.protocols import CONTRADICTION, ENTAILMENT, NEUTRAL
 
 from .decision import NO_EVIDENCE
-from .display import DisplayPolicy, display_for
+from .display import BadgeFacts, DisplayPolicy, display_for
 from .stages import ClaimState
 from .windows import normalise
 
@@ -51,9 +51,16 @@ def assemble(st: ClaimState, ctx: VerdictContext) -> Verdict:
                    claim_id=claim_id(st.item.conversation_id, st.item.turn_id, st.item.claim), claim=st.item.claim,
                    surface=st.fv_surface or Surface("r0", st.item.claim), label=label, probabilities=probs,
                    evidence=evidence, model_versions=dict(ctx.model_versions), timings_ms=dict(st.timings),
-                   status=state, display=display_for(label, probs, state, ctx.display),
+                   status=state, display=display_for(label, probs, state, ctx.display, badge_facts(st, label)),
                    uncovered=list(st.decision.uncovered) if decided and label == st.decision.label and
                    st.decision.uncovered else None)
+
+
+def badge_facts(st: ClaimState, label: str) -> BadgeFacts | None:
+    """What a display policy's badge scorer reads of this claim: its decision's facts, when the
+    published label is the decision's (a label a later stage overrode has none)."""
+    decided = st.decision if st.decision is not None and st.best is not None else None
+    return BadgeFacts.of(decided, st.evidence) if decided is not None and label == decided.label else None
 
 
 def status(st: ClaimState, protocol: str, evidence: str = "none") -> Status:
@@ -112,7 +119,8 @@ def turn_summary(item: CheckItem, claims: list[Verdict], label: str, display: Di
                       f"claim ids {', '.join(v.claim_id for v in claims)}."}
     return replace(worst, claim=item.claim, surface=Surface("r0", item.claim), label=label,
                    claim_id=claim_id(item.conversation_id, item.turn_id, item.claim), rationale=why,
-                   display=display_for(label, worst.probabilities, worst.status, display))
+                   display=worst.display if worst.display is not None else
+                   display_for(label, worst.probabilities, worst.status, display))
 
 
 def shown_windows(best, decisions: list, n: int = 3) -> list:

@@ -48,6 +48,9 @@ def register(sub) -> None:
                    help="--lodo: also score SET (dialfact or hybridial) end to end, retrieving from INDEX_DIR "
                         "(default: the settings' index), with the fits that leave SET out; repeatable")
     d.add_argument("--e2e-surface", default="r4g", help="--lodo --e2e: the claim surface (default r4g, as the stream)")
+    d.add_argument("--compare-displays", action="store_true",
+                   help="--lodo: also score the other display fits (thresholds on p alone; the badge scorer held "
+                        "to a stricter training floor) as shown_p / shown_badge_held")
     d.set_defaults(func=run_decision)
     g.add_argument("--method", default="logreg")
     g.add_argument("--which", choices=["fv", "ir"], default="fv", help="τ_FV (FV labels) or τ_IR (E2E labels)")
@@ -158,7 +161,7 @@ def run_lodo(args) -> int:
     e2e = {name: e2e_evidence(t, next(x for x in sets if x.name == name), index_dir, args.e2e_surface)
            for name, index_dir in e2e_specs.items()}
     report = lodo_report(t, sets, methods, shipped, args.folds, refutes_floor=args.refutes_floor, e2e=e2e,
-                         shipped_display=shipped_display)
+                         shipped_display=shipped_display, compare_displays=args.compare_displays)
     if args.json:
         print(json.dumps(report, indent=1))
     else:

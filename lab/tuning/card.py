@@ -55,9 +55,8 @@ def write_guide_table(guide: Path, display, report: dict, variant: str) -> None:
         rows.append(f"| {name} | {sh['coverage']} % | {pct(sh['precision'])} | "
                     f"{pct(sh['high']['precision'])} ({sh['high']['n']}) | {pct(sh['medium']['precision'])} ({sh['medium']['n']}) |")
     table = "\n".join([GUIDE_START, "",
-                       f"Shown badges under the shipped policy (SUPPORTS from p ≥ {display.show['SUPPORTS']:.2f}, REFUTES from "
-                       f"p ≥ {display.show['REFUTES']:.2f}; \"high\" from {display.high['SUPPORTS']:.2f} / {display.high['REFUTES']:.2f} "
-                       f"with strong evidence), each set scored by a decision and policy fitted without it "
+                       f"Shown badges under the shipped policy ({display.describe()}), each set scored by a decision "
+                       f"and policy fitted without it "
                        f"(`dialcheck tune decision --lodo`, FV, gold evidence):", "",
                        "| set (left out) | shown | right when shown | high: right (n) | medium: right (n) |",
                        "|---|---|---|---|---|", *rows, "", GUIDE_END])
@@ -190,9 +189,7 @@ window (it names the claim's subject and covers ≥ {p['on_topic']} of its key t
 {rows}
 
 Shown badges: the display policy (`display{stem[len('decision'):]}.json`) fitted on the other sets for each
-method, as `dialcheck tune decision --lodo` does; the shipped one, fitted on all sets, shows a
-SUPPORTS from p ≥ {display.show['SUPPORTS']:.2f} and a REFUTES from p ≥ {display.show['REFUTES']:.2f}
-(evidence: {' or '.join(display.evidence)}), "high" from {display.high['SUPPORTS']:.2f} / {display.high['REFUTES']:.2f}.
+method, as `dialcheck tune decision --lodo` does; the shipped one, fitted on all sets: {display.describe()}.
 
 FoolMeTwice and WiCE claims are also NLI training sources, so their rows are optimistic.
 Full report: `dialcheck tune decision --lodo --json`.

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from schemas import Status
-from workers.display import BADGES, DisplayPolicy
+from workers.display import BADGE_FEATURES, BADGES, BadgeFacts, BadgeScorer, DisplayPolicy
 
 GRID = tuple(np.round(np.arange(0.30, 1.001, 0.02), 2)) + (1.01,)  # 1.01: never shown
 EVIDENCE_CHOICES = (("strong",), ("strong", "weak"))
@@ -28,18 +28,67 @@ EVIDENCE_CHOICES = (("strong",), ("strong", "weak"))
 class BadgeRows:
     """One set's decided claims, as the display sees them."""
     label: np.ndarray  # per claim: index into BADGES, or -1 (NOT ENOUGH INFO)
-    p: np.ndarray  # p(label)
+    p: np.ndarray  # p(label), or the badge score once `scored`
     strong: np.ndarray  # the evidence is strong
     weak: np.ndarray  # the evidence is weak
     right: np.ndarray  # the badge would be right
+    x: np.ndarray | None = None  # (n, len(BADGE_FEATURES)): what a badge scorer reads
+    complete: np.ndarray | None = None  # nothing of the claim is uncovered
 
     @classmethod
-    def of(cls, decisions, rights: list[bool]) -> "BadgeRows":
+    def of(cls, decisions, rights: list[bool], evs=None) -> "BadgeRows":
         label = np.array([BADGES.index(d.label) if d.label in BADGES else -1 for d in decisions], dtype=int)
         p = np.array([float(d.probabilities.get(d.label, 0.0)) for d in decisions])
         ev = [d.evidence for d in decisions]
+        x = complete = None
+        if evs is not None:
+            facts = [BadgeFacts.of(d, e) for d, e in zip(decisions, evs)]
+            x = np.array([f.vector(pi, s) if f is not None else [pi] + [0.0] * (len(BADGE_FEATURES) - 1)
+                          for f, pi, s in zip(facts, p, ev)]).reshape(len(decisions), len(BADGE_FEATURES))
+            complete = np.array([f is not None and f.uncovered == 0 for f in facts], dtype=bool)
         return cls(label, p, np.array([e == "strong" for e in ev]), np.array([e == "weak" for e in ev]),
-                   np.array(rights, dtype=bool))
+                   np.array(rights, dtype=bool), x, complete)
+
+    def scored(self, scorer: BadgeScorer | None, complete: bool) -> "BadgeRows":
+        """These rows as a policy with `scorer` and `complete` sees them: p is the badge score, and an
+        incomplete SUPPORTS rests on no evidence it accepts."""
+        p = self.p if scorer is None else np.array(
+            [scorer.score(BADGES[k], list(v)) if k >= 0 else 0.0 for k, v in zip(self.label, self.x)])
+        ok = ~((self.label == 0) & ~self.complete) if complete else np.ones(len(self.p), bool)
+        return BadgeRows(self.label, p, self.strong & ok, self.weak & ok, self.right, self.x, self.complete)
+
+
+def fit_scorer(sets: dict[str, BadgeRows], C: float = 1.0) -> BadgeScorer:
+    """Per badge label, a logistic regression of "right" on BADGE_FEATURES over the training sets'
+    decided claims, each set weighing the same (a set with many badges must not speak for all)."""
+    from sklearn.linear_model import LogisticRegression
+
+    models = {}
+    for k, label in enumerate(BADGES):
+        parts = [(r.x[r.label == k], r.right[r.label == k]) for r in sets.values() if (r.label == k).sum()]
+        if not parts:
+            continue
+        X = np.vstack([x for x, _ in parts])
+        y = np.concatenate([y for _, y in parts])
+        w = np.concatenate([np.full(len(y_), len(y) / (len(parts) * len(y_))) for _, y_ in parts])
+        mean, scale = X.mean(0), X.std(0)
+        scale[scale < 1e-9] = 1.0
+        if len(set(y.tolist())) < 2:  # every badge right (or wrong): nothing to tell apart
+            models[label] = {"mean": mean.tolist(), "scale": scale.tolist(), "coef": [0.0] * X.shape[1],
+                             "intercept": 10.0 if y.all() else -10.0}
+            continue
+        clf = LogisticRegression(C=C, max_iter=5000).fit((X - mean) / scale, y, sample_weight=w)
+        models[label] = {"mean": mean.tolist(), "scale": scale.tolist(), "coef": clf.coef_[0].tolist(),
+                         "intercept": float(clf.intercept_[0])}
+    return BadgeScorer(models)
+
+
+def fit_badges(sets: dict[str, BadgeRows], scorer: bool = True, complete: bool = True, **floors) -> DisplayPolicy:
+    """The display policy: a badge scorer fitted on the training sets (`scorer`), the SUPPORTS
+    completeness rule (`complete`), and the thresholds `fit_display` chooses on the scores."""
+    badge_scorer = fit_scorer(sets) if scorer else None
+    policy = fit_display({n: r.scored(badge_scorer, complete) for n, r in sets.items()}, **floors)
+    return DisplayPolicy(policy.show, policy.high, policy.evidence, policy.meta, badge_scorer, complete)
 
 
 def shown_mask(rows: BadgeRows, show: tuple[float, float], evidence: tuple[str, ...]) -> np.ndarray:
@@ -97,6 +146,57 @@ def fit_display(sets: dict[str, BadgeRows], floor: float = 0.80, high_floor: flo
                                            "fitted_on": sorted(sets), "unreachable": sorted(set(sets) - set(held))})
 
 
-def displays(policy, decisions) -> list:
+TRAINING_FLOORS = tuple(np.round(np.arange(0.80, 0.951, 0.025), 3))
+
+
+def _precision_on(rows: BadgeRows, policy: DisplayPolicy, high: bool = False) -> tuple[int, float]:
+    """(badges shown, share right) of one set under `policy` (high: its "high" badges only)."""
+    m = shown_mask(rows, (policy.show["SUPPORTS"], policy.show["REFUTES"]), policy.evidence)
+    if high:
+        m &= shown_mask(rows, (policy.high["SUPPORTS"], policy.high["REFUTES"]), ("strong",))
+    return int(m.sum()), float(rows.right[m].mean()) if m.any() else 1.0
+
+
+def fit_display_held(sets: dict[str, BadgeRows], floor: float = 0.80, high_floor: float = 0.90,
+                     min_badges: int = 10, scorer: bool = True, complete: bool = True) -> DisplayPolicy:
+    """The display policy (`fit_badges`) whose badges stay right ≥ `floor` on a set it never saw, not
+    only on the sets it was fitted on: it is fitted to a stricter training floor, the least of
+    TRAINING_FLOORS at which every training set, itself left out of an inner fit on the others, still
+    gets ≥ `floor` (≥ `high_floor` for "high"); with none, the floor with the least inner shortfall.
+    The chosen training floors are in the policy's meta."""
+    def chosen(target: float, high: bool, show_floor: float = floor) -> float:
+        best = None
+        for f in TRAINING_FLOORS:
+            short = 0.0
+            for name, rows in sets.items():
+                inner = {k: r for k, r in sets.items() if k != name}
+                pol = fit_badges(inner, scorer, complete, floor=show_floor if high else f,
+                                 high_floor=f if high else high_floor, min_badges=min_badges)
+                n, right = _precision_on(rows.scored(pol.scorer, pol.complete), pol, high)
+                if n >= min_badges:
+                    short += max(0.0, target - right)
+            key = (-round(short, 6), -f)
+            if best is None or key > best[0]:
+                best = (key, f)
+        return float(best[1])
+
+    show_floor = chosen(floor, high=False)
+    high_train = chosen(high_floor, high=True, show_floor=show_floor)
+    policy = fit_badges(sets, scorer, complete, floor=show_floor, high_floor=high_train, min_badges=min_badges)
+    policy.meta.update(floor=floor, high_floor=high_floor, training_floor=show_floor, training_high_floor=high_train)
+    return policy
+
+
+# the display fits the yardstick compares (`dialcheck tune decision --lodo`), by the name its report uses
+DISPLAY_FITS = {
+    "p": lambda sets: fit_display(sets),  # thresholds on p(label), fitted to the floor in-sample (before)
+    "badge": lambda sets: fit_badges(sets),  # badge scorer + completeness, fitted to the floor in-sample
+    "badge_held": lambda sets: fit_display_held(sets),  # the same, to the training floor that holds out of sample
+}
+SHIPPED_FIT = "badge"
+
+
+def displays(policy, decisions, evs) -> list:
     """Each decided claim's display under `policy` (FV: nothing failed, so status is ok)."""
-    return [policy.display(d.label, d.probabilities, Status("ok", None, d.evidence)) for d in decisions]
+    return [policy.display(d.label, d.probabilities, Status("ok", None, d.evidence), BadgeFacts.of(d, e))
+            for d, e in zip(decisions, evs)]

@@ -22,7 +22,7 @@ from .fit import fit_decision
 from workers.display import CONSTANT
 
 from .datasets import IN_NLI_TRAINING, EvalSet, badge_right, set_metrics
-from .display_fit import BadgeRows, displays, fit_display
+from .display_fit import DISPLAY_FITS, SHIPPED_FIT, BadgeRows, displays
 from .tune import Tuner, log, nli_model_meta
 
 FITTED = ("guarded", "logreg")
@@ -84,29 +84,35 @@ def _fit(method: str, train: list[tuple[EvalSet, list]], refutes_floor: str = "p
                         refutes_floor=refutes_floor, **VARIANTS.get(method, {}))
 
 
-def _display(layer: DecisionMethod, train: list[tuple[EvalSet, list]]):
-    """The display policy fitted on the training sets' decisions by this method."""
+def _display(layer: DecisionMethod, train: list[tuple[EvalSet, list]], fit: str = SHIPPED_FIT):
+    """The display policy fitted on the training sets' decisions by this method (DISPLAY_FITS[fit])."""
     rows = {}
     for s, es in train:
         ds = layer.decide_many(es)
-        rows[s.name] = BadgeRows.of(ds, [badge_right(s, g, d.label) for g, d in zip(s.labels, ds)])
-    return fit_display(rows)
+        rows[s.name] = BadgeRows.of(ds, [badge_right(s, g, d.label) for g, d in zip(s.labels, ds)], es)
+    return DISPLAY_FITS[fit](rows)
 
 
-def _scored(s: EvalSet, layer: DecisionMethod, s_evs: list, policy) -> dict:
+def _scored(s: EvalSet, layer: DecisionMethod, s_evs: list, policy, others: dict | None = None) -> dict:
+    """The set's metrics under `layer`, shown badges under `policy` (and `others`: name → policy,
+    each as `shown_<name>`) and under the constant rule."""
     ds = layer.decide_many(s_evs)
     pred = [d.label for d in ds]
-    row = set_metrics(s, pred, displays(policy, ds) if policy is not None else None)
-    row["shown_constant"] = set_metrics(s, pred, displays(CONSTANT, ds))["shown"]
+    row = set_metrics(s, pred, displays(policy, ds, s_evs) if policy is not None else None)
+    for name, other in (others or {}).items():
+        row[f"shown_{name}"] = set_metrics(s, pred, displays(other, ds, s_evs))["shown"]
+    row["shown_constant"] = set_metrics(s, pred, displays(CONSTANT, ds, s_evs))["shown"]
     return row
 
 
 def lodo_report(tuner: Tuner | None, sets: list[EvalSet], methods=("threshold", "argmax", "guarded", "logreg"),
                 shipped: DecisionMethod | None = None, k: int = 5, evs: dict | None = None,
-                refutes_floor: str = "per_set", e2e: dict | None = None, shipped_display=None) -> dict:
+                refutes_floor: str = "per_set", e2e: dict | None = None, shipped_display=None,
+                compare_displays: bool = False) -> dict:
     """`evs`: the sets' ClaimEvidence by set name when already computed (else the pipeline runs);
     `refutes_floor`: how the guarded fit holds its REFUTES-precision floor (workers/decision/guarded.py);
-    `e2e`: set name → (its E2E set, evidence) from `e2e_evidence`, scored beside the FV row."""
+    `e2e`: set name → (its E2E set, evidence) from `e2e_evidence`, scored beside the FV row;
+    `compare_displays`: also score the other display fits (DISPLAY_FITS) as `shown_<fit>`."""
     e2e = e2e or {}
     evs = evs if evs is not None else {s.name: set_evidence(tuner, s) for s in sets}
     report: dict = {"nli_model": nli_model_meta(tuner)["dir"] if tuner is not None else None,
@@ -122,9 +128,11 @@ def lodo_report(tuner: Tuner | None, sets: list[EvalSet], methods=("threshold", 
         train = [(s, evs[s.name]) for s in sets if s.name != held.name]
         layers = {m: _fit(m, train, refutes_floor) for m in methods}
         policies = {m: _display(layer, train) for m, layer in layers.items()}
+        others = {m: {f: _display(layer, train, f) for f in DISPLAY_FITS if f != SHIPPED_FIT}
+                  for m, layer in layers.items()} if compare_displays else {}
         scored = [(held, evs[held.name])] + ([e2e[held.name]] if held.name in e2e else [])  # + retrieved evidence
         for s, s_evs in scored:
-            row = {m: {**_scored(s, layer, s_evs, policies[m]),
+            row = {m: {**_scored(s, layer, s_evs, policies[m], others.get(m)),
                        **({"params": layer.params} if m.startswith("guarded") else {}),
                        "display": policies[m].to_dict()["show"] | {"high_" + k: v for k, v in policies[m].high.items()}
                        | {"evidence": "+".join(policies[m].evidence)}}

@@ -232,7 +232,8 @@ class GuardedMethod(_Method):
             # shown as NOT ENOUGH INFO mass, so an app never reads "R 0.62" on an NEI verdict
             probs = {"SUPPORTS": probs["SUPPORTS"], "REFUTES": 0.0,
                      "NOT ENOUGH INFO": probs["NOT ENOUGH INFO"] + probs["REFUTES"]}
-        numbers = {"coverage": round(cov, 4), **{k: self.params.get(k) for k in ("t_supports", "t_refutes", "on_topic")}}
+        numbers = {"coverage": round(cov, 4), "reply": bool(ev.in_dialogue),
+                   **{k: self.params.get(k) for k in ("t_supports", "t_refutes", "on_topic")}}
         note = (f"The windows read are off the claim's topic (coverage {cov:.2f} < {self.on_topic:g}), "
                 "so their contradiction cannot refute it.") if code == guarded.NEI and cov < self.on_topic else ""
         return LABELS[code], probs, best, numbers, note, uncovered

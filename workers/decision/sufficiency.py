@@ -15,13 +15,16 @@ from functools import lru_cache
 from ..text import KEY_TERM_STOP
 from ..windows import normalise
 
-_TOKEN = re.compile(r"[A-Za-z][A-Za-z'’-]*|\d[\d,.]*\d|\d")
+# letters in any script ("Mödling", "Ramón": one word, folded like the pre-score folds it), numbers with
+# their ordinal suffix ("4th": the number 4, not 4 and a word "th")
+_TOKEN = re.compile(r"[^\W\d_](?:[^\W\d_]|['’-])*|\d[\d,.]*\d(?:st|nd|rd|th)?|\d(?:st|nd|rd|th)?")
+_ORDINAL = re.compile(r"(?<=\d)(st|nd|rd|th)$")
 STOP = KEY_TERM_STOP  # workers/text.py: scikit-learn's English list plus chat fillers
 EVIDENCE_STRENGTHS = ("strong", "weak", "none")
 
 
 def _num(tok: str) -> str:
-    return tok.replace(",", "").rstrip(".")
+    return _ORDINAL.sub("", tok.replace(",", "").rstrip("."))
 
 
 @lru_cache(maxsize=65536)
@@ -144,11 +147,39 @@ def strength(cov: float | None, on_topic: float) -> str:
     return "strong" if cov >= on_topic else "weak"
 
 
+_SENTENCE = re.compile(r"(?<=[.!?])\s+")
+# a question with one of these words passes its content on as a fact ("did you know / can you believe /
+# have you heard that ..."); any other question asks and states nothing ("Do you like animation movies?")
+_PRESUPPOSING = re.compile(r"\b(know|knew|hear|heard|believe|realis|realiz|aware|see|seen|notice)", re.I)
+# a sentence of these alone is the speaker's reaction, not a fact ("True.", "That's funny.", "My bad.")
+REACTIONS = frozenset("""true exactly correct indeed absolutely definitely totally agree agreed bad funny cute
+interesting fascinating amazing incredible impressive awesome cool neat wonderful lovely nice great wow crazy weird
+sad shame glad sorry hello hi hey thanks thank haha hmm nope wrong""".split())
+_REACTION_STEMS = frozenset(t for w in REACTIONS for t in normalise(w))
+
+
+@lru_cache(maxsize=65536)
+def stated(text: str) -> str:
+    """The sentences of a reply that state something: a question that presupposes nothing and a
+    reaction alone ("True.", "How interesting!") are the speaker's turn-taking, not claims, so
+    coverage asks nothing of them. A reply of nothing else is read whole."""
+    keep = []
+    for sent in _SENTENCE.split(text.strip()):
+        if sent.rstrip().endswith("?") and not _PRESUPPOSING.search(sent):
+            continue
+        anchors, content, numbers = key_terms(sent)
+        if not numbers and (anchors or content) and (anchors | content) <= _REACTION_STEMS:
+            continue
+        keep.append(sent)
+    return " ".join(keep) if keep else text
+
+
 @lru_cache(maxsize=65536)
 def _claim_terms(text: str) -> tuple[tuple[str, str, frozenset], ...]:
     """The claim's key terms as (kind, the word as written, its stems): kind anchor (a name),
     number, or word; the stop words and the speaker's framing ("I think", "did you know") are not
-    terms (STOP), the same choice `key_terms` makes."""
+    terms (STOP), the same choice `key_terms` makes, nor are the sentences that state nothing (`stated`)."""
+    text = stated(text)
     anchors, content, numbers = key_terms(text)
     out, seen = [], set()
     for m in _TOKEN.finditer(text):

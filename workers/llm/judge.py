@@ -41,7 +41,7 @@ from ..decision.sufficiency import strength
 from ..display import display_for
 from ..stages import ClaimState, component
 from ..text import last_turns
-from ..verdict import deciding_coverage, status
+from ..verdict import badge_facts, deciding_coverage, status
 from .client import client_for
 
 CONTEXT_TURNS = 3
@@ -136,7 +136,8 @@ class JudgeStage:
         decision = getattr(s, "decision", None)  # the decision method's (absent before the decision rewrite)
         decided = decision if decision is not None and s.best is not None else None
         evidence = decided.evidence if decided is not None else strength(cov, self.on_topic)
-        return not display_for(s.label, s.label_probs or {}, status(s, self.protocol, evidence), self.display).show
+        return not display_for(s.label, s.label_probs or {}, status(s, self.protocol, evidence), self.display,
+                               badge_facts(s, s.label)).show
 
     # ---- the stage ---------------------------------------------------------------------------------
     def run(self, states: list[ClaimState]) -> None:

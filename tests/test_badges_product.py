@@ -40,3 +40,14 @@ def test_a_reply_that_adds_a_detail_gets_no_supports_badge(claim, term):
 def test_the_plain_restatement_is_still_supported():
     v = check("Yeah, the Eiffel Tower was completed in 1889.")
     assert v["label"] == "SUPPORTS" and not v.get("uncovered"), v["rationale"]
+
+
+def test_the_plain_restatement_shows_its_badge_and_an_adjective_of_its_own_hides_it():
+    """A SUPPORTS whose reply keeps a word of its own (under half its content words: still SUPPORTS)
+    names that word and shows no badge: the shipped policy never shows "supported" over a part the
+    app greys out (`complete`)."""
+    plain = check("Yeah, the Eiffel Tower was completed in 1889.")
+    assert plain["display"]["show"] is True, plain["display"]
+    added = check("Yeah, the Eiffel Tower was completed in 1889 as a stunning entrance arch.")
+    assert added["label"] == "SUPPORTS" and added["uncovered"] == ["stunning"], (added["label"], added.get("uncovered"))
+    assert added["display"]["show"] is False

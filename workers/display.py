@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from schemas import Display, Status
+from schemas.protocols import CONTRADICTION, ENTAILMENT
 
 TONES = {"SUPPORTS": "supported", "REFUTES": "disputed", "NOT ENOUGH INFO": "unverified"}
 FORMAT, VERSION = "dialcheck-display", 2
@@ -59,13 +60,13 @@ class BadgeFacts:
         if decision is None or ev is None or decision.window is None or not ev.n:
             return None
         p = ev.probs[decision.window]
-        return cls(float(p[0]), float(p[2]), len(decision.uncovered), bool(ev.in_dialogue), int(ev.n),
+        return cls(float(p[ENTAILMENT]), float(p[CONTRADICTION]), len(decision.uncovered), bool(ev.in_dialogue), int(ev.n),
                    float(decision.coverage or 0.0), ev.claim.rstrip().endswith("?"))
 
     @classmethod
     def of_verdict(cls, v) -> "BadgeFacts | None":
-        """The same facts read back from a published verdict (its rationale quotes the deciding
-        window's entail / contradict, coverage, windows read and whether it was a reply), so the
+        """The same facts read back from a published verdict (the guarded decision's rationale quotes
+        the deciding window's entail / contradict, coverage, windows read and whether it was a reply), so the
         display can be recomputed from what an app received: equal to `of` up to the 4-decimal
         rounding of the quoted numbers."""
         n = (v.rationale or {}).get("numbers") or {}

@@ -116,7 +116,15 @@ def culprit_between_good(prefix: str, name: str, text: str):
     return (g1c, g1), (cc, c), (g2c, g2), good
 
 
-def test_turn_that_kills_the_worker_every_time_is_dead_lettered_as_poison(broker, tmp_path):
+# Seen to stall once (stop 33, full suite on 2 busy cores): after the first crash the restarted worker
+# restored its context (turns=12) and was assigned every partition but received no event for 12
+# minutes, the symptom of faust #596 that streams/transport.py patches; the unbounded loop below then
+# hung the suite. Bounded like its siblings (a stall fails within minutes) with their one rerun on a
+# fresh broker; the stall itself is not explained yet (issue note).
+@pytest.mark.timeout(600)
+@pytest.mark.flaky(reruns=1)
+def test_turn_that_kills_the_worker_every_time_is_dead_lettered_as_poison(fresh_broker, tmp_path):
+    broker = fresh_broker
     s = stream_settings(broker, "poison", poison_attempts=2)
     start_v = end_offsets(s, s.kafka.topic_verdicts)
     start_d = end_offsets(s, s.kafka.topic_deadletter)
@@ -129,10 +137,12 @@ def test_turn_that_kills_the_worker_every_time_is_dead_lettered_as_poison(broker
         with TurnProducer(s) as producer:
             for t in [*g1c, *kc, *g2c, g1, kill, g2]:
                 producer.send_turn(t)
+        deadline = time.time() + 300
         while True:
             dead = [d for d in read_dead_letters(s, start_d) if d.reason.startswith("poison")]
             if dead:
                 break
+            assert time.time() < deadline, f"no poison dead letter within 300 s after {crashes} crash(es)"
             if not w.alive():
                 crashes += 1
                 assert crashes <= 3, "crash loop: the poison turn was never quarantined"

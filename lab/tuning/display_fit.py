@@ -1,6 +1,11 @@
 """Fitting the display policy (workers/display.py): when is a badge shown, and when is it "high"?
 
-For each badge label the least p(label) at which it is shown, and the evidence strengths it may
+The shipped fit (`fit_badges`) first fits a badge scorer — per badge label, a logistic regression of
+"this badge is right" on BADGE_FEATURES, each training set weighing the same (`fit_scorer`) — and
+hides every SUPPORTS with uncovered terms (`complete`); the thresholds below are then chosen on the
+score instead of p(label) (`fit_display` alone is the fit on p, the policy before the scorer).
+
+For each badge label the least score at which it is shown, and the evidence strengths it may
 rest on, are chosen by a grid search that keeps the shown badges right ≥ `floor` (80 %) on every
 training set — the least total shortfall where no grid point does — at the largest mean coverage
 (share of a set's claims shown); then "high" thresholds (≥ the shown ones) that keep high badges
@@ -159,8 +164,8 @@ def _precision_on(rows: BadgeRows, policy: DisplayPolicy, high: bool = False) ->
 
 def fit_display_held(sets: dict[str, BadgeRows], floor: float = 0.80, high_floor: float = 0.90,
                      min_badges: int = 10, scorer: bool = True, complete: bool = True) -> DisplayPolicy:
-    """The display policy (`fit_badges`) whose badges stay right ≥ `floor` on a set it never saw, not
-    only on the sets it was fitted on: it is fitted to a stricter training floor, the least of
+    """The display policy (`fit_badges`) meant to stay right ≥ `floor` on a set it never saw, not
+    only on the sets it was fitted on (measured: it does not, docs/results.md): fitted to a stricter training floor, the least of
     TRAINING_FLOORS at which every training set, itself left out of an inner fit on the others, still
     gets ≥ `floor` (≥ `high_floor` for "high"); with none, the floor with the least inner shortfall.
     The chosen training floors are in the policy's meta."""
@@ -189,9 +194,9 @@ def fit_display_held(sets: dict[str, BadgeRows], floor: float = 0.80, high_floor
 
 # the display fits the yardstick compares (`dialcheck tune decision --lodo`), by the name its report uses
 DISPLAY_FITS = {
-    "p": lambda sets: fit_display(sets),  # thresholds on p(label), fitted to the floor in-sample (before)
-    "badge": lambda sets: fit_badges(sets),  # badge scorer + completeness, fitted to the floor in-sample
-    "badge_held": lambda sets: fit_display_held(sets),  # the same, to the training floor that holds out of sample
+    "p": fit_display,  # thresholds on p(label), fitted to the floor in-sample (the policy before)
+    "badge": fit_badges,  # badge scorer + completeness, fitted to the floor in-sample (shipped)
+    "badge_held": fit_display_held,  # the same, to a training floor chosen by inner leave-one-set-out
 }
 SHIPPED_FIT = "badge"
 

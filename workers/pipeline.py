@@ -184,7 +184,7 @@ class Pipeline:
             if len(verdicts) <= 1 and not note:
                 out.append(TurnResult(item, verdicts or [self._verdict(ClaimState(item))], sts))
                 continue
-            summary = turn_summary(item, verdicts, turn_label(v.label for v in verdicts), self.display)
+            summary = turn_summary(item, verdicts, turn_label(v.label for v in verdicts))
             out.append(TurnResult(item, verdicts + [capped(summary, claims)], sts, note))
         return out
 

@@ -111,16 +111,15 @@ def rationale(st: ClaimState, label: str, best, ctx: VerdictContext) -> dict:
     return {"rule": rule, "numbers": numbers, "window": window, "summary": summary, **st.notes}
 
 
-def turn_summary(item: CheckItem, claims: list[Verdict], label: str, display: DisplayPolicy | None = None) -> Verdict:
-    """The turn's own verdict over its claims' verdicts: the worst label, that claim's evidence."""
+def turn_summary(item: CheckItem, claims: list[Verdict], label: str) -> Verdict:
+    """The turn's own verdict over its claims' verdicts: the worst label, that claim's evidence and
+    display (the same label, probabilities and status, so the same hint)."""
     worst = next(v for v in claims if v.label == label)
     why = {"rule": "turn-summary", "numbers": {"claims": len(claims)}, "window": (worst.rationale or {}).get("window"),
            "summary": f"{label}: the worst of {len(claims)} claims (REFUTES > SUPPORTS > NOT ENOUGH INFO); "
                       f"claim ids {', '.join(v.claim_id for v in claims)}."}
     return replace(worst, claim=item.claim, surface=Surface("r0", item.claim), label=label,
-                   claim_id=claim_id(item.conversation_id, item.turn_id, item.claim), rationale=why,
-                   display=worst.display if worst.display is not None else
-                   display_for(label, worst.probabilities, worst.status, display))
+                   claim_id=claim_id(item.conversation_id, item.turn_id, item.claim), rationale=why)
 
 
 def shown_windows(best, decisions: list, n: int = 3) -> list:

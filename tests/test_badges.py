@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from lab.tuning.datasets import NOT_SUPPORTS, faithdial_label
-from lab.tuning.display_fit import BadgeRows, fit_badges, fit_display, shown_mask
+from lab.tuning.display_fit import BadgeRows, fit_badges, fit_display, share_right, shown_mask
 from lab.tuning.fit import fit_decision
 from schemas import Status
 from workers.decision import ClaimEvidence, Decision, method
@@ -254,3 +254,18 @@ def test_a_badge_policy_round_trips_and_hides_an_incomplete_supports(tmp_path):
     assert again.display("SUPPORTS", {"SUPPORTS": 0.9}, ok, BadgeFacts(0.9, 0.02, 1, True, 3, 1.0, False)).show is False
     assert again.display("SUPPORTS", {"SUPPORTS": 0.9}, ok).show is False  # nothing to score it on
     assert "badge score" in again.describe()
+
+
+def test_a_floor_held_one_standard_error_below_asks_more_of_few_badges():
+    """`share_right` with z: ten of ten right is 0.909 at one standard error (Wilson), nine of ten
+    0.760 — below the 80 % floor that the share itself (0.90) passes."""
+    assert share_right(np.ones(10, bool)) == 1.0
+    assert share_right(np.ones(10, bool), z=1.0) == pytest.approx(1 / 1.1)
+    nine = np.array([True] * 9 + [False])
+    assert share_right(nine) == pytest.approx(0.9) and share_right(nine, z=1.0) < 0.80
+    sets = {"a": _rows(400, 1.0, 1), "b": _rows(400, 0.9, 2)}
+    plain, held = fit_display(sets), fit_display(sets, show_z=1.0, high_z=1.0)
+    assert held.show["SUPPORTS"] >= plain.show["SUPPORTS"] and held.meta["high_z"] == 1.0
+    for rows in sets.values():
+        m = shown_mask(rows, (held.show["SUPPORTS"], held.show["REFUTES"]), held.evidence)
+        assert share_right(rows.right[m], z=1.0) >= 0.80

@@ -50,7 +50,8 @@ def register(sub) -> None:
     d.add_argument("--e2e-surface", default="r4g", help="--lodo --e2e: the claim surface (default r4g, as the stream)")
     d.add_argument("--compare-displays", action="store_true",
                    help="--lodo: also score the other display fits (thresholds on p alone; the badge scorer held "
-                        "to a stricter training floor) as shown_p / shown_badge_held")
+                        "to a stricter training floor; its floors held one standard error below) as shown_p / shown_badge_held / "
+                        "shown_badge_se")
     d.set_defaults(func=run_decision)
     g.add_argument("--method", default="logreg")
     g.add_argument("--which", choices=["fv", "ir"], default="fv", help="τ_FV (FV labels) or τ_IR (E2E labels)")

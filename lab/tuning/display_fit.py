@@ -19,6 +19,7 @@ for a set were never fitted on that set."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 
@@ -102,23 +103,35 @@ def shown_mask(rows: BadgeRows, show: tuple[float, float], evidence: tuple[str, 
     return ok & (rows.label >= 0) & (rows.p >= t)
 
 
-def _shortfall(right: np.ndarray, floor: float, min_badges: int) -> float:
-    return max(0.0, floor - float(right.mean())) if len(right) >= min_badges else 0.0
+def share_right(right: np.ndarray, z: float = 0.0) -> float:
+    """The share of `right` badges, or with z > 0 its Wilson lower bound (z standard errors below):
+    a floor held this way is not met by a handful of badges that happened to be right."""
+    n = len(right)
+    p = float(right.mean())
+    if z <= 0.0:
+        return p
+    return (p + z * z / (2 * n) - z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n))) / (1 + z * z / n)
 
 
-def _reachable(rows: BadgeRows, floor: float, min_badges: int, evidence=("strong",)) -> bool:
+def _shortfall(right: np.ndarray, floor: float, min_badges: int, z: float = 0.0) -> float:
+    return max(0.0, floor - share_right(right, z)) if len(right) >= min_badges else 0.0
+
+
+def _reachable(rows: BadgeRows, floor: float, min_badges: int, evidence=("strong",), z: float = 0.0) -> bool:
     """Does some grid point show ≥ min_badges of this set's badges at ≥ floor precision?"""
     for ts in GRID:
         for tr in GRID:
             m = shown_mask(rows, (ts, tr), evidence)
-            if m.sum() >= min_badges and rows.right[m].mean() >= floor:
+            if m.sum() >= min_badges and share_right(rows.right[m], z) >= floor:
                 return True
     return False
 
 
 def fit_display(sets: dict[str, BadgeRows], floor: float = 0.80, high_floor: float = 0.90,
-                min_badges: int = 10) -> DisplayPolicy:
-    held = {n: r for n, r in sets.items() if _reachable(r, floor, min_badges)}
+                min_badges: int = 10, show_z: float = 0.0, high_z: float = 0.0) -> DisplayPolicy:
+    """`show_z` / `high_z`: hold the floors on the Wilson lower bound of each set's share right,
+    that many standard errors below it (0: on the share itself)."""
+    held = {n: r for n, r in sets.items() if _reachable(r, floor, min_badges, z=show_z)}
     best = None
     for evidence in EVIDENCE_CHOICES:
         for ts in GRID:
@@ -127,7 +140,7 @@ def fit_display(sets: dict[str, BadgeRows], floor: float = 0.80, high_floor: flo
                 for name, rows in sets.items():
                     m = shown_mask(rows, (ts, tr), evidence)
                     if name in held:
-                        short += _shortfall(rows.right[m], floor, min_badges)
+                        short += _shortfall(rows.right[m], floor, min_badges, show_z)
                     cover.append(float(m.mean()) if len(m) else 0.0)
                 key = (-round(short, 6), round(float(np.mean(cover)), 6), -ts, -tr)
                 if best is None or key > best[0]:
@@ -140,7 +153,7 @@ def fit_display(sets: dict[str, BadgeRows], floor: float = 0.80, high_floor: flo
             for name, rows in sets.items():
                 m = shown_mask(rows, (hs, hr), ("strong",))
                 if name in held:
-                    short += _shortfall(rows.right[m], high_floor, min_badges)
+                    short += _shortfall(rows.right[m], high_floor, min_badges, high_z)
                 cover.append(float(m.mean()) if len(m) else 0.0)
             key = (-round(short, 6), round(float(np.mean(cover)), 6), -hs, -hr)
             if high is None or key > high[0]:
@@ -148,6 +161,8 @@ def fit_display(sets: dict[str, BadgeRows], floor: float = 0.80, high_floor: flo
     hs, hr = high[1]
     return DisplayPolicy({"SUPPORTS": float(ts), "REFUTES": float(tr)}, {"SUPPORTS": float(hs), "REFUTES": float(hr)},
                          tuple(evidence), {"floor": floor, "high_floor": high_floor, "min_badges": min_badges,
+                                           **({"show_z": show_z} if show_z else {}),
+                                           **({"high_z": high_z} if high_z else {}),
                                            "fitted_on": sorted(sets), "unreachable": sorted(set(sets) - set(held))})
 
 
@@ -197,6 +212,7 @@ DISPLAY_FITS = {
     "p": fit_display,  # thresholds on p(label), fitted to the floor in-sample (the policy before)
     "badge": fit_badges,  # badge scorer + completeness, fitted to the floor in-sample (shipped)
     "badge_held": fit_display_held,  # the same, to a training floor chosen by inner leave-one-set-out
+    "badge_se": partial(fit_badges, show_z=1.0, high_z=1.0),  # the same, floors held one standard error below
 }
 SHIPPED_FIT = "badge"
 

@@ -112,7 +112,8 @@ def lodo_report(tuner: Tuner | None, sets: list[EvalSet], methods=("threshold", 
     """`evs`: the sets' ClaimEvidence by set name when already computed (else the pipeline runs);
     `refutes_floor`: how the guarded fit holds its REFUTES-precision floor (workers/decision/guarded.py);
     `e2e`: set name → (its E2E set, evidence) from `e2e_evidence`, scored beside the FV row;
-    `compare_displays`: also score the other display fits (DISPLAY_FITS) as `shown_<fit>`."""
+    `compare_displays`: also score the other display fits (DISPLAY_FITS) as `shown_<fit>`, and with
+    `e2e` the shipped fit fitted on the training sets' E2E rows too (`shown_badge_e2e`)."""
     e2e = e2e or {}
     evs = evs if evs is not None else {s.name: set_evidence(tuner, s) for s in sets}
     report: dict = {"nli_model": nli_model_meta(tuner)["dir"] if tuner is not None else None,
@@ -130,6 +131,10 @@ def lodo_report(tuner: Tuner | None, sets: list[EvalSet], methods=("threshold", 
         policies = {m: _display(layer, train) for m, layer in layers.items()}
         others = {m: {f: _display(layer, train, f) for f in DISPLAY_FITS if f != SHIPPED_FIT}
                   for m, layer in layers.items()} if compare_displays else {}
+        train_e2e = [e2e[s.name] for s, _ in train if s.name in e2e]  # the training sets' retrieved rows
+        if compare_displays and train_e2e:  # the shipped fit, also fitted on those (as sets of their own)
+            for m, layer in layers.items():
+                others[m]["badge_e2e"] = _display(layer, train + train_e2e)
         scored = [(held, evs[held.name])] + ([e2e[held.name]] if held.name in e2e else [])  # + retrieved evidence
         for s, s_evs in scored:
             row = {m: {**_scored(s, layer, s_evs, policies[m], others.get(m)),

@@ -269,3 +269,22 @@ def test_a_floor_held_one_standard_error_below_asks_more_of_few_badges():
     for rows in sets.values():
         m = shown_mask(rows, (held.show["SUPPORTS"], held.show["REFUTES"]), held.evidence)
         assert share_right(rows.right[m], z=1.0) >= 0.80
+
+
+@pytest.mark.parametrize("reply,thin", [("I have an iguana.", True), ("Seems so!", True),
+                                        ("Iguanas are lizards.", False)])
+def test_a_reply_too_thin_to_check_is_not_supported(reply, thin):
+    """Every word of "I have an iguana." stands in the evidence, but it says something about the
+    speaker the evidence does not: a reply of fewer than MIN_TERMS key terms is never covered.
+    A claim without context is read as it stands (the dialogue scope)."""
+    from dataclasses import replace
+
+    from workers.decision.guarded import MIN_TERMS
+
+    assert MIN_TERMS == 2
+    window = "Iguana is a genus of herbivorous lizards that are native to tropical areas of the Americas."
+    alone = _ev(reply, [window], [[0.8, 0.15, 0.05]], title="Iguana")
+    chat = method("guarded", {"t_supports": 0.35, "t_refutes": 0.56, "on_topic": 0.5, "cover": "half",
+                              "cover_scope": "dialogue"})
+    assert chat.decide(alone).label == "SUPPORTS"
+    assert chat.decide(replace(alone, in_dialogue=True)).label == ("NOT ENOUGH INFO" if thin else "SUPPORTS")

@@ -28,7 +28,7 @@ def _cover_text(p: dict) -> str:
     cover = p.get("cover", "none")
     if cover == "none":
         return ""
-    from workers.decision.guarded import COVER_LEVELS, COVER_SCOPES
+    from workers.decision.guarded import COVER_LEVELS, COVER_SCOPES, MIN_TERMS
 
     share = COVER_LEVELS[cover]
     what = ("names and numbers" if share == 0 else "names, numbers, dates and content words" if share == 1
@@ -42,8 +42,9 @@ def _cover_text(p: dict) -> str:
         f" (asked of replies in a conversation: claims that came with dialogue context{standalone[level]})"
     slot = ("; a supported claim whose number the on-topic evidence states differently is REFUTES"
             if p.get("slot_refutes") else "")
+    thin = f"; a claim of fewer than {MIN_TERMS} key terms is too thin to check" if MIN_TERMS > 1 else ""
     return (f" and that window (or two supporting windows together) states the claim's {what}{scope} — else the "
-            f"claim is at most NOT ENOUGH INFO, its uncovered terms in the verdict{slot}")
+            f"claim is at most NOT ENOUGH INFO, its uncovered terms in the verdict{thin}{slot}")
 
 
 def write_guide_table(guide: Path, display, report: dict, variant: str) -> None:

@@ -28,6 +28,10 @@ ON_TOPIC_DEFAULT = (0.5,)
 # what a SUPPORTS window must state of the claim (see `covers`): every name and number, and this
 # share of its content words (None: coverage not asked)
 COVER_LEVELS = {"none": None, "names": 0.0, "half": 0.5, "most": 0.75, "all": 1.0}
+# a reply asked coverage must state at least this many key terms to be covered at all: one that
+# states fewer ("Seems so.", "Oh there it is", "I have an iguana") is too thin to check — every
+# word of it may stand in the evidence while what it says (about the speaker, about nothing) does not
+MIN_TERMS = 2
 TOPIC = "topic"  # a level of its own: the supporting window must be on the claim's topic (as REFUTES's must)
 SUBJECT = "subject"  # weaker: the supporting window (or its title) names the claim's grammatical subject
 
@@ -53,7 +57,7 @@ def missing_terms(ev, windows: tuple[int, ...]) -> tuple[list[str], bool]:
 def covers(ev, windows: tuple[int, ...], level: str) -> bool:
     """Does the claim hold nothing these windows do not state? Every name and number of the claim
     must be there, and at least COVER_LEVELS[level] of its content words ('all': every key term;
-    'none': not asked). 'topic': one of the windows is on the claim's topic (it names its subject and
+    'none': not asked); a claim of fewer than MIN_TERMS key terms is never covered. 'topic': one of the windows is on the claim's topic (it names its subject and
     covers ON_TOPIC_DEFAULT of its key terms), the test REFUTES evidence already has to pass; 'subject':
     one of them (or its passage title) names the claim's grammatical subject."""
     if level == TOPIC:
@@ -65,10 +69,12 @@ def covers(ev, windows: tuple[int, ...], level: str) -> bool:
         return True
     from .sufficiency import _claim_terms
 
+    terms = _claim_terms(ev.topic or ev.claim)
+    if len(terms) < MIN_TERMS:
+        return False
     missing = set(missing_terms(ev, windows)[0])
     if not missing:
         return True
-    terms = _claim_terms(ev.topic or ev.claim)
     if any(k in ("anchor", "number") and w in missing for k, w, _ in terms):
         return False
     words = [w for k, w, _ in terms if k == "word"]

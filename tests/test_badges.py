@@ -287,4 +287,6 @@ def test_a_reply_too_thin_to_check_is_not_supported(reply, thin):
     chat = method("guarded", {"t_supports": 0.35, "t_refutes": 0.56, "on_topic": 0.5, "cover": "half",
                               "cover_scope": "dialogue"})
     assert chat.decide(alone).label == "SUPPORTS"
-    assert chat.decide(replace(alone, in_dialogue=True)).label == ("NOT ENOUGH INFO" if thin else "SUPPORTS")
+    d = chat.decide(replace(alone, in_dialogue=True))
+    assert d.label == ("NOT ENOUGH INFO" if thin else "SUPPORTS")
+    assert ("too little to check" in d.note) == thin

@@ -54,12 +54,20 @@ def missing_terms(ev, windows: tuple[int, ...]) -> tuple[list[str], bool]:
     return uncovered(ev.topic or ev.claim, tuple(window_text(ev, i) for i in windows))
 
 
+def too_thin(ev) -> bool:
+    """Does the claim (pronouns resolved) state fewer than MIN_TERMS key terms?"""
+    from .sufficiency import _claim_terms
+
+    return len(_claim_terms(ev.topic or ev.claim)) < MIN_TERMS
+
+
 def covers(ev, windows: tuple[int, ...], level: str) -> bool:
     """Does the claim hold nothing these windows do not state? Every name and number of the claim
     must be there, and at least COVER_LEVELS[level] of its content words ('all': every key term;
-    'none': not asked); a claim of fewer than MIN_TERMS key terms is never covered. 'topic': one of the windows is on the claim's topic (it names its subject and
-    covers ON_TOPIC_DEFAULT of its key terms), the test REFUTES evidence already has to pass; 'subject':
-    one of them (or its passage title) names the claim's grammatical subject."""
+    'none': not asked); a claim of fewer than MIN_TERMS key terms is never covered (`too_thin`).
+    'topic': one of the windows is on the claim's topic (it names its subject and covers
+    ON_TOPIC_DEFAULT of its key terms), the test REFUTES evidence already has to pass; 'subject': one
+    of them (or its passage title) names the claim's grammatical subject."""
     if level == TOPIC:
         return any(float(ev.on_topic[i]) >= ON_TOPIC_DEFAULT[0] for i in windows)
     if level == SUBJECT:
@@ -69,12 +77,12 @@ def covers(ev, windows: tuple[int, ...], level: str) -> bool:
         return True
     from .sufficiency import _claim_terms
 
-    terms = _claim_terms(ev.topic or ev.claim)
-    if len(terms) < MIN_TERMS:
+    if too_thin(ev):
         return False
     missing = set(missing_terms(ev, windows)[0])
     if not missing:
         return True
+    terms = _claim_terms(ev.topic or ev.claim)
     if any(k in ("anchor", "number") and w in missing for k, w, _ in terms):
         return False
     words = [w for k, w, _ in terms if k == "word"]

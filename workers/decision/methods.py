@@ -44,7 +44,7 @@ class Decision:
     numbers: dict = field(default_factory=dict)  # what the rationale quotes beside the window's own numbers
     coverage: float | None = None  # the deciding window's on-topic coverage; None when nothing was read
     evidence: str = "none"  # status.evidence: strong | weak | none
-    note: str = ""  # a sentence the rationale's summary adds (why a contradiction could not refute)
+    note: str = ""  # a sentence the rationale's summary adds (why a contradiction could not refute, a reply too thin)
     rule: str = ""  # what decided, as the rationale names it ("layer:guarded", "threshold")
     uncovered: tuple[str, ...] = ()  # the claim's terms the windows the label rests on do not state
 
@@ -236,6 +236,9 @@ class GuardedMethod(_Method):
                    **{k: self.params.get(k) for k in ("t_supports", "t_refutes", "on_topic")}}
         note = (f"The windows read are off the claim's topic (coverage {cov:.2f} < {self.on_topic:g}), "
                 "so their contradiction cannot refute it.") if code == guarded.NEI and cov < self.on_topic else ""
+        if code == guarded.NEI and guarded.COVER_LEVELS.get(asked) is not None and guarded.too_thin(ev):
+            note = (f"The reply states fewer than {guarded.MIN_TERMS} names, numbers or content words: "
+                    "too little to check.")
         return LABELS[code], probs, best, numbers, note, uncovered
 
 

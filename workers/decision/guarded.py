@@ -75,13 +75,13 @@ def covers(ev, windows: tuple[int, ...], level: str) -> bool:
     share = COVER_LEVELS[level]
     if share is None:
         return True
-    from .sufficiency import _claim_terms
-
     if too_thin(ev):
         return False
     missing = set(missing_terms(ev, windows)[0])
     if not missing:
         return True
+    from .sufficiency import _claim_terms
+
     terms = _claim_terms(ev.topic or ev.claim)
     if any(k in ("anchor", "number") and w in missing for k, w, _ in terms):
         return False

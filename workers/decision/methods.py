@@ -234,11 +234,13 @@ class GuardedMethod(_Method):
                      "NOT ENOUGH INFO": probs["NOT ENOUGH INFO"] + probs["REFUTES"]}
         numbers = {"coverage": round(cov, 4), "reply": bool(ev.in_dialogue),
                    **{k: self.params.get(k) for k in ("t_supports", "t_refutes", "on_topic")}}
-        note = (f"The windows read are off the claim's topic (coverage {cov:.2f} < {self.on_topic:g}), "
-                "so their contradiction cannot refute it.") if code == guarded.NEI and cov < self.on_topic else ""
+        note = ""
         if code == guarded.NEI and guarded.COVER_LEVELS.get(asked) is not None and guarded.too_thin(ev):
             note = (f"The reply states fewer than {guarded.MIN_TERMS} names, numbers or content words: "
                     "too little to check.")
+        elif code == guarded.NEI and cov < self.on_topic:
+            note = (f"The windows read are off the claim's topic (coverage {cov:.2f} < {self.on_topic:g}), "
+                    "so their contradiction cannot refute it.")
         return LABELS[code], probs, best, numbers, note, uncovered
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from lab.tuning.datasets import NOT_SUPPORTS, faithdial_label
+from lab.tuning.datasets import NOT_SUPPORTS, EvalSet, attainable_coverage, faithdial_label, set_metrics
 from lab.tuning.display_fit import BadgeRows, fit_badges, fit_display, share_right, shown_mask
 from lab.tuning.fit import fit_decision
 from schemas import Status
@@ -290,3 +290,17 @@ def test_a_reply_too_thin_to_check_is_not_supported(reply, thin):
     d = chat.decide(replace(alone, in_dialogue=True))
     assert d.label == ("NOT ENOUGH INFO" if thin else "SUPPORTS")
     assert ("too little to check" in d.note) == thin
+
+
+def test_the_attainable_coverage_is_every_right_badge_plus_the_wrong_ones_the_floor_allows():
+    """8 right and 5 wrong badges among 40 claims: at 80 % a display can show the 8 and 2 wrong ones
+    (10 of 40, 25 %), never more, whatever it scores; with no wrong badge it can show all it has."""
+    right = [True] * 8 + [False] * 5
+    assert attainable_coverage(right, 40) == 25.0
+    assert attainable_coverage([True] * 8, 40) == 20.0
+    assert attainable_coverage([False] * 3, 40) == 0.0
+    s = EvalSet("toy", [None] * 40, ["SUPPORTS"] * 8 + ["NOT ENOUGH INFO"] * 32, [str(i) for i in range(40)],
+                ("SUPPORTS", "REFUTES", "NOT ENOUGH INFO"))
+    pred = ["SUPPORTS"] * 13 + ["NOT ENOUGH INFO"] * 27
+    shown = [CONSTANT.display(p, {p: 0.9}, Status("ok", None, "strong")) for p in pred]
+    assert set_metrics(s, pred, shown)["shown"]["attainable"] == 25.0

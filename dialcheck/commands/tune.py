@@ -171,7 +171,7 @@ def run_lodo(args) -> int:
                 sh = r.get("shown") or {}
                 print(f"{name:14s} {m:16s} macro-F1 {r['macro_f1']:6.2f}  S-prec {r['supports_precision']}  "
                       f"R-prec {r['refutes_precision']} ({r['refutes_predicted']})  shown {sh.get('coverage')} % "
-                      f"at {sh.get('precision')} %  NEI-rec {r['nei_recall']}")
+                      f"at {sh.get('precision')} % (attainable {sh.get('attainable')} %)  NEI-rec {r['nei_recall']}")
     return 0
 
 

@@ -141,6 +141,20 @@ def badge_right(s: EvalSet, gold: str, pred: str) -> bool:
     return gold != "SUPPORTS" if s.binary else gold == pred
 
 
+SHOWN_FLOOR = 0.80  # the precision shown badges are held to (lab/tuning/display_fit.py fit_display's floor)
+
+
+def attainable_coverage(right: list[bool], n: int, floor: float = SHOWN_FLOOR) -> float:
+    """The largest share of a set's n claims (%) that any display could show with these labels while
+    keeping shown badges right ≥ `floor`: every right badge plus as many wrong ones as the floor
+    allows. A display only hides badges, so a coverage target above this is a target for the
+    decision (or the verifier), not for the display."""
+    good = sum(right)
+    wrong = len(right) - good
+    extra = int(good * (1 - floor) / floor + 1e-9)  # wrong badges that keep good / (good + extra) ≥ floor
+    return round(100 * (good + min(wrong, extra)) / max(n, 1), 1)
+
+
 def _precision(right: list[bool]) -> float | None:
     return round(100 * sum(right) / len(right), 1) if right else None
 
@@ -149,7 +163,8 @@ def set_metrics(s: EvalSet, pred: list[str], shown: list | None = None) -> dict:
     """The yardstick's numbers for one set: macro-F1 over the labels it has, accuracy, SUPPORTS and
     REFUTES precision (a binary set: REFUTES whose gold is not SUPPORTS), NOT ENOUGH INFO recall,
     and with `shown` (each claim's `Display`) the shown badges: coverage (share of claims shown),
-    precision overall and per confidence band."""
+    precision overall and per confidence band, and the coverage attainable at the 80 % floor by any
+    display of these labels (`attainable_coverage`)."""
     from lab.evaluation.scoring import macro_f1
 
     gold = s.labels
@@ -168,6 +183,7 @@ def set_metrics(s: EvalSet, pred: list[str], shown: list | None = None) -> dict:
         badges = [(d.confidence, badge_right(s, g, p)) for g, p, d in zip(gold, pred, shown) if d.show]
         out["shown"] = {"coverage": round(100 * len(badges) / max(len(gold), 1), 1), "n": len(badges),
                         "precision": _precision([r for _, r in badges]),
+                        "attainable": attainable_coverage(refutes + supports, len(gold)),
                         **{band: {"n": sum(c == band for c, _ in badges),
                                   "precision": _precision([r for c, r in badges if c == band])}
                            for band in ("high", "medium")}}

@@ -70,12 +70,16 @@ def test_tune_bm25_runs(in_tmp, slice_file, capsys):
 
 @pytest.mark.model
 def test_tune_decision_lodo_on_two_small_sets(in_tmp, capsys):
+    """On the surface the stream reads (`--fv-surface r4g`); every shown row says what a display
+    could attain at most with its labels."""
     report = run(capsys, "decision", "--lodo", "--sets", "dialfact,hybridial", "--limit-per-set", "20",
-                 "--folds", "2", "--json")
-    assert set(report["left_out"]) == {"dialfact", "hybridial"}
+                 "--folds", "2", "--fv-surface", "r4g", "--json")
+    assert set(report["left_out"]) == {"dialfact", "hybridial"} and report["surface"] == "r4g"
     row = report["left_out"]["hybridial"]
     assert {"threshold", "argmax", "guarded", "logreg"} <= set(row)
     assert row["guarded"]["n"] == 20 and "params" in row["guarded"]
+    shown = row["guarded"]["shown"]
+    assert shown["coverage"] <= shown["attainable"] or shown["precision"] < 80
     assert "dialfact_grouped_cv" in report
 
 

@@ -48,6 +48,9 @@ def register(sub) -> None:
                    help="--lodo: also score SET (dialfact or hybridial) end to end, retrieving from INDEX_DIR "
                         "(default: the settings' index), with the fits that leave SET out; repeatable")
     d.add_argument("--e2e-surface", default="r4g", help="--lodo --e2e: the claim surface (default r4g, as the stream)")
+    d.add_argument("--fv-surface", choices=("r0", "r4g"), default="r0",
+                   help="--lodo: the FV rows' claim surface, fitted on and scored alike (default r0, the reply as "
+                        "written, as the shipped fit; r4g: R1-R4 behind the gate, as the stream reads it)")
     d.add_argument("--compare-displays", action="store_true",
                    help="--lodo: also score the other display fits (thresholds on p alone; the badge scorer held "
                         "to a stricter training floor; its floors held one standard error below) as shown_p / shown_badge_held / "
@@ -57,7 +60,10 @@ def register(sub) -> None:
     g.add_argument("--which", choices=["fv", "ir"], default="fv", help="τ_FV (FV labels) or τ_IR (E2E labels)")
     g.set_defaults(func=run_gate)
     f.add_argument("--method", default="logreg")
-    f.add_argument("--surface", default="r4g")
+    f.add_argument("--surface", default="r4g",
+                   help="the claim surface the fit reads (default r4g, as the stream); --method guarded is fitted on "
+                        "the yardstick's FV rows at r0 whatever this says (`tune decision --lodo --fv-surface r4g` "
+                        "measures the other)")
     f.add_argument("--out", default="workers/decision/params/decision.json")
     f.add_argument("--limit-per-set", type=int, default=None, help="guarded: at most N claims per set")
     f.add_argument("--refutes-floor", choices=("per_set", "pooled"), default="per_set",
@@ -162,7 +168,8 @@ def run_lodo(args) -> int:
     e2e = {name: e2e_evidence(t, next(x for x in sets if x.name == name), index_dir, args.e2e_surface)
            for name, index_dir in e2e_specs.items()}
     report = lodo_report(t, sets, methods, shipped, args.folds, refutes_floor=args.refutes_floor, e2e=e2e,
-                         shipped_display=shipped_display, compare_displays=args.compare_displays)
+                         shipped_display=shipped_display, compare_displays=args.compare_displays,
+                         surface=args.fv_surface)
     if args.json:
         print(json.dumps(report, indent=1))
     else:

@@ -29,14 +29,15 @@ FITTED = ("guarded", "logreg")
 E2E_SETS = ("dialfact", "hybridial")  # DialFact-format: dialogue context, passages to index
 
 
-def set_evidence(tuner: Tuner, s: EvalSet) -> list:
-    """The real FV pipeline at R0 over a set's claims with their gold evidence."""
+def set_evidence(tuner: Tuner, s: EvalSet, surface: str = "r0") -> list:
+    """The real FV pipeline over a set's claims with their gold evidence, each claim at `surface`
+    (R0: the reply as written, the yardstick's rows; r4g: R1–R4 behind the gate, as the stream reads it)."""
     from workers.stages import claim_evidence
 
-    log(f"{s.name}: {len(s)} claims through the FV pipeline")
+    log(f"{s.name}: {len(s)} claims through the FV pipeline ({surface})")
     out = []
     for start in range(0, len(s), 1000):  # bounded memory; the NLI pairs are cached on disk
-        out += [claim_evidence(st) for st in tuner.states(s.items[start:start + 1000], "fv", "r0")]
+        out += [claim_evidence(st) for st in tuner.states(s.items[start:start + 1000], "fv", surface)]
     return out
 
 
@@ -108,17 +109,18 @@ def _scored(s: EvalSet, layer: DecisionMethod, s_evs: list, policy, others: dict
 def lodo_report(tuner: Tuner | None, sets: list[EvalSet], methods=("threshold", "argmax", "guarded", "logreg"),
                 shipped: DecisionMethod | None = None, k: int = 5, evs: dict | None = None,
                 refutes_floor: str = "per_set", e2e: dict | None = None, shipped_display=None,
-                compare_displays: bool = False) -> dict:
+                compare_displays: bool = False, surface: str = "r0") -> dict:
     """`evs`: the sets' ClaimEvidence by set name when already computed (else the pipeline runs);
     `refutes_floor`: how the guarded fit holds its REFUTES-precision floor (workers/decision/guarded.py);
     `e2e`: set name → (its E2E set, evidence) from `e2e_evidence`, scored beside the FV row;
     `compare_displays`: also score the other display fits (DISPLAY_FITS) as `shown_<fit>`, and with
-    `e2e` the shipped fit fitted on the training sets' E2E rows too (`shown_badge_e2e`)."""
+    `e2e` the shipped fit fitted on the training sets' E2E rows too (`shown_badge_e2e`);
+    `surface`: the FV rows' claim surface (`set_evidence`), fitted on and scored alike."""
     e2e = e2e or {}
-    evs = evs if evs is not None else {s.name: set_evidence(tuner, s) for s in sets}
+    evs = evs if evs is not None else {s.name: set_evidence(tuner, s, surface) for s in sets}
     report: dict = {"nli_model": nli_model_meta(tuner)["dir"] if tuner is not None else None,
                     "nli_fingerprint": getattr(tuner, "fp", None),
-                    "protocol": "fv", "surface": "r0",
+                    "protocol": "fv", "surface": surface,
                     "sets": {s.name: {"n": len(s), "labels": list(s.label_space),
                                       "in_nli_training": IN_NLI_TRAINING.get(s.name, False)} for s in sets},
                     "left_out": {}}

@@ -141,7 +141,7 @@ def badge_right(s: EvalSet, gold: str, pred: str) -> bool:
     return gold != "SUPPORTS" if s.binary else gold == pred
 
 
-SHOWN_FLOOR = 0.80  # the precision shown badges are held to (lab/tuning/display_fit.py fit_display's floor)
+SHOWN_FLOOR = 0.80  # the precision shown badges are held to: the display fits' floor (lab/tuning/display_fit.py)
 
 
 def attainable_coverage(right: list[bool], n: int, floor: float = SHOWN_FLOOR) -> float:

@@ -26,6 +26,8 @@ import numpy as np
 from schemas import Status
 from workers.display import BADGE_FEATURES, BADGES, BadgeFacts, BadgeScorer, DisplayPolicy
 
+from .datasets import SHOWN_FLOOR
+
 GRID = tuple(np.round(np.arange(0.30, 1.001, 0.02), 2)) + (1.01,)  # 1.01: never shown
 EVIDENCE_CHOICES = (("strong",), ("strong", "weak"))
 
@@ -127,7 +129,7 @@ def _reachable(rows: BadgeRows, floor: float, min_badges: int, evidence=("strong
     return False
 
 
-def fit_display(sets: dict[str, BadgeRows], floor: float = 0.80, high_floor: float = 0.90,
+def fit_display(sets: dict[str, BadgeRows], floor: float = SHOWN_FLOOR, high_floor: float = 0.90,
                 min_badges: int = 10, show_z: float = 0.0, high_z: float = 0.0) -> DisplayPolicy:
     """`show_z` / `high_z`: hold the floors on the Wilson lower bound of each set's share right,
     that many standard errors below it (0: on the share itself)."""
@@ -177,7 +179,7 @@ def _precision_on(rows: BadgeRows, policy: DisplayPolicy, high: bool = False) ->
     return int(m.sum()), float(rows.right[m].mean()) if m.any() else 1.0
 
 
-def fit_display_held(sets: dict[str, BadgeRows], floor: float = 0.80, high_floor: float = 0.90,
+def fit_display_held(sets: dict[str, BadgeRows], floor: float = SHOWN_FLOOR, high_floor: float = 0.90,
                      min_badges: int = 10, scorer: bool = True, complete: bool = True) -> DisplayPolicy:
     """The display policy (`fit_badges`) meant to stay right ≥ `floor` on a set it never saw, not
     only on the sets it was fitted on (measured: it does not, docs/results.md): fitted to a stricter training floor, the least of

@@ -1,0 +1,275 @@
+"""The feedback store: judgements of verdicts, joined to the verdicts they judge.
+
+Why verdicts are stored too: a judgement names a verdict (claim id, or turn and claim index); the
+display is refitted from the verdict's own numbers (`BadgeFacts.of_verdict` reads them back from
+the full published verdict dict), so each verdict is kept as published and the join is made when
+read (`judged`), whichever arrived first.
+
+Why SQLite by default: one file (artifacts/feedback.sqlite3, setting DIALCHECK_FEEDBACK_STORE), the
+standard library, WAL (the worker writes while /metrics and `dialcheck feedback stats` read) and
+`synchronous=FULL` (a committed judgement survives a crash of the machine, not only of the process).
+A `postgresql://` URL uses psycopg 3 (`pip install "psycopg[binary]"`; docs/operations.md); only the
+embedded store is tested.
+
+Idempotent: each judgement has a natural key (source, conversation, turn, claim, feedback id or time:
+`Feedback.key`), written with an UPSERT, so a redelivered record lands on its own row; a later
+record with the same key replaces it only if it is not older (a changed mind, never a stale replay).
+A verdict is kept as first stored (its claim id is the key)."""
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable
+
+import orjson
+
+from schemas.feedback import Feedback
+from schemas.settings import REPO_ROOT
+
+from .precision import DEFAULT_CONFIDENCE, Precision, buckets_of, precision_rows
+
+DEFAULT_PATH = REPO_ROOT / "artifacts" / "feedback.sqlite3"
+POSTGRES_SCHEMES = ("postgresql://", "postgres://")
+
+_SCHEMA = [
+    """CREATE TABLE IF NOT EXISTS verdicts (
+        claim_id TEXT PRIMARY KEY, conversation_id TEXT NOT NULL, turn_id TEXT NOT NULL, claim_index INTEGER NOT NULL,
+        label TEXT NOT NULL, shown INTEGER, confidence TEXT, verdict TEXT NOT NULL, stored_at DOUBLE PRECISION NOT NULL)""",
+    "CREATE INDEX IF NOT EXISTS verdicts_turn ON verdicts (conversation_id, turn_id, claim_index)",
+    """CREATE TABLE IF NOT EXISTS feedback (
+        source TEXT NOT NULL, conversation_id TEXT NOT NULL, turn_id TEXT NOT NULL, claim_ref TEXT NOT NULL,
+        fkey TEXT NOT NULL, claim_id TEXT, claim_index INTEGER, label_shown TEXT NOT NULL, confidence_shown TEXT,
+        shown INTEGER, judgement TEXT NOT NULL, ts DOUBLE PRECISION NOT NULL, note TEXT, record TEXT NOT NULL,
+        received_at DOUBLE PRECISION NOT NULL,
+        PRIMARY KEY (source, conversation_id, turn_id, claim_ref, fkey))""",
+]
+_UPSERT_FEEDBACK = """INSERT INTO feedback (source, conversation_id, turn_id, claim_ref, fkey, claim_id, claim_index,
+        label_shown, confidence_shown, shown, judgement, ts, note, record, received_at)
+    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+    ON CONFLICT (source, conversation_id, turn_id, claim_ref, fkey) DO UPDATE SET
+        claim_id = excluded.claim_id, claim_index = excluded.claim_index, label_shown = excluded.label_shown,
+        confidence_shown = excluded.confidence_shown, shown = excluded.shown, judgement = excluded.judgement,
+        ts = excluded.ts, note = excluded.note, record = excluded.record, received_at = excluded.received_at
+    WHERE excluded.ts >= feedback.ts"""
+_INSERT_VERDICT = """INSERT INTO verdicts (claim_id, conversation_id, turn_id, claim_index, label, shown, confidence,
+        verdict, stored_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (claim_id) DO NOTHING"""
+# each judgement with the verdict it names: by claim id, else by turn and claim index
+_JOIN = """FROM feedback f LEFT JOIN verdicts v ON v.claim_id = COALESCE(f.claim_id,
+        (SELECT w.claim_id FROM verdicts w WHERE w.conversation_id = f.conversation_id AND w.turn_id = f.turn_id
+         AND w.claim_index = f.claim_index))"""
+_JUDGED = """SELECT f.source, f.conversation_id, f.turn_id, f.claim_id, f.claim_index, f.label_shown, f.confidence_shown,
+        f.shown, f.judgement, f.ts, f.received_at, v.claim_id, v.claim_index, v.shown, v.confidence, v.verdict, f.note
+    """ + _JOIN
+# per (label, confidence, shown, judgement): the record's own confidence and shown, else the stored verdict's
+_EFFECTIVE = """SELECT f.label_shown, COALESCE(f.confidence_shown, v.confidence), COALESCE(f.shown, v.shown),
+        f.judgement, COUNT(*) """ + _JOIN + """
+    GROUP BY f.label_shown, COALESCE(f.confidence_shown, v.confidence), COALESCE(f.shown, v.shown), f.judgement"""
+
+
+class StoreUnavailable(RuntimeError):
+    """The store cannot be opened (a bad path, a missing driver): one line for the CLI."""
+
+
+@dataclass(frozen=True)
+class JudgedVerdict:
+    """One judgement with the verdict it judges (the full published verdict dict; None when that
+    verdict was never stored)."""
+    verdict: dict | None
+    judgement: str  # right | wrong | unsure
+    source: str  # user | moderator | annotator
+    conversation_id: str
+    turn_id: str
+    claim_index: int | None
+    label_shown: str
+    received_at: float
+    claim_id: str | None = None
+    confidence_shown: str | None = None  # the record's, else the stored verdict's display.confidence
+    shown: bool | None = None  # the record's, else the stored verdict's display.show
+    ts: float | None = None
+    note: str | None = None
+
+
+def _display(v: dict) -> tuple[int | None, str | None]:
+    d = v.get("display") if isinstance(v.get("display"), dict) else None
+    if not d:
+        return None, None
+    show = d.get("show")
+    return (None if not isinstance(show, bool) else int(show)), d.get("confidence")
+
+
+def _as_dict(v) -> dict:
+    if isinstance(v, dict):
+        return v
+    return orjson.loads(v.to_json())  # a schemas.Verdict: its published form
+
+
+class FeedbackStore:
+    """SQLite file (default) or PostgreSQL URL. Thread-safe (one connection behind a lock): the worker
+    writes from its store thread while the metrics thread reads."""
+
+    def __init__(self, url_or_path: str | Path | None = None):
+        target = str(url_or_path) if url_or_path not in (None, "") else str(DEFAULT_PATH)
+        self.url = target
+        self.postgres = target.startswith(POSTGRES_SCHEMES)
+        self._lock = threading.Lock()
+        if self.postgres:
+            try:
+                import psycopg
+            except ImportError:
+                raise StoreUnavailable("a postgresql:// feedback store needs psycopg 3: pip install \"psycopg[binary]\" "
+                                       "(docs/operations.md)") from None
+            try:
+                self._conn = psycopg.connect(target, autocommit=False)
+            except Exception as e:  # noqa: BLE001 - the URL may carry a password: never quote it
+                raise StoreUnavailable(f"cannot connect to the feedback store ({type(e).__name__})") from None
+        else:
+            import sqlite3
+
+            path = Path(target[len("sqlite:///"):] if target.startswith("sqlite:///") else target).expanduser()
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                self._conn = sqlite3.connect(str(path), timeout=30.0, check_same_thread=False, isolation_level=None)
+                self._conn.execute("PRAGMA journal_mode=WAL")
+                self._conn.execute("PRAGMA synchronous=FULL")
+                self._conn.execute("PRAGMA busy_timeout=30000")
+            except (OSError, sqlite3.Error) as e:
+                raise StoreUnavailable(f"cannot open the feedback store {path}: {e}") from None
+            self.path = path
+        with self._tx() as cur:
+            for stmt in _SCHEMA:
+                cur.execute(stmt)
+
+    # -- plumbing --------------------------------------------------------------------------------
+    def _sql(self, stmt: str) -> str:
+        return stmt.replace("?", "%s") if self.postgres else stmt
+
+    class _Tx:
+        def __init__(self, store: "FeedbackStore"):
+            self.store = store
+
+        def __enter__(self):
+            self.store._lock.acquire()
+            self.cur = self.store._conn.cursor()
+            if not self.store.postgres:
+                self.cur.execute("BEGIN IMMEDIATE")
+            return self
+
+        def execute(self, stmt: str, params=()):
+            return self.cur.execute(self.store._sql(stmt), params)
+
+        def executemany(self, stmt: str, rows):
+            return self.cur.executemany(self.store._sql(stmt), rows)
+
+        def __exit__(self, exc_type, *exc):
+            try:
+                if exc_type is None:
+                    self.store._conn.commit() if self.store.postgres else self.cur.execute("COMMIT")
+                else:
+                    self.store._conn.rollback() if self.store.postgres else self.cur.execute("ROLLBACK")
+            finally:
+                self.cur.close()
+                self.store._lock.release()
+
+    def _tx(self) -> "_Tx":
+        return FeedbackStore._Tx(self)
+
+    def _query(self, stmt: str, params=()) -> list[tuple]:
+        with self._lock:
+            cur = self._conn.cursor()
+            try:
+                cur.execute(self._sql(stmt), params)
+                rows = cur.fetchall()
+            finally:
+                cur.close()
+            if self.postgres:
+                self._conn.rollback()  # end the read transaction
+            return rows
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    def __enter__(self) -> "FeedbackStore":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # -- writing ---------------------------------------------------------------------------------
+    def add_feedback(self, records: Iterable[Feedback], received_at: float | None = None) -> int:
+        """Upsert judgements in one transaction, committed when this returns (the caller acks after)."""
+        now = time.time() if received_at is None else received_at
+        rows = [(*f.key, f.claim_id, f.claim_index, f.label_shown, f.confidence_shown,
+                 None if f.shown is None else int(f.shown), f.judgement, f.ts, f.note, f.to_json().decode(), now)
+                for f in records]
+        if rows:
+            with self._tx() as tx:
+                tx.executemany(_UPSERT_FEEDBACK, rows)
+        return len(rows)
+
+    def add_verdicts(self, verdicts: Iterable, claim_indexes: Iterable[int] | None = None) -> int:
+        """Store published verdicts (dicts or schemas.Verdict), first copy kept. Without
+        `claim_indexes`, a verdict's index is its position among the same turn's verdicts in this call
+        (pass a TurnResult's verdicts in order: each claim's, then the turn's own)."""
+        now, rows, seen = time.time(), [], {}
+        idx = iter(claim_indexes) if claim_indexes is not None else None
+        for v in verdicts:
+            d = _as_dict(v)
+            turn = (d["conversation_id"], d["turn_id"])
+            i = next(idx) if idx is not None else seen.get(turn, 0)
+            seen[turn] = i + 1
+            shown, conf = _display(d)
+            rows.append((d["claim_id"], d["conversation_id"], d["turn_id"], int(i), d["label"], shown, conf,
+                         orjson.dumps(d, option=orjson.OPT_SERIALIZE_NUMPY).decode(), now))
+        if rows:
+            with self._tx() as tx:
+                tx.executemany(_INSERT_VERDICT, rows)
+        return len(rows)
+
+    # -- reading ---------------------------------------------------------------------------------
+    def judged(self, joined_only: bool = True) -> list[JudgedVerdict]:
+        """Every stored judgement with the verdict it judges, oldest first; `joined_only=False` also
+        returns those whose verdict was never stored (verdict None)."""
+        out = []
+        for (source, conv, turn, cid, cidx, label, conf, shown, judgement, ts, received, vcid, vidx, vshown, vconf,
+             vjson, note) in self._query(_JUDGED + " ORDER BY f.received_at, f.ts"):
+            if vjson is None and joined_only:
+                continue
+            eff_shown = shown if shown is not None else vshown
+            out.append(JudgedVerdict(verdict=orjson.loads(vjson) if vjson is not None else None, judgement=judgement,
+                                     source=source, conversation_id=conv, turn_id=turn,
+                                     claim_index=cidx if cidx is not None else vidx, label_shown=label,
+                                     received_at=float(received), claim_id=cid or vcid,
+                                     confidence_shown=conf or vconf,
+                                     shown=None if eff_shown is None else bool(eff_shown), ts=float(ts), note=note))
+        return out
+
+    def counts(self) -> dict:
+        """Totals for stats and metrics: judgements by judgement and by source, verdicts stored, and
+        judgements whose verdict is not stored (yet)."""
+        by_j = dict(self._query("SELECT judgement, COUNT(*) FROM feedback GROUP BY judgement"))
+        by_s = dict(self._query("SELECT source, COUNT(*) FROM feedback GROUP BY source"))
+        (verdicts,), = self._query("SELECT COUNT(*) FROM verdicts")
+        (unjoined,), = self._query("SELECT COUNT(*) " + _JOIN + " WHERE v.claim_id IS NULL")
+        return {"feedback": sum(by_j.values()), "judgement": {j: int(by_j.get(j, 0)) for j in ("right", "wrong", "unsure")},
+                "source": {k: int(n) for k, n in by_s.items()}, "verdicts": int(verdicts), "unjoined": int(unjoined)}
+
+    def precision(self, target: float = 0.85, confidence: float = DEFAULT_CONFIDENCE) -> list[Precision]:
+        """Per bucket (SUPPORTS, REFUTES, high): shown-badge precision from the judgements so far (right
+        and wrong; unsure left out), its interval, and the coverage of the stored verdicts."""
+        judged: dict[str, list[int]] = {}
+        for label, conf, shown, judgement, n in self._query(_EFFECTIVE):
+            if judgement == "unsure":
+                continue
+            for b in buckets_of(label, conf, None if shown is None else bool(shown)):
+                pair = judged.setdefault(b, [0, 0])
+                pair[0 if judgement == "right" else 1] += int(n)
+        shown = {"SUPPORTS": 0, "REFUTES": 0, "high": 0}
+        for label, conf, n in self._query("SELECT label, confidence, COUNT(*) FROM verdicts WHERE shown = 1 "
+                                          "GROUP BY label, confidence"):
+            for b in buckets_of(label, conf, True):
+                shown[b] += int(n)
+        (total,), = self._query("SELECT COUNT(*) FROM verdicts")
+        return precision_rows({b: (r, w) for b, (r, w) in judged.items()}, shown, int(total), target, confidence)

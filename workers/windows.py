@@ -47,10 +47,22 @@ def split_sentences(text: str, splitter: str | None = None) -> list[str]:
 
 
 def windows(passage: str, splitter: str | None = None) -> list[str]:
+    return list(_windows(passage, splitter or SPLITTER))
+
+
+@lru_cache(maxsize=4096)
+def _windows(passage: str, splitter: str) -> tuple[str, ...]:
+    """A passage's windows, remembered: in a chat stream follow-up turns read the same retrieved
+    passages again (hit rate in `window_cache_stats`)."""
     sents = split_sentences(passage, splitter)
     if len(sents) <= 1:
-        return sents or ([passage] if passage.strip() else [])
-    return sents + [f"{a} {b}" for a, b in zip(sents, sents[1:])]
+        return tuple(sents or ([passage] if passage.strip() else []))
+    return tuple(sents + [f"{a} {b}" for a, b in zip(sents, sents[1:])])
+
+
+def window_cache_stats() -> dict[str, int]:
+    info = _windows.cache_info()
+    return {"hits": info.hits, "misses": info.misses}
 
 
 def _suffix_lemma(w: str) -> str:
@@ -78,9 +90,20 @@ def normalise(text: str, stemmer: str | None = None) -> list[str]:
     return [_stem(w, stemmer or STEMMER) for w in _WORD.findall(text.lower())]
 
 
+@lru_cache(maxsize=16384)
+def _tokens(text: str, stemmer: str) -> tuple[str, ...]:
+    return tuple(normalise(text, stemmer))
+
+
+@lru_cache(maxsize=4)
+def _stems_of_stop(stemmer: str) -> frozenset[str]:
+    return frozenset(_stem(w, stemmer) for w in _STOP)
+
+
 def prescore(window: str, fact: str, stemmer: str | None = None) -> float:
-    wt, ft = normalise(window, stemmer), normalise(fact, stemmer)
-    stop = {_stem(w, stemmer or STEMMER) for w in _STOP}
+    stemmer = stemmer or STEMMER
+    wt, ft = _tokens(window, stemmer), _tokens(fact, stemmer)
+    stop = _stems_of_stop(stemmer)
     fset = {t for t in ft if t not in stop} or set(ft)
     wset = set(wt)
     if not fset or not wset:

@@ -1,0 +1,142 @@
+"""The verdict contract (verdict.schema.json): what a worker publishes on chat.verdicts.
+
+Readers of any schema version get the typed Verdict back (`parse_verdict`, `Verdict.from_dict`);
+fields a later minor version adds are ignored, as the schema asks."""
+from __future__ import annotations
+
+import hashlib
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Literal
+
+import orjson
+
+from schemas.wire import known_fields, validate
+
+Label = Literal["SUPPORTS", "REFUTES", "NOT ENOUGH INFO"]
+LABELS: tuple[str, str, str] = ("SUPPORTS", "REFUTES", "NOT ENOUGH INFO")
+
+
+def claim_id(conversation_id: str, turn_id: str, claim: str) -> str:
+    """Stable across redeliveries and workers: the downstream dedup key."""
+    return hashlib.sha1(f"{conversation_id}\x00{turn_id}\x00{claim}".encode()).hexdigest()[:20]
+
+
+@dataclass
+class GateDecision:
+    score: float
+    e: float
+    c: float
+    sim: float
+    threshold: float
+    accepted: bool
+
+
+@dataclass
+class Surface:
+    name: str
+    text: str
+    candidate: str | None = None
+    candidate_text: str | None = None
+    gate: GateDecision | None = None
+
+
+@dataclass
+class Evidence:
+    passage_id: str
+    title: str
+    text: str
+    window: str = ""
+    retrieval_score: float | None = None
+    prescore: float | None = None
+    entail: float = 0.0
+    neutral: float = 0.0
+    contradict: float = 0.0
+    url: str | None = None  # schema 2.1: the passage's source link (its own, or derived for Wikipedia)
+
+
+@dataclass
+class Status:
+    state: Literal["ok", "degraded", "error"] = "ok"
+    # why the state is not ok; when ok, null unless the check itself was incomplete (no passage
+    # retrieved, claims left unchecked): weak evidence is `evidence`, not-check-worthy the rationale
+    reason: str | None = None
+    # how well the evidence the decision read bears on the claim: strong (the deciding window is
+    # about the claim's subject), weak (only off-topic or silent windows), none (nothing was read)
+    evidence: Literal["strong", "weak", "none"] | None = None
+
+
+@dataclass(frozen=True)
+class Display:
+    """Schema 2.1's display hint: what a chat app shows users (the rule: workers/display.py)."""
+    show: bool
+    tone: Literal["supported", "disputed", "unverified"]
+    confidence: Literal["high", "medium", "low"]
+
+
+SCHEMA_VERSION = "2.2"
+# `timings_ms` keys that are not a stage's milliseconds: `batch_items` (2.1: how many claims shared a
+# batched stage's time, a count) and `dense_client_side` (a flag: dense re-scoring encoded the
+# passages itself). Readers that treat the rest as stage times skip these (metrics, `dialcheck check`).
+TIMING_META_KEYS = frozenset({"batch_items", "dense_client_side"})
+
+
+@dataclass
+class Verdict:
+    conversation_id: str
+    turn_id: str
+    claim_id: str
+    claim: str
+    surface: Surface
+    label: str
+    probabilities: dict[str, float]
+    evidence: list[Evidence]
+    model_versions: dict[str, str]
+    timings_ms: dict[str, float]
+    status: Status
+    # what to show users (schema 2.1; workers/display.py sets it on every verdict the pipeline makes;
+    # None in verdicts read from before 2.1)
+    display: Display | None = None
+    created_at: float = field(default_factory=time.time)
+    rationale: dict | None = None  # why this label: rule or layer, its numbers, the window it read (schema)
+    schema_version: str = SCHEMA_VERSION  # verdict.schema.json's version; 1 had no rationale, 2.1 adds display and url, 2.2 uncovered
+    # set by the stream worker as it publishes (null from `check`/`eval`): the producer's `ts` echoed,
+    # and milliseconds from that `ts` (or the record's Kafka timestamp) to publishing
+    ts: float | None = None
+    latency_ms: float | None = None
+    # schema 2.2: the claim's names, numbers and words that the evidence the label rests on does not
+    # state, as written in the claim (an app can grey them out); None where coverage was not checked
+    uncovered: list[str] | None = None
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    def to_json(self) -> bytes:
+        """The published form: probabilities and retrieval scores rounded to 4 places (run files keep
+        full precision)."""
+        d = self.to_dict()
+        d["probabilities"] = {k: round(float(p), 4) for k, p in d["probabilities"].items()}
+        for e in d["evidence"]:
+            for k in ("entail", "neutral", "contradict"):
+                e[k] = round(float(e[k]), 4)
+            if e.get("retrieval_score") is not None:
+                e["retrieval_score"] = round(float(e["retrieval_score"]), 4)
+        return orjson.dumps(d, option=orjson.OPT_SERIALIZE_NUMPY)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Verdict":
+        """A published verdict of any version back to a Verdict: version 1 (no `schema_version`, no
+        rationale), 2 and 2.1; fields this version does not know are ignored, as the schema asks."""
+        s = known_fields(Surface, d["surface"])
+        s["gate"] = GateDecision(**known_fields(GateDecision, s["gate"])) if s.get("gate") else None
+        shown = d.get("display")
+        return cls(**{**known_fields(cls, d), "schema_version": d.get("schema_version", "1"), "surface": Surface(**s),
+                      "evidence": [Evidence(**known_fields(Evidence, e)) for e in d["evidence"]],
+                      "status": Status(**known_fields(Status, d["status"])),
+                      "display": Display(**known_fields(Display, shown)) if isinstance(shown, dict) else None})
+
+
+def parse_verdict(raw: bytes) -> Verdict:
+    obj = orjson.loads(raw)
+    validate("verdict", obj)
+    return Verdict.from_dict(obj)

@@ -7,10 +7,56 @@ from __future__ import annotations
 
 import ssl
 from typing import Any
+from urllib.parse import unquote
 
-from schemas.settings import Settings, parse_bootstrap  # noqa: F401 - the one parser of broker URLs
+from schemas.settings import Settings
 
 _PROTOCOLS = {"PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"}
+
+
+def parse_bootstrap(value: str) -> tuple[list[str], dict[str, Any]]:
+    """The Kafka bootstrap setting → (hosts, security the URL gives), the one parser of broker URLs;
+    the functions below build the clients' options from it (KafkaSettings checks the same form at
+    load time, schemas/settings/kafka.py). 'h1:9092,kafka://h2:9092' → (['h1:9092', 'h2:9092'], {}).
+    `kafka://user:pass@host:port` → SASL_PLAINTEXT, `kafkas://user:pass@host:port` → SASL_SSL
+    (`kafkas://host:port` alone: SSL): the hosts come back without the credentials, which are
+    {security_protocol, sasl_username, sasl_password} (percent-decoded). ValueError, in one line
+    that never quotes the password, for another scheme, a user without a password, credentials
+    without a scheme, or different credentials for different hosts."""
+    hosts: list[str] = []
+    found: dict[str, Any] = {}
+    for part in value.replace(";", ",").split(","):
+        part = part.strip()
+        if not part:
+            continue
+        scheme = ""
+        if "://" in part:
+            scheme, part = part.split("://", 1)
+            scheme = scheme.lower()
+            if scheme not in ("kafka", "kafkas"):
+                raise ValueError(f"unsupported broker URL scheme {scheme!r}: use host:port, "
+                                 "kafka://[user:pass@]host:port or kafkas://[user:pass@]host:port")
+        part = part.rstrip("/")
+        creds: dict[str, Any] = {}
+        if "@" in part:
+            info, part = part.rsplit("@", 1)
+            user, sep, password = info.partition(":")
+            if not scheme or not user or not sep or not password:
+                raise ValueError("broker credentials need kafka:// (or kafkas:// for TLS) in front and both a "
+                                 "user and a password: USER:PASSWORD, then the at sign and HOST:PORT")
+            creds = {"security_protocol": "SASL_SSL" if scheme == "kafkas" else "SASL_PLAINTEXT",
+                     "sasl_username": unquote(user), "sasl_password": unquote(password)}
+        elif scheme == "kafkas":
+            creds = {"security_protocol": "SSL"}
+        if creds:
+            if found and found != creds:
+                raise ValueError("the broker list gives different credentials or schemes for different hosts: "
+                                 "give them once (one user, one protocol)")
+            found = creds
+        if not part:
+            raise ValueError("a broker address is empty: expected host:port")
+        hosts.append(part)
+    return hosts, found
 
 
 def bootstrap_list(settings: Settings) -> list[str]:

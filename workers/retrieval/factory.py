@@ -1,7 +1,7 @@
 """The one place a retrieval backend is chosen: `load_searcher` (pipeline, tuning, CLI) and
 `build_index` (the `dialcheck index build` command). A new backend is a `Searcher`
 (schemas/protocols.py) plus one branch in each function here and one value in
-`RetrievalSettings.backend` (schemas/settings.py)."""
+`RetrievalSettings.backend` (schemas/settings/retrieval.py)."""
 from __future__ import annotations
 
 from typing import Iterable

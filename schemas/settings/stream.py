@@ -1,0 +1,79 @@
+"""The stream worker: context, batching, bounds, deadlines, quarantine, metrics endpoint."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from schemas.settings.base import Section, env
+
+
+class StreamSettings(Section):
+    app_id: str = env("STREAM_APP_ID", "dialcheck", "Faust app id: consumer group and changelog topic prefix.",
+                       pattern=r"^[A-Za-z0-9._-]+$")
+    state_dir: str = env("STATE_DIR", "",
+                          "Worker state directory (Faust's data dir; the tables live in Kafka changelogs). Empty: "
+                          "$XDG_STATE_HOME/dialcheck/<app id>, else ~/.local/state/dialcheck/<app id>; never the "
+                          "current directory.")
+
+    @property
+    def state_path(self) -> Path:
+        """The state directory this worker uses (the setting, or the XDG default)."""
+        import os
+
+        if self.state_dir:
+            return Path(self.state_dir).expanduser()
+        base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+        return Path(base) / "dialcheck" / self.app_id
+
+    context_turns: int = env("CONTEXT_TURNS", 10, "Turns kept per conversation.", ge=1, le=1000)
+    context_idle_s: float = env("CONTEXT_IDLE_S", 3600.0, "Evict a conversation idle this long (0: never).", ge=0)
+    check_roles: str = env("CHECK_ROLES", "assistant,bot", "Speaker roles whose turns are checked (comma list).")
+    max_text_chars: int = env("MAX_TEXT_CHARS", 4000, "Longer turns are rejected to the dead-letter topic.", ge=1)
+    batch_size: int = env("BATCH_SIZE", 16, "Claims per model batch (eval, benchmarks, the stream's batch path).",
+                           ge=1, le=10000)
+    take_events: int = env("TAKE_EVENTS", 64,
+                            "Records the worker takes per step (context turns included); the checked turns among them "
+                            "are one pipeline call.", ge=1, le=10000)
+    batch_within_s: float = env("BATCH_WITHIN_S", 0.2, "Max wait to fill a batch.", gt=0, le=60)
+    status_interval_s: float = env("STREAM_STATUS_S", 5.0, "Worker status log and idle-eviction sweep period.",
+                                    gt=0, le=3600)
+    fetch_wait_ms: int = env("FETCH_WAIT_MS", 100,
+                              "Longest a worker's fetch waits for records (Faust's own is 1,500 ms; with a broker "
+                              "that holds fetches for the full wait it is the latency floor).", ge=1, le=30000)
+    metrics_host: str = env("METRICS_HOST", "127.0.0.1",
+                             "Address of the worker's /metrics, /healthz, /readyz (loopback by default; 0.0.0.0 in compose).",
+                             min_length=1)
+    metrics_port: int = env("METRICS_PORT", 9464, "Port of the worker's /metrics, /healthz, /readyz (0: any free port).",
+                             ge=0, le=65535)
+    log_format: Literal["text", "json"] = env("LOG_FORMAT", "text", "Worker log lines: 'text' or 'json' (one object a line).")
+    broker_wait_s: float = env("BROKER_WAIT_S", 10.0,
+                                "How long commands wait for a configured Kafka broker to answer before giving up.",
+                                gt=0, le=600)
+    # issue 9: bounds, deadlines and quarantine of the stream worker
+    max_event_bytes: int = env("MAX_EVENT_BYTES", 262144,
+                                "Larger chat.turns records are dead-lettered before parsing.", ge=1024, le=16777216)
+    max_json_depth: int = env("MAX_JSON_DEPTH", 16, "Deeper JSON nesting in a turn is dead-lettered.", ge=2, le=256)
+    max_reason_bytes: int = env("MAX_REASON_BYTES", 1024,
+                                 "Dead-letter reasons, error-verdict reasons and their log lines are cut to this.",
+                                 ge=64, le=1024)
+    deadletter_max_bytes: int = env("DEADLETTER_MAX_BYTES", 65536,
+                                     "Dead letters keep at most this prefix of the key and of the value (the "
+                                     "original stays in chat.turns at the source offset; key and value together "
+                                     "stay under the 1 MB default request size).", ge=256, le=400000)
+    send_retries: int = env("SEND_RETRIES", 5, "Attempts to deliver a verdict or dead letter before the worker "
+                             "stops without committing.", ge=1, le=100)
+    send_backoff_s: float = env("SEND_BACKOFF_S", 0.5, "First retry wait (doubles, capped at 10 s).", gt=0, le=60)
+    batch_deadline_s: float = env("BATCH_DEADLINE_S", 120.0,
+                                   "A pipeline batch still running after this gets error verdicts; the worker goes on.",
+                                   gt=0, le=3600)
+    poison_attempts: int = env("POISON_ATTEMPTS", 3,
+                                "A turn whose pipeline call crashed the worker this many times is dead-lettered.",
+                                ge=1, le=100)
+    max_conversations: int = env("MAX_CONVERSATIONS", 100000,
+                                  "Conversations a worker keeps (least recently active evicted first).", ge=1,
+                                  le=10000000)
+    trace_records: bool = env("TRACE_RECORDS", False,
+                               "Log every turn read (partition@offset), verdict delivered and ack (debugging delivery).")
+    verdicts_dedup_window: int = env("VERDICTS_DEDUP_WINDOW", 100000,
+                                      "Claim ids `dialcheck verdicts --follow` remembers for dedup.", ge=1,
+                                      le=100000000)

@@ -9,6 +9,7 @@ import pytest
 from lab.tuning.datasets import NOT_SUPPORTS, EvalSet, attainable_coverage, faithdial_label, set_metrics
 from lab.tuning.display_fit import BadgeRows, fit_badges, fit_display, share_right, shown_mask
 from lab.tuning.fit import fit_decision
+from lab.tuning.variants import guarded_method
 from schemas import Status
 from workers.decision import ClaimEvidence, Decision, method
 from workers.decision.sufficiency import stated, uncovered
@@ -61,7 +62,9 @@ def test_a_same_slot_value_refutes_only_with_slot_refutes():
     ev = _ev("The Eiffel Tower was completed in 1887.", [EVIDENCE], [[0.7, 0.2, 0.1]])
     base = {"t_supports": 0.35, "t_refutes": 0.56, "on_topic": 0.5, "cover": "names"}
     assert method("guarded", base).decide(ev).label == "NOT ENOUGH INFO"
-    assert method("guarded", {**base, "slot_refutes": True}).decide(ev).label == "REFUTES"
+    assert guarded_method({**base, "slot_refutes": True}).decide(ev).label == "REFUTES"
+    with pytest.raises(ValueError, match="lab/tuning/variants.py"):  # the runtime knows the shipped rule only
+        method("guarded", {**base, "slot_refutes": True})
 
 
 def test_the_dialogue_scopes_ask_a_standalone_claim_nothing_or_its_names():
@@ -75,17 +78,17 @@ def test_the_dialogue_scopes_ask_a_standalone_claim_nothing_or_its_names():
     reply = replace(alone, in_dialogue=True)
     base = {"t_supports": 0.35, "t_refutes": 0.56, "on_topic": 0.5, "cover": "half"}
     chat = method("guarded", {**base, "cover_scope": "dialogue"})
-    names = method("guarded", {**base, "cover_scope": "dialogue+names"})
+    names = guarded_method({**base, "cover_scope": "dialogue+names"})
     assert chat.decide(alone).label == "SUPPORTS" and chat.decide(reply).label == "NOT ENOUGH INFO"
     d = names.decide(alone)
     assert d.label == "NOT ENOUGH INFO" and d.uncovered == ("Moon",)
     assert names.decide(reply).label == "NOT ENOUGH INFO"
     plain = _ev("The Eiffel Tower was completed in 1889.", [EVIDENCE], [[0.9, 0.08, 0.02]])
     assert names.decide(plain).label == "SUPPORTS"  # names stated: a standalone claim is read as it stands
-    topic = method("guarded", {**base, "cover_scope": "dialogue+topic"})  # the window must be about the Moon
+    topic = guarded_method({**base, "cover_scope": "dialogue+topic"})  # the window must be about the Moon
     assert alone.on_topic[0] < 0.5 <= plain.on_topic[0]
     assert topic.decide(alone).label == "NOT ENOUGH INFO" and topic.decide(plain).label == "SUPPORTS"
-    subject = method("guarded", {**base, "cover_scope": "dialogue+subject"})  # window or title names the Moon
+    subject = guarded_method({**base, "cover_scope": "dialogue+subject"})  # window or title names the Moon
     assert subject.decide(alone).label == "NOT ENOUGH INFO" and subject.decide(plain).label == "SUPPORTS"
     fitted = fit_decision("guarded", [alone] * 10 + [plain] * 10, ["NOT ENOUGH INFO"] * 10 + ["SUPPORTS"] * 10,
                           cover="half", cover_scope="dialogue+names")
@@ -94,7 +97,7 @@ def test_the_dialogue_scopes_ask_a_standalone_claim_nothing_or_its_names():
 
 def test_the_cli_offers_every_coverage_scope_the_rule_knows():
     from dialcheck.cli import build_parser
-    from workers.decision.guarded import COVER_SCOPES
+    from lab.tuning.variants import COVER_SCOPES
 
     for scope in COVER_SCOPES:
         assert build_parser().parse_args(["tune", "fit", "--method", "guarded", "--cover-scope", scope]).cover_scope == scope

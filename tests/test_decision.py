@@ -84,17 +84,44 @@ def test_folds_keep_each_conversation_in_one_fold():
 
 
 def test_shipped_layer_loads_with_current_features():
+    """The shipped decision.json loads as the typed guarded rule (its params round-trip unchanged)
+    and decides as its card says: a reply must be covered, a standalone claim is read as it stands."""
+    from dataclasses import replace
+
+    from workers.decision.guarded import GuardedParams
+
     path = REPO / "workers" / "decision" / "params" / "decision.json"
+    raw = json.loads(path.read_text())
     layer = load(path)
-    if layer.name == "logreg":
-        assert layer.params["features"] == list(FEATURES)
-    if layer.name == "guarded":  # fitted across domains; the card quotes leave-one-dataset-out numbers
-        assert set(layer.meta["fitted_on"]["sets"]) == {"dialfact", "hybridial", "foolmetwice", "wice", "true_dialfact",
-                                                        "faithdial"}
-        assert set(layer.meta["lodo"]) == set(layer.meta["fitted_on"]["sets"])
-    else:
-        assert layer.meta["fitted_on"]["data"] == "testsmall.jsonl" and layer.meta["cv"]["grouped_by"] == "context_id"
+    assert layer.name == "guarded" and layer.rule == "layer:guarded"
+    assert GuardedParams.from_dict(raw["params"]).to_dict() == raw["params"] == layer.params
+    p = layer.typed
+    assert (p.cover, p.cover_scope) == ("half", "dialogue") and 0 < p.t_supports < 0.9
+    # fitted across domains; the card quotes leave-one-dataset-out numbers
+    assert set(layer.meta["lodo"]) == set(layer.meta["fitted_on"]["sets"]) == {
+        "dialfact", "hybridial", "foolmetwice", "wice", "true_dialfact", "faithdial"}
     assert (path.parent / "DECISION_CARD.md").exists()
+
+    evidence = "The Eiffel Tower was completed in 1889 for the World's Fair in Paris."
+
+    def ev(claim, probs, reply=True):
+        return ClaimEvidence(claim, np.array([probs], float), np.ones(1), np.zeros(1, int), [None], None,
+                             [evidence], ["Eiffel Tower"], "", reply)
+
+    entailed = [0.9, 0.08, 0.02]
+    stated = layer.decide(ev("The Eiffel Tower was completed in 1889.", entailed))
+    assert stated.label == "SUPPORTS" and stated.window == 0 and stated.uncovered == () and stated.evidence == "strong"
+    assert stated.numbers == {"coverage": 1.0, "reply": True, "t_supports": p.t_supports, "t_refutes": p.t_refutes,
+                              "on_topic": p.on_topic}
+    added = ev("The Eiffel Tower was completed in 1889 by Gustave Eiffel.", entailed)
+    assert (layer.decide(added).label, layer.decide(added).uncovered) == ("NOT ENOUGH INFO", ("Gustave",))
+    assert layer.decide(replace(added, in_dialogue=False)).label == "SUPPORTS"  # cover_scope "dialogue"
+    thin = layer.decide(ev("Seems so.", entailed))
+    assert thin.label == "NOT ENOUGH INFO" and "too little to check" in thin.note
+    refuted = layer.decide(ev("The Eiffel Tower was completed in 1887.", [0.05, 0.1, 0.85]))
+    assert refuted.label == "REFUTES" and refuted.probabilities["REFUTES"] == 0.85
+    with pytest.raises(ValueError, match="not the shipped rule"):
+        method("guarded", {**raw["params"], "slot_refutes": True})
 
 
 def test_a_fitted_decision_refuses_another_nli_models_probabilities(tmp_path):

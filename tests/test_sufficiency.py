@@ -116,3 +116,27 @@ def test_a_middle_name_is_not_required_but_first_and_last_names_are():
     assert not subject_covered(topic, "His music career began in 1954 in Memphis.", title="Aaron Copland")
     # two-word names keep both parts required
     assert not subject_covered("The Eiffel Tower was built in 1887.", "The tower was built in 1889.", title="Tower Bridge")
+
+
+def test_the_runtime_reads_scikit_learns_stop_list_without_importing_it():
+    """workers/text.py copies scikit-learn's English stop list (no scikit-learn at run time); the copy is
+    the library's, and importing the pipeline loads no scikit-learn."""
+    import subprocess
+    import sys
+
+    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS as library
+
+    from workers.text import ENGLISH_STOP_WORDS
+
+    assert ENGLISH_STOP_WORDS == frozenset(library)
+    code = "import sys, workers.pipeline; sys.exit(any(m.startswith('sklearn') for m in sys.modules))"
+    assert subprocess.run([sys.executable, "-c", code]).returncode == 0
+
+
+def test_the_decision_reads_one_tokeniser():
+    """Key terms (sufficiency) and the claim features read words with workers/text.py's TERM: letters in
+    any script, one word through an apostrophe or a hyphen, numbers apart."""
+    from workers.decision.features import claim_words
+
+    assert claim_words("Ramón’s well-known café opened in 1905.") == ["ramón's", "well-known", "café", "opened", "in"]
+    assert key_terms("Ramón visited Mödling in 1905") == ({"modl"}, {"ramon", "visit"}, {"1905"})  # folded, stemmed

@@ -28,7 +28,9 @@ def _cover_text(p: dict) -> str:
     cover = p.get("cover", "none")
     if cover == "none":
         return ""
-    from workers.decision.guarded import COVER_LEVELS, COVER_SCOPES, MIN_TERMS
+    from workers.decision.guarded import COVER_LEVELS, MIN_TERMS
+
+    from .variants import COVER_SCOPES
 
     share = COVER_LEVELS[cover]
     what = ("names and numbers" if share == 0 else "names, numbers, dates and content words" if share == 1

@@ -20,10 +20,11 @@ from schemas import LABELS
 from schemas.protocols import CONTRADICTION, ENTAILMENT
 from workers.decision import method
 from workers.decision.features import FEATURES, feature_matrix
-from workers.decision.guarded import GOLD_CODES, NEI, NOT_S, ON_TOPIC_DEFAULT, R, S, effective_cover
+from workers.decision.guarded import NEI, ON_TOPIC_DEFAULT, R, S
 from workers.decision.methods import RULES, perclass_codes
 
 from lab.evaluation.scoring import macro_f1
+from lab.tuning.variants import GOLD_CODES, NOT_S, covers, effective_cover, guarded_method, slot_clash
 
 T_SUPPORTS = tuple(np.round(np.arange(0.0, 0.96, 0.05), 2))
 T_REFUTES = tuple(np.round(np.arange(0.0, 0.99, 0.04), 2))
@@ -39,8 +40,8 @@ def fit_decision(name: str, evs: Sequence, labels: Sequence[str], *, C: float = 
     if name in RULES:
         return method(name, params)
     if name == "guarded":
-        return method(name, fit_guarded(evs, labels, sets, spaces, refutes_floor=refutes_floor, cover=cover,
-                                        slot_refutes=slot_refutes, cover_scope=cover_scope))
+        return guarded_method(fit_guarded(evs, labels, sets, spaces, refutes_floor=refutes_floor, cover=cover,
+                                          slot_refutes=slot_refutes, cover_scope=cover_scope))
     if name == "perclass":
         return method(name, fit_perclass(evs, labels))
     if name == "logreg":
@@ -100,12 +101,10 @@ def _claim_summaries(evs, levels: tuple[float, ...]) -> tuple[np.ndarray, np.nda
 
 
 def _covered_summaries(evs, cover: str, on_topic: float) -> tuple[np.ndarray, np.ndarray]:
-    """Per claim, for the coverage guard (workers/decision/guarded.py `decide` with `cover`): the
+    """Per claim, for the coverage guard (lab/tuning/variants.py `covers` at the claim's level): the
     highest threshold at which a covering window, or a covering pair of supporting windows (the
     pair's lower entailment), still supports it; and the highest at which an on-topic supporting
     window states another value in the claim's number slot (-1 where none)."""
-    from workers.decision.guarded import covers, missing_terms
-
     cov_e, clash_e = np.full(len(evs), -1.0), np.full(len(evs), -1.0)
     for n, ev in enumerate(evs):
         if not ev.n:
@@ -125,7 +124,7 @@ def _covered_summaries(evs, cover: str, on_topic: float) -> tuple[np.ndarray, np
                     best = max(best, float(e[j]))
                     break
         cov_e[n] = best
-        clash = [e[i] for i in sup if ev.on_topic[i] >= on_topic and missing_terms(ev, (i,))[1]]
+        clash = [e[i] for i in sup if ev.on_topic[i] >= on_topic and slot_clash(ev, i)]
         clash_e[n] = clash[0] if clash else -1.0
     return cov_e, clash_e
 

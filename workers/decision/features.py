@@ -5,13 +5,13 @@ in one place from a `ClaimEvidence`."""
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from schemas.protocols import CONTRADICTION as C, ENTAILMENT as E, NEUTRAL as N
-_WORD = re.compile(r"[A-Za-z']+")
+
+from ..text import TERM
 FIRST_PERSON = frozenset("i i'm im i've ive i'd i'll me my mine myself we we're us our ours".split())
 # Opinion / personal-experience markers (DialFact 'personal' responses: "I love ...", "that's cool").
 OPINION = frozenset("""love loved like liked enjoy enjoyed favorite favourite favourites hate think believe guess feel
@@ -79,7 +79,9 @@ class ClaimEvidence:
 
 
 def claim_words(text: str) -> list[str]:
-    return [w.lower() for w in _WORD.findall(text)]
+    """The claim's words, lower-cased, read with the tokeniser the rest of the decision reads
+    (workers/text.py `TERM`: letters in any script; numbers are not words)."""
+    return [w.lower().replace("’", "'") for w in TERM.findall(text) if not w[0].isdigit()]
 
 
 def features(ev: ClaimEvidence) -> np.ndarray:

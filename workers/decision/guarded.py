@@ -2,22 +2,35 @@
 is off the claim's topic (../shared/docs/verifier-recipes.md §6.1–6.2).
 
 - SUPPORTS if some window's entailment ≥ t_supports and is its most likely class (the most
-  entailing such window decides);
+  entailing such window decides) and, with a coverage guard (`cover`), that window (or it and one
+  other supporting window, together) states the claim (`Coverage.covers`);
 - else REFUTES if some window is on topic (it names the claim's subject, pronouns resolved by R4,
   and covers ≥ on_topic of the claim's key terms: workers/decision/sufficiency.py)
   with contradiction ≥ t_refutes as its most likely class (the most contradicting such window);
 - else NOT ENOUGH INFO.
 With all three at 0 this is the argmax rule with SUPPORTS first; the fit can only add guards.
 t_supports and t_refutes are fitted offline by a grid search (lab/tuning/fit.py `fit_guarded`);
-on_topic is fixed (below)."""
+on_topic is fixed (below).
+
+`decide` works the claim out once and returns a `Guarded`: label, deciding window, the windows it
+rests on, coverage, the coverage level asked, uncovered terms, thinness, probabilities, the numbers
+the rationale quotes and its note. The method (methods.py), the verdict, the display and the judge
+read that; nothing recomputes it. Only the shipped variant lives here; the measured, unshipped ones
+(other coverage scopes, slot REFUTES) are lab/tuning/variants.py's subclasses of `GuardedRule`."""
 from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import ClassVar
 
 import numpy as np
 
+from schemas import LABELS
 from schemas.protocols import CONTRADICTION, ENTAILMENT
 
-S, R, NEI, NOT_S = 0, 1, 2, 3
-GOLD_CODES = {"SUPPORTS": S, "REFUTES": R, "NOT ENOUGH INFO": NEI, "NOT SUPPORTS": NOT_S}
+from .rule import label_probs
+from .sufficiency import claim_terms, uncovered
+
+S, R, NEI = 0, 1, 2
 # The on-topic level is fixed, not fitted: the yardstick's sets come with gold evidence, which is
 # on topic by construction, so they cannot show what the guard is for (retrieved passages about
 # something else, the Disneyland-for-Eiffel case). Half the claim's key terms (names and numbers
@@ -25,15 +38,63 @@ GOLD_CODES = {"SUPPORTS": S, "REFUTES": R, "NOT ENOUGH INFO": NEI, "NOT SUPPORTS
 ON_TOPIC_DEFAULT = (0.5,)
 
 
-# what a SUPPORTS window must state of the claim (see `covers`): every name and number, and this
-# share of its content words (None: coverage not asked)
+# what a SUPPORTS window must state of the claim (see `Coverage.covers`): every name and number, and
+# this share of its content words (None: coverage not asked)
 COVER_LEVELS = {"none": None, "names": 0.0, "half": 0.5, "most": 0.75, "all": 1.0}
 # a reply asked coverage must state at least this many key terms to be covered at all: one that
 # states fewer ("Seems so.", "Oh there it is", "I have an iguana") is too thin to check — every
 # word of it may stand in the evidence while what it says (about the speaker, about nothing) does not
 MIN_TERMS = 2
-TOPIC = "topic"  # a level of its own: the supporting window must be on the claim's topic (as REFUTES's must)
-SUBJECT = "subject"  # weaker: the supporting window (or its title) names the claim's grammatical subject
+# scope → the level asked of a claim without dialogue context (None: the same as of a reply).
+# "dialogue" ships: a chat reply is where an added detail hides; a claim written to be checked is
+# read as it stands.
+COVER_SCOPES: dict[str, str | None] = {"all": None, "dialogue": "none"}
+
+
+@dataclass(frozen=True)
+class GuardedParams:
+    """The guarded rule's parameters, as decision.json stores them (`params`)."""
+    t_supports: float
+    t_refutes: float
+    on_topic: float = ON_TOPIC_DEFAULT[0]
+    min_refutes_precision: float | None = None  # the fit's REFUTES floor: a record of how it was fitted
+    refutes_floor: str | None = None  # the fit's floor mode when not "per_set" (a record)
+    cover: str = "none"  # COVER_LEVELS: what a SUPPORTS window must state
+    cover_scope: str = "all"  # COVER_SCOPES: which claims are asked it
+
+    levels: ClassVar[dict] = COVER_LEVELS
+    scopes: ClassVar[dict] = COVER_SCOPES
+    ALWAYS: ClassVar[tuple[str, ...]] = ("t_supports", "t_refutes", "on_topic")  # written even at their default
+
+    def __post_init__(self):
+        if self.cover not in self.levels:
+            raise ValueError(f"guarded cover {self.cover!r} not in {tuple(self.levels)}")
+        if self.cover_scope not in self.scopes:
+            raise ValueError(f"guarded cover_scope {self.cover_scope!r} not in {tuple(self.scopes)} "
+                             "(the measured, unshipped scopes: lab/tuning/variants.py)")
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "GuardedParams":
+        """From decision.json's `params`; a key this rule does not know is refused, not ignored."""
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(d) - known)
+        if unknown:
+            raise ValueError(f"guarded parameters {unknown} are not the shipped rule's "
+                             "(the measured, unshipped variants: lab/tuning/variants.py)")
+        return cls(**d)
+
+    def to_dict(self) -> dict:
+        """As decision.json stores them: the thresholds, then what differs from the defaults."""
+        return {f.name: getattr(self, f.name) for f in fields(self)
+                if f.name in self.ALWAYS or getattr(self, f.name) != f.default}
+
+    def level(self, ev) -> str:
+        """The coverage level asked of this claim: `cover`, or for a claim without dialogue context
+        under a dialogue scope, the scope's level for it."""
+        standalone = self.scopes[self.cover_scope]
+        if standalone is None or self.cover == "none" or ev.in_dialogue:
+            return self.cover
+        return standalone
 
 
 def window_text(ev, i: int) -> str:
@@ -47,8 +108,6 @@ def window_text(ev, i: int) -> str:
 def missing_terms(ev, windows: tuple[int, ...]) -> tuple[list[str], bool]:
     """The claim's terms (pronouns resolved: the R4 topic) none of these windows state, and whether
     one of its numbers is stated differently there (sufficiency.uncovered)."""
-    from .sufficiency import uncovered
-
     if len(ev.window_texts) != ev.n:  # no texts (a caller that gave probabilities only): nothing to check
         return [], False
     return uncovered(ev.topic or ev.claim, tuple(window_text(ev, i) for i in windows))
@@ -56,91 +115,132 @@ def missing_terms(ev, windows: tuple[int, ...]) -> tuple[list[str], bool]:
 
 def too_thin(ev) -> bool:
     """Does the claim (pronouns resolved) state fewer than MIN_TERMS key terms?"""
-    from .sufficiency import _claim_terms
+    return len(claim_terms(ev.topic or ev.claim)) < MIN_TERMS
 
-    return len(_claim_terms(ev.topic or ev.claim)) < MIN_TERMS
+
+class Coverage:
+    """The coverage test of one claim at one level; each window set's missing terms are worked out
+    once (the rule asks about the same windows again for the verdict's `uncovered`)."""
+
+    def __init__(self, ev, level: str, levels: dict = COVER_LEVELS):
+        self.ev, self.level = ev, level
+        self.share = levels.get(level)
+        self.thin = self.share is not None and too_thin(ev)  # asked, and too thin to check
+        self._missing: dict[tuple[int, ...], tuple[list[str], bool]] = {}
+
+    def missing(self, windows: tuple[int, ...]) -> tuple[list[str], bool]:
+        if windows not in self._missing:
+            self._missing[windows] = missing_terms(self.ev, windows)
+        return self._missing[windows]
+
+    def covers(self, windows: tuple[int, ...]) -> bool:
+        """Does the claim hold nothing these windows do not state? Every name and number of the claim
+        must be there, and at least the level's share of its content words ('all': every key term;
+        'none': not asked); a claim of fewer than MIN_TERMS key terms is never covered (`thin`)."""
+        if self.share is None:
+            return True
+        if self.thin:
+            return False
+        missing = set(self.missing(windows)[0])
+        if not missing:
+            return True
+        terms = claim_terms(self.ev.topic or self.ev.claim)
+        if any(k in ("anchor", "number") and w in missing for k, w, _ in terms):
+            return False
+        words = [w for k, w, _ in terms if k == "word"]
+        return bool(words) and sum(w not in missing for w in words) / len(words) >= self.share and self.share < 1.0
 
 
 def covers(ev, windows: tuple[int, ...], level: str) -> bool:
-    """Does the claim hold nothing these windows do not state? Every name and number of the claim
-    must be there, and at least COVER_LEVELS[level] of its content words ('all': every key term;
-    'none': not asked); a claim of fewer than MIN_TERMS key terms is never covered (`too_thin`).
-    'topic': one of the windows is on the claim's topic (it names its subject and covers
-    ON_TOPIC_DEFAULT of its key terms), the test REFUTES evidence already has to pass; 'subject': one
-    of them (or its passage title) names the claim's grammatical subject."""
-    if level == TOPIC:
-        return any(float(ev.on_topic[i]) >= ON_TOPIC_DEFAULT[0] for i in windows)
-    if level == SUBJECT:
-        return any(float(ev.coverage[i, 2]) > 0 for i in windows)
-    share = COVER_LEVELS[level]
-    if share is None:
-        return True
-    if too_thin(ev):
-        return False
-    missing = set(missing_terms(ev, windows)[0])
-    if not missing:
-        return True
-    from .sufficiency import _claim_terms
-
-    terms = _claim_terms(ev.topic or ev.claim)
-    if any(k in ("anchor", "number") and w in missing for k, w, _ in terms):
-        return False
-    words = [w for k, w, _ in terms if k == "word"]
-    return bool(words) and sum(w not in missing for w in words) / len(words) >= share and share < 1.0
+    """`Coverage.covers` for one question (the fit's summaries ask it window by window)."""
+    return Coverage(ev, level).covers(windows)
 
 
-# scope → the level asked of a claim without context (None: the same as of a reply)
-COVER_SCOPES = {"all": None, "dialogue": "none", "dialogue+names": "names", "dialogue+topic": TOPIC,
-                "dialogue+subject": SUBJECT}
+@dataclass(frozen=True)
+class Guarded:
+    """What the guarded rule decided for one claim, computed once."""
+    code: int  # S / R / NEI
+    window: int  # the deciding window (the one shown first)
+    rests_on: tuple[int, ...]  # the windows the label rests on
+    coverage: float  # the deciding window's on-topic coverage
+    level: str  # the coverage level asked of this claim ("none": not asked)
+    uncovered: tuple[str, ...]  # asked: the claim's terms the windows the label rests on do not state
+    thin: bool  # asked, and the claim states fewer than MIN_TERMS key terms
+    probabilities: dict[str, float]
+    numbers: dict  # what the rationale quotes beside the window's own numbers
+    note: str  # the sentence the rationale's summary adds ("" for none)
+
+    @property
+    def label(self) -> str:
+        return LABELS[self.code]
 
 
-def effective_cover(ev, cover: str, cover_scope: str = "all") -> str:
-    """The coverage level asked of this claim: `cover`; for a claim that came without dialogue context
-    under a dialogue scope, COVER_SCOPES' level for it ("dialogue": none, the claim is read as it stands;
-    "dialogue+names" / "+topic" / "+subject": its names and numbers, an on-topic window, or a window
-    naming its subject)."""
-    standalone = COVER_SCOPES[cover_scope]
-    if standalone is None or cover == "none" or getattr(ev, "in_dialogue", False):
-        return cover
-    return standalone
+class GuardedRule:
+    """The rule over one parameter set. lab/tuning/variants.py subclasses it for the measured,
+    unshipped variants (`level_coverage`, `not_covered` are its two hooks)."""
+
+    def __init__(self, params: GuardedParams):
+        self.params = params
+
+    def level_coverage(self, ev) -> Coverage:
+        return Coverage(ev, self.params.level(ev), self.params.levels)
+
+    def not_covered(self, ev, order: list[int], topical: np.ndarray, cov: Coverage) -> tuple[int, int] | None:
+        """(code, window) for a claim supported by windows that do not cover it; None: NOT ENOUGH INFO."""
+        return None
+
+    def pick(self, ev, cov: Coverage) -> tuple[int, int, tuple[int, ...]]:
+        """(label code, window shown first, the windows the label rests on) for a claim with windows."""
+        p = self.params
+        probs = np.asarray(ev.probs)
+        e, c = probs[:, ENTAILMENT], probs[:, CONTRADICTION]
+        top = probs.argmax(1)
+        supporting = (e >= p.t_supports) & (top == ENTAILMENT)
+        topical = ev.on_topic >= p.on_topic
+        if supporting.any():
+            order = [int(i) for i in np.argsort(-np.where(supporting, e, -1.0)) if supporting[i]]
+            for i in order:
+                if cov.covers((i,)):
+                    return S, i, (i,)
+            pair = next(((i, j) for a, i in enumerate(order) for j in order[a + 1:] if cov.covers((i, j))), None)
+            if pair is not None:
+                return S, pair[0], pair
+            held = self.not_covered(ev, order, topical, cov)
+            if held is not None:
+                return held[0], held[1], (held[1],)
+            return NEI, order[0], (order[0],)
+        refuting = topical & (c >= p.t_refutes) & (top == CONTRADICTION)
+        if refuting.any():
+            i = int(np.argmax(np.where(refuting, c, -1.0)))
+            return R, i, (i,)
+        decided = np.maximum(e, c)  # shown: the on-topic window closest to deciding, else any
+        i = int(np.argmax(np.where(topical, decided, decided - 2.0)))
+        return NEI, i, (i,)
+
+    def decide(self, ev) -> Guarded:
+        """The claim decided (it has at least one window; methods.py answers a claim without any)."""
+        p = self.params
+        cov = self.level_coverage(ev)
+        code, best, used = self.pick(ev, cov)
+        on_topic = float(ev.on_topic[best])
+        probs = label_probs(np.asarray(ev.probs)[best])
+        if code == NEI and on_topic < p.on_topic:
+            # contradiction from a window about something else is no evidence against the claim:
+            # shown as NOT ENOUGH INFO mass, so an app never reads "R 0.62" on an NEI verdict
+            probs = {"SUPPORTS": probs["SUPPORTS"], "REFUTES": 0.0,
+                     "NOT ENOUGH INFO": probs["NOT ENOUGH INFO"] + probs["REFUTES"]}
+        numbers = {"coverage": round(on_topic, 4), "reply": bool(ev.in_dialogue),
+                   "t_supports": p.t_supports, "t_refutes": p.t_refutes, "on_topic": p.on_topic}
+        note = ""
+        if code == NEI and cov.thin:
+            note = f"The reply states fewer than {MIN_TERMS} names, numbers or content words: too little to check."
+        elif code == NEI and on_topic < p.on_topic:
+            note = (f"The windows read are off the claim's topic (coverage {on_topic:.2f} < {p.on_topic:g}), "
+                    "so their contradiction cannot refute it.")
+        missing = tuple(cov.missing(used)[0]) if cov.level != "none" else ()
+        return Guarded(code, best, used, on_topic, cov.level, missing, cov.thin, probs, numbers, note)
 
 
-def decide(ev, t_supports: float, t_refutes: float, on_topic: float, cover: str = "none",
-           slot_refutes: bool = False, cover_scope: str = "all") -> tuple[int, int | None, tuple[int, ...]]:
-    """(label code S/R/NEI, index of the window shown first, the windows the label rests on) for one claim. With `cover`, a
-    supporting window decides only if it (or it and one other supporting window, together) covers
-    the claim (`covers`); otherwise the claim is at most NOT ENOUGH INFO — or, with `slot_refutes`,
-    REFUTES when an on-topic supporting window states a different value in the claim's number slot.
-    `cover_scope` "dialogue": the guard applies to replies in a conversation only (a chat reply is
-    where an added detail hides; a claim written to be checked is read as it stands); "dialogue+names" /
-    "dialogue+topic": a claim without context must still have its names and numbers stated / its
-    supporting window on its topic (`effective_cover`)."""
-    cover = effective_cover(ev, cover, cover_scope)
-    slot_refutes = slot_refutes and cover != "none"
-    if ev.n == 0:
-        return NEI, None, ()
-    p = np.asarray(ev.probs)
-    e, c = p[:, ENTAILMENT], p[:, CONTRADICTION]
-    top = p.argmax(1)
-    supporting = (e >= t_supports) & (top == ENTAILMENT)
-    topical = ev.on_topic >= on_topic
-    if supporting.any():
-        order = [int(i) for i in np.argsort(-np.where(supporting, e, -1.0)) if supporting[i]]
-        for k, i in enumerate(order):
-            if covers(ev, (i,), cover):
-                return S, i, (i,)
-        pair = next(((i, j) for a, i in enumerate(order) for j in order[a + 1:] if covers(ev, (i, j), cover)), None)
-        if pair is not None:
-            return S, pair[0], pair
-        if slot_refutes:
-            clash = next((i for i in order if topical[i] and missing_terms(ev, (i,))[1]), None)
-            if clash is not None:
-                return R, clash, (clash,)
-        return NEI, order[0], (order[0],)
-    refuting = topical & (c >= t_refutes) & (top == CONTRADICTION)
-    if refuting.any():
-        i = int(np.argmax(np.where(refuting, c, -1.0)))
-        return R, i, (i,)
-    decided = np.maximum(e, c)  # shown: the on-topic window closest to deciding, else any
-    i = int(np.argmax(np.where(topical, decided, decided - 2.0)))
-    return NEI, i, (i,)
+def decide(ev, params: GuardedParams) -> Guarded:
+    """The shipped rule's decision for one claim with at least one window."""
+    return GuardedRule(params).decide(ev)

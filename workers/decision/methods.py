@@ -86,14 +86,18 @@ class _Method:
     def decide(self, ev: ClaimEvidence) -> Decision:
         if ev.n == 0:  # no evidence read (none retrieved, or an outage): nothing to decide on
             return Decision("NOT ENOUGH INFO", dict(NO_EVIDENCE), None, rule=self.rule)
-        label, probs, best, numbers, note, *uncovered = self._decide(ev)
-        cov = float(ev.on_topic[best]) if best is not None else None
-        return Decision(label, probs, best, numbers, cov, strength(cov, self.on_topic), note, self.rule,
-                        *uncovered)
+        return self._decide(ev)
 
-    def _decide(self, ev: ClaimEvidence) -> tuple:
-        """(label, probabilities, deciding window, numbers, note[, uncovered terms])."""
+    def _decide(self, ev: ClaimEvidence) -> Decision:
+        """The decision of a claim with at least one window."""
         raise NotImplementedError
+
+    def _decision(self, ev: ClaimEvidence, label: str, probs: dict, window: int, numbers: dict,
+                  note: str = "", uncovered: tuple[str, ...] = (), coverage: float | None = None) -> Decision:
+        """A Decision with the deciding window's coverage (unless the method worked it out) and the
+        evidence strength it gives."""
+        cov = float(ev.on_topic[window]) if coverage is None else coverage
+        return Decision(label, probs, window, numbers, cov, strength(cov, self.on_topic), note, self.rule, uncovered)
 
     def decide_many(self, evs: Sequence[ClaimEvidence]) -> list[Decision]:
         return [self.decide(e) for e in evs]
@@ -132,7 +136,7 @@ class ThresholdMethod(_Method):
         decisions = self.window_decisions(ev)
         label, best = aggregate(decisions)
         k = next(j for j, d in enumerate(decisions) if d is best)
-        return label, label_probs(np.asarray(ev.probs)[k]), k, self._numbers(), ""
+        return self._decision(ev, label, label_probs(np.asarray(ev.probs)[k]), k, self._numbers())
 
     def _numbers(self) -> dict:
         return {"threshold": self.params["threshold"], "win_gap": self.params["gap"]}
@@ -163,7 +167,7 @@ class _ClassScores(_Method):
             int(np.argmax(np.maximum(p[:, ENTAILMENT], p[:, CONTRADICTION])))
         probs = {lab: float(x) for lab, x in zip(LABELS, scores)}
         numbers = {f"p_{k.lower().replace(' ', '_')}": round(float(x), 4) for k, x in probs.items()}
-        return label, probs, best, numbers, ""
+        return self._decision(ev, label, probs, best, numbers)
 
 
 def perclass_codes(x_e: np.ndarray, x_c: np.ndarray, t_s: float, t_r: float) -> np.ndarray:
@@ -210,38 +214,28 @@ class LogregMethod(_ClassScores):
 
 
 class GuardedMethod(_Method):
-    """guarded.py's rule with fitted t_supports / t_refutes and the fixed on-topic level."""
+    """guarded.py's rule with fitted t_supports / t_refutes and the fixed on-topic level; its
+    parameters are typed (`guarded.GuardedParams`), its decision worked out once (`guarded.decide`)."""
     name = "guarded"
+    params_type: ClassVar[type[guarded.GuardedParams]] = guarded.GuardedParams
+    rule_type: ClassVar[type[guarded.GuardedRule]] = guarded.GuardedRule
+
+    def __init__(self, params=None, meta=None, rule=None):
+        super().__init__(params, meta, rule)
+        self.typed = self.params_type.from_dict(self.params)
+        self.params = self.typed.to_dict()  # as decision.json stores them (the same dict for a file read)
+        self.guard = self.rule_type(self.typed)
+
+    @property
+    def on_topic(self) -> float:
+        return self.typed.on_topic
 
     def predict(self, evs):
-        return [LABELS[self._code(e)[0]] for e in evs]
-
-    def _code(self, ev) -> tuple[int, int | None, tuple[int, ...]]:
-        return guarded.decide(ev, self.params["t_supports"], self.params["t_refutes"], self.params["on_topic"],
-                              self.params.get("cover", "none"), bool(self.params.get("slot_refutes", False)),
-                              self.params.get("cover_scope", "all"))
+        return [self.guard.decide(e).label if e.n else "NOT ENOUGH INFO" for e in evs]
 
     def _decide(self, ev):
-        code, best, used = self._code(ev)
-        probs = label_probs(np.asarray(ev.probs)[best])
-        cov = float(ev.on_topic[best])
-        asked = guarded.effective_cover(ev, self.params.get("cover", "none"), self.params.get("cover_scope", "all"))
-        uncovered = tuple(guarded.missing_terms(ev, used)[0]) if asked != "none" else ()
-        if code == guarded.NEI and cov < self.on_topic:
-            # contradiction from a window about something else is no evidence against the claim:
-            # shown as NOT ENOUGH INFO mass, so an app never reads "R 0.62" on an NEI verdict
-            probs = {"SUPPORTS": probs["SUPPORTS"], "REFUTES": 0.0,
-                     "NOT ENOUGH INFO": probs["NOT ENOUGH INFO"] + probs["REFUTES"]}
-        numbers = {"coverage": round(cov, 4), "reply": bool(ev.in_dialogue),
-                   **{k: self.params.get(k) for k in ("t_supports", "t_refutes", "on_topic")}}
-        note = ""
-        if code == guarded.NEI and guarded.COVER_LEVELS.get(asked) is not None and guarded.too_thin(ev):
-            note = (f"The reply states fewer than {guarded.MIN_TERMS} names, numbers or content words: "
-                    "too little to check.")
-        elif code == guarded.NEI and cov < self.on_topic:
-            note = (f"The windows read are off the claim's topic (coverage {cov:.2f} < {self.on_topic:g}), "
-                    "so their contradiction cannot refute it.")
-        return LABELS[code], probs, best, numbers, note, uncovered
+        g = self.guard.decide(ev)
+        return self._decision(ev, g.label, g.probabilities, g.window, g.numbers, g.note, g.uncovered, g.coverage)
 
 
 METHODS: dict[str, type[_Method]] = {m.name: m for m in (ThresholdMethod, ArgmaxMethod, PerclassMethod, LogregMethod,

@@ -12,12 +12,9 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from ..text import KEY_TERM_STOP
+from ..text import KEY_TERM_STOP, TERM  # TERM: the decision's one tokeniser
 from ..windows import normalise
 
-# letters in any script ("Mödling", "Ramón": one word, folded like the pre-score folds it), numbers with
-# their ordinal suffix ("4th": the number 4, not 4 and a word "th")
-_TOKEN = re.compile(r"[^\W\d_](?:[^\W\d_]|['’-])*|\d[\d,.]*\d(?:st|nd|rd|th)?|\d(?:st|nd|rd|th)?")
 _ORDINAL = re.compile(r"(?<=\d)(st|nd|rd|th)$")
 STOP = KEY_TERM_STOP  # workers/text.py: scikit-learn's English list plus chat fillers
 EVIDENCE_STRENGTHS = ("strong", "weak", "none")
@@ -31,7 +28,7 @@ def _num(tok: str) -> str:
 def key_terms(text: str) -> tuple[frozenset, frozenset, frozenset]:
     """(anchors, content words, numbers) of a claim, stemmed like the pre-score (windows.normalise)."""
     anchors, content, numbers = set(), set(), set()
-    for i, m in enumerate(_TOKEN.finditer(text)):
+    for i, m in enumerate(TERM.finditer(text)):
         tok = m.group()
         if tok[0].isdigit():
             numbers.add(_num(tok))
@@ -49,7 +46,7 @@ def key_terms(text: str) -> tuple[frozenset, frozenset, frozenset]:
 
 @lru_cache(maxsize=262144)
 def _window_terms(text: str) -> tuple[frozenset, frozenset]:
-    return frozenset(normalise(text)), frozenset(_num(t) for t in _TOKEN.findall(text) if t[0].isdigit())
+    return frozenset(normalise(text)), frozenset(_num(t) for t in TERM.findall(text) if t[0].isdigit())
 
 
 def _shape(n: str) -> str:
@@ -175,14 +172,14 @@ def stated(text: str) -> str:
 
 
 @lru_cache(maxsize=65536)
-def _claim_terms(text: str) -> tuple[tuple[str, str, frozenset], ...]:
+def claim_terms(text: str) -> tuple[tuple[str, str, frozenset], ...]:
     """The claim's key terms as (kind, the word as written, its stems): kind anchor (a name),
     number, or word; the stop words and the speaker's framing ("I think", "did you know") are not
     terms (STOP), the same choice `key_terms` makes, nor are the sentences that state nothing (`stated`)."""
     text = stated(text)
     anchors, content, numbers = key_terms(text)
     out, seen = [], set()
-    for m in _TOKEN.finditer(text):
+    for m in TERM.finditer(text):
         tok = m.group()
         if tok[0].isdigit():
             n = _num(tok)
@@ -209,7 +206,7 @@ def uncovered(claim: str, texts: tuple[str, ...]) -> tuple[list[str], bool]:
         words |= w
         nums |= n
     missing, conflict = [], False
-    for kind, written, stems in _claim_terms(claim):
+    for kind, written, stems in claim_terms(claim):
         if kind == "number":
             n = next(iter(stems))
             if n not in nums:
@@ -218,9 +215,3 @@ def uncovered(claim: str, texts: tuple[str, ...]) -> tuple[list[str], bool]:
         elif not stems & words:
             missing.append(written)
     return missing, conflict
-
-
-def content_share(claim: str, missing: list[str]) -> float:
-    """Share of the claim's key terms that are covered (1.0 for a claim with none)."""
-    terms = _claim_terms(claim)
-    return 1.0 - len(missing) / len(terms) if terms else 1.0

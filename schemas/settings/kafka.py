@@ -59,6 +59,8 @@ class KafkaSettings(Section):
     topic_turns: str = env("TOPIC_TURNS", "chat.turns", "Input topic (key: conversation id).", min_length=1)
     topic_verdicts: str = env("TOPIC_VERDICTS", "chat.verdicts", "Verdict topic (key: conversation id).", min_length=1)
     topic_deadletter: str = env("TOPIC_DEADLETTER", "chat.deadletter", "Rejected input with reasons.", min_length=1)
+    topic_feedback: str = env("TOPIC_FEEDBACK", "chat.feedback", "Judgements of verdicts (schemas/feedback.schema.json; "
+                              "key: conversation id).", min_length=1)
     topic_partitions: int = env("TOPIC_PARTITIONS", 4,
                                  "Partitions of the stream topics and changelogs when dialcheck creates them.", ge=1, le=10000)
     topic_replication: int = env("TOPIC_REPLICATION", 1, "Replication factor of topics dialcheck creates.", ge=1, le=16)

@@ -4,7 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from schemas.settings.base import Section, env
+from schemas.settings.base import REPO_ROOT, Section, env
 
 
 class StreamSettings(Section):
@@ -77,3 +77,11 @@ class StreamSettings(Section):
     verdicts_dedup_window: int = env("VERDICTS_DEDUP_WINDOW", 100000,
                                       "Claim ids `dialcheck verdicts --follow` remembers for dedup.", ge=1,
                                       le=100000000)
+    # issue 38: feedback on verdicts, and the live precision it gives
+    feedback_store: str = env("FEEDBACK_STORE", str(REPO_ROOT / "artifacts" / "feedback.sqlite3"),
+                              "Where the worker keeps chat.feedback judgements and the verdicts they judge: a SQLite "
+                              "file, a postgresql:// URL (needs psycopg 3), or 'off' (no feedback agent).", min_length=1)
+    precision_target: float = env("PRECISION_TARGET", 0.85, "Shown-badge precision the drift alarm guards: it fires "
+                                  "when the interval's upper end falls below this.", gt=0, le=1)
+    precision_confidence: float = env("PRECISION_CONFIDENCE", 0.9, "Confidence of the live precision's "
+                                      "Clopper-Pearson interval.", gt=0, lt=1)

@@ -11,3 +11,6 @@ class PerfSettings(Section):
     cache_entries: int = env("CACHE_ENTRIES", 4096,
                               "Entries of the per-process caches of encoder vectors, claim surfaces and spaCy parses "
                               "(0: no caches).", ge=0, le=10_000_000)
+    search_cache_entries: int = env("SEARCH_CACHE_ENTRIES", 4096,
+                                     "Entries of the BM25 hit cache, by (query, k): a conversation's follow-up turns "
+                                     "search its context turns again (0: no cache).", ge=0, le=10_000_000)

@@ -11,14 +11,21 @@ from schemas.settings import Settings
 
 
 def load_searcher(settings: Settings, encoder: Encoder | None = None) -> Searcher:
-    """The configured backend: OpenSearch, or the embedded index (built with defaults on first use)."""
+    """The configured backend: OpenSearch, or the embedded index (built with defaults on first use),
+    behind a BM25 hit cache unless `perf.search_cache_entries` is 0."""
     if settings.retrieval.backend == "opensearch":
         from .opensearch import OpenSearchSearcher
 
-        return OpenSearchSearcher(settings.retrieval.opensearch_url, settings.retrieval.opensearch_index)
-    from .build import ensure_index
+        searcher = OpenSearchSearcher(settings.retrieval.opensearch_url, settings.retrieval.opensearch_index)
+    else:
+        from .build import ensure_index
 
-    return ensure_index(settings, encoder)
+        searcher = ensure_index(settings, encoder)
+    if not settings.perf.search_cache_entries:
+        return searcher
+    from ..caches import CachedSearcher
+
+    return CachedSearcher(searcher, settings.perf.search_cache_entries)
 
 
 def build_index(settings: Settings, sources: Iterable[str] | None = None, tsv: str | None = None,

@@ -44,3 +44,7 @@ class VerifySettings(Section):
                                     "Segmentation checks at most this many claims of one turn (the first ones); the "
                                     "rest are named in the turn verdict's status reason and rationale, so one long "
                                     "turn cannot cost a batch its deadline.", ge=1, le=1000)
+    check_contracts: bool = env("CHECK_CONTRACTS", False,
+                                 "Run every stage on checked views of the claim states: a stage that reads or writes a "
+                                 "field its @component does not declare fails (workers/state.py). For tests and "
+                                 "debugging; the test suite turns it on.")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import logging
 import os
 import sys
 from importlib.metadata import PackageNotFoundError, version
@@ -18,7 +19,7 @@ def _version() -> str:
         return "unknown"
 
 COMMAND_MODULES = ("check", "eval", "index", "nli", "stream", "serve", "config", "tune",
-                   "score",
+                   "score", "calibrate",
                    "ui", "figures", "data")
 
 
@@ -27,8 +28,50 @@ class _Parser(argparse.ArgumentParser):
     (argparse's own prints the usage block first). Subparsers inherit the class."""
 
     def error(self, message: str):
-        where = self.prog.removeprefix("dialcheck").strip()
+        prog, unknown = _unknown_option(self, _ARGV)
+        where, message = prog.removeprefix("dialcheck").strip(), unknown or message
         self.exit(2, f"dialcheck: {where + ': ' if where else ''}{message} (--help for usage)\n")
+
+
+_ARGV: list[str] = []  # the arguments being parsed, for _unknown_option
+
+
+def _unknown_option(parser: argparse.ArgumentParser, argv: list[str]) -> tuple[str, str | None]:
+    """(the command's prog, 'unknown option --claimm (did you mean --claim?)') for the first option the
+    (sub)command in argv does not know; (prog, None) when it knows them all. Why: argparse reports a later symptom instead (`check --claimm "x"` hands "x" to the
+    positional and says "invalid choice"), which never names the mistyped flag. Python 3.11's
+    argparse has no suggest_on_error."""
+    import difflib
+
+    parser = _deepest(parser, argv)
+    known = set(parser._option_string_actions)
+    for token in argv:
+        if token == "--":
+            break
+        if not token.startswith("-") or token == "-" or token[1:2].isdigit():
+            continue
+        flag = token.split("=", 1)[0]
+        if flag in known or flag in _ROOT_OPTIONS:
+            continue
+        if not flag.startswith("--") and len(flag) > 2 and flag[:2] in known:  # -vv, -xVALUE
+            continue
+        close = difflib.get_close_matches(flag, sorted(o for o in known if o.startswith("--")), n=1, cutoff=0.8)
+        return parser.prog, f"unknown option {flag}" + (f" (did you mean {close[0]}?)" if close else "")
+    return parser.prog, None
+
+
+_ROOT_OPTIONS = ("--version", "--debug", "-h", "--help")
+
+
+def _deepest(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.ArgumentParser:
+    """The (sub)command parser argv ends up in: argparse reports a subcommand's leftover arguments
+    from the top-level parser."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for token in argv:
+                if token in action.choices:
+                    return _deepest(action.choices[token], argv[argv.index(token) + 1:])
+    return parser
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -51,6 +94,8 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    _ARGV[:] = sys.argv[1:] if argv is None else list(argv)
+    quiet_libraries()
     args = build_parser().parse_args(argv)
     scrub = _install_scrubber(getattr(args, "broker", None) or "")
     try:
@@ -74,12 +119,36 @@ def main(argv: list[str] | None = None) -> int:
             gc.freeze()
 
 
+class _LibraryNoise(logging.Filter):
+    """Advice meant for a library's developers, not for a dialcheck user (onnxruntime's quantizer
+    logs it on the root logger when the E5 export runs)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (record.name == "root" and str(record.msg).startswith("Please consider"))
+
+
+def quiet_libraries() -> None:
+    """One stderr handler at WARNING for this process: without it a library's first module-level
+    `logging.warning()` installs Python's default handler at level NOTSET, after which bm25s (which
+    sets its own logger to DEBUG) prints `DEBUG:bm25s:...` lines. The worker's Faust logging is set
+    by its own --loglevel."""
+    root = logging.getLogger()
+    if not any(getattr(h, "_dialcheck", False) for h in root.handlers):
+        handler = logging.StreamHandler()
+        handler.setLevel(logging.WARNING)
+        handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+        handler.addFilter(_LibraryNoise())
+        handler._dialcheck = True
+        root.addHandler(handler)
+    root.setLevel(min(root.level or logging.WARNING, logging.WARNING))
+    logging.getLogger("bm25s").setLevel(logging.WARNING)
+
+
 def run() -> None:
     """The console script: main(), then a quick exit. The interpreter's own teardown of the loaded
     torch/faust modules took 2-4 s after a demo's Ctrl-C on 2 busy cores; atexit handlers (which
     stop any child process still running) and the stdio flush still run first."""
     import atexit
-    import logging
 
     try:
         code = main()

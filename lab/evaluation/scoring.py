@@ -92,6 +92,9 @@ def verdict_row(verdict_dict: dict, record_id: str | None = None) -> dict:
     ev = row.get("evidence") or []
     row["evidence_ids"] = [e["passage_id"] for e in ev]
     row["rationale"] = (ev[0].get("window") or None) if ev else None
+    # the decision's quoted numbers: what the badge scorer reads back (BadgeFacts.of_verdict), so
+    # `dialcheck calibrate --run` can refit the display from the file alone
+    row["rationale_numbers"] = (verdict_dict.get("rationale") or {}).get("numbers")
     judge = (verdict_dict.get("rationale") or {}).get("judge")
     if isinstance(judge, dict):  # the cascade judge (workers/llm/judge.py): the NLI's label beside the final one
         row["nli_label"] = judge.get("nli_label")

@@ -1,0 +1,139 @@
+"""`dialcheck calibrate`: certify the display thresholds on labelled traffic (lab/tuning/calibrate.py).
+
+    dialcheck calibrate (--from-feedback | --run RUN.jsonl --labels DATA.jsonl) --target 0.85 \\
+        --confidence 0.9 --out DISPLAY.json
+
+The badge scorer of the current display is kept; its show / "high" thresholds are refitted so that,
+with probability ≥ confidence, shown badges are right ≥ target on traffic like the labels. The
+worker reads the new file on restart when the display-file setting names it
+(DIALCHECK_DISPLAY_PARAMS=DISPLAY.json). Too few labels: one line, exit 2, nothing written."""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from dialcheck.errors import UsageError
+
+
+def register(sub) -> None:
+    p = sub.add_parser("calibrate", help="certify the display thresholds on labelled verdicts (feedback or a run file)")
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--from-feedback", action="store_true",
+                     help="the judged verdicts in the feedback store (DIALCHECK_FEEDBACK_STORE, or --store)")
+    src.add_argument("--run", default=None, help="a run file of `dialcheck eval --output` (with --labels)")
+    src.add_argument("--yardstick", action="store_true", help=argparse_help_yardstick())
+    p.add_argument("--labels", default=None, help="with --run: DialFact-format JSONL (`id`, `response_label`)")
+    p.add_argument("--surface", default=None, help="with --run: the run file's surface to read (when it holds several)")
+    p.add_argument("--store", default=None, help="with --from-feedback: the store's path or database URL")
+    p.add_argument("--target", type=float, default=0.85, help="least share of shown badges that are right (default 0.85)")
+    p.add_argument("--high-target", type=float, default=None, help="the same for 'high' badges (default target + 0.05)")
+    p.add_argument("--confidence", type=float, default=0.9, help="probability the guarantee holds (default 0.9)")
+    p.add_argument("--display", default=None, help="the display whose scorer is kept (default: the settings' display file)")
+    p.add_argument("--out", default=None, help="the certified display JSON to write (the runtime's format)")
+    p.add_argument("--limit-per-set", type=int, default=500, help="--yardstick: at most N claims per set (default 500)")
+    p.add_argument("--json", action="store_true", help="print the certified section (or --yardstick's report) as JSON")
+    p.set_defaults(func=run)
+
+
+def argparse_help_yardstick() -> str:
+    return ("the yardstick's report instead: the shipped display certified on the chat-response sets with each set "
+            "left out, split-half transfer, the LODO table (writes --out as JSON)")
+
+
+def _check(args) -> None:
+    for name in ("target", "confidence"):
+        v = getattr(args, name)
+        if not 0.0 < v < 1.0:
+            raise UsageError(f"--{name.replace('_', '-')} must be between 0 and 1 (got {v})")
+    if args.high_target is not None and not args.target <= args.high_target < 1.0:
+        raise UsageError(f"--high-target must be at least --target and below 1 (got {args.high_target})")
+    if args.run and not args.labels:
+        raise UsageError("--run needs --labels DATA.jsonl (DialFact format: `id`, `response_label`)")
+    if args.labels and not args.run:
+        raise UsageError("--labels goes with --run RUN.jsonl")
+    for opt in ("run", "labels", "display"):
+        path = getattr(args, opt)
+        if path and not Path(path).is_file():
+            raise UsageError(f"--{opt} {path}: no such file")
+    if not args.out:
+        raise UsageError("--out is required: where to write the certified display (DISPLAY.json)")
+
+
+def _base_display(args):
+    from schemas.settings import load_settings
+    from workers.display import DisplayPolicy
+
+    if args.display:
+        try:
+            return DisplayPolicy.load(args.display), args.display
+        except (ValueError, KeyError) as e:
+            raise UsageError(f"--display {args.display}: {e}") from None
+    from workers.decision import load_display  # H1 may move it: wherever workers.decision exports it
+
+    settings = load_settings()
+    policy = load_display(settings.verify)
+    if policy is None or policy.scorer is None:
+        raise UsageError("the settings name no fitted display with a badge scorer: pass --display PATH")
+    return policy, settings.verify.display_params
+
+
+def run(args) -> int:
+    if args.yardstick:
+        return run_yardstick(args)
+    _check(args)
+    from lab.tuning.calibrate import NotCertified, certify_policy, from_feedback, from_run, write_display
+
+    policy, base = _base_display(args)
+    try:
+        if args.run:
+            rows, data = from_run(policy, args.run, args.labels, args.surface)
+        else:
+            rows, data = from_feedback(policy, _store(args))
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+    data["display"] = Path(base).name
+    try:
+        certified_policy, certified = certify_policy(policy, rows, args.target, args.confidence, args.high_target, data)
+    except NotCertified as e:
+        raise UsageError(str(e)) from None
+    write_display(args.out, certified_policy, certified)
+    if args.json:
+        print(json.dumps(certified, indent=1))
+    else:
+        for label, c in certified["labels"].items():
+            shown = (f"shown from score {c['threshold']:.2f}: {c['n']} badges, {100 * c['precision']:.1f} % right, "
+                     f"≥ {100 * c['precision_lower']:.1f} % at {args.confidence:.0%} confidence"
+                     if c["threshold"] is not None else f"not certified ({c['badges']} labelled badges): never shown")
+            print(f"{label}: {shown}")
+        print(f"coverage {certified['coverage']} % of {certified['claims']} labelled claims; wrote {args.out} "
+              f"(the worker reads it on restart with DIALCHECK_DISPLAY_PARAMS={args.out})")
+    return 0
+
+
+def _store(args):
+    from schemas.settings import load_settings
+
+    try:
+        from streams.feedback_store import FeedbackStore
+    except ModuleNotFoundError:
+        raise UsageError("--from-feedback: this build has no feedback store (streams/feedback_store.py)") from None
+    import os
+
+    settings = load_settings()
+    where = (args.store or getattr(getattr(settings, "feedback", None), "store", None)
+             or os.environ.get("DIALCHECK_FEEDBACK_STORE") or "artifacts/feedback.sqlite3")
+    if "://" not in str(where) and not Path(where).is_file():
+        raise UsageError(f"--from-feedback: no feedback store at {where} (import labels with `dialcheck feedback import`)")
+    return FeedbackStore(where)
+
+
+def run_yardstick(args) -> int:
+    from lab.tuning.calibrate import yardstick_report
+
+    report = yardstick_report(args.limit_per_set, args.target, args.confidence, args.high_target)
+    if args.out:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_text(json.dumps(report, indent=1) + "\n")
+    print(json.dumps(report, indent=1) if args.json or not args.out else f"wrote {args.out}", file=sys.stdout)
+    return 0

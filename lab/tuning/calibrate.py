@@ -1,0 +1,302 @@
+"""Certified display thresholds (`dialcheck calibrate`): the display policy's thresholds refitted on
+labelled traffic with a finite-sample guarantee, in the style of Learn then Test (Angelopoulos et
+al., 2021).
+
+Why: the shipped thresholds are point estimates fitted on other data; how often a shown badge is
+right depends on the traffic, which a deployment can label (feedback, an annotation export) but
+the fit never saw. Certifying on those labels states what the operator can rely on.
+
+The method, per badge label (SUPPORTS, REFUTES) with the policy's badge scorer kept as it is:
+- the candidate thresholds on the badge score are a fixed sequence from strict to loose
+  (`CANDIDATES`, chosen before any data is seen);
+- at each, the badges it would show on the calibration data (the label, evidence the policy
+  accepts, the completeness rule) give k wrong of n; the one-sided Clopper–Pearson upper bound on
+  their error at `confidence` is `scipy.stats.beta.ppf(confidence, k + 1, n - k)`;
+- fixed-sequence testing: the loosest threshold before the first one whose bound exceeds
+  1 − target is kept. A threshold that would show fewer badges than could ever pass
+  (`min_testable`: fewer than 15 at 0.85 / 0.9, even with none wrong) is not tested and does not
+  stop the sequence: at the strict end a handful of right badges would otherwise end it at once;
+- "high" the same way among the shown badges on strong evidence, from strict down to the
+  certified show threshold, at `high_target`.
+What it guarantees: with probability ≥ confidence over the draw of the calibration data, each
+certified label's shown badges are right ≥ target on traffic drawn like it (per label; not
+jointly). A label with no certified threshold is never shown. tests/test_calibrate.py measures the
+guarantee on synthetic scores with a known precision curve."""
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+from scipy.stats import beta
+
+from schemas import LABELS
+from workers.display import BADGES, BadgeFacts, DisplayPolicy
+
+from .display_fit import BadgeRows
+
+CANDIDATES = tuple(float(x) for x in np.round(np.arange(0.99, 0.295, -0.01), 2))  # strict → loose
+NEVER = 1.01  # a threshold no score reaches: the badge is never shown (display_fit.GRID's last point)
+METHOD = ("Learn then Test: fixed-sequence testing from strict to loose thresholds on the badge score, "
+          "one-sided Clopper-Pearson upper bound on the error of the badges each would show")
+
+
+class NotCertified(ValueError):
+    """Too few labelled badges to certify any threshold: the current display is kept."""
+
+
+def error_bound(wrong: int, n: int, confidence: float) -> float:
+    """One-sided Clopper–Pearson upper bound on the error rate from `wrong` of `n` (scipy's beta)."""
+    if n <= 0 or wrong >= n:
+        return 1.0
+    return float(beta.ppf(confidence, wrong + 1, n - wrong))
+
+
+def min_testable(target: float, confidence: float) -> int:
+    """The fewest badges whose bound can stay within 1 − target (all of them right)."""
+    return max(1, math.ceil(math.log(1.0 - confidence) / math.log(target) - 1e-12))
+
+
+@dataclass
+class Certificate:
+    """One label's (or band's) certified threshold and what it was certified on."""
+    threshold: float | None  # None: none certified
+    n: int  # badges it shows on the calibration data
+    wrong: int
+    bound: float  # upper bound on their error (1.0 when none certified)
+    tested: int  # candidates tested before the sequence stopped
+
+    @property
+    def precision(self) -> float | None:
+        return (self.n - self.wrong) / self.n if self.n else None
+
+    def to_dict(self, claims: int) -> dict:
+        return {"threshold": self.threshold, "n": self.n, "wrong": self.wrong,
+                "precision": None if self.precision is None else round(self.precision, 4),
+                "bound": round(self.bound, 4), "precision_lower": round(1.0 - self.bound, 4),
+                "coverage": round(100 * self.n / max(claims, 1), 2), "tested": self.tested}
+
+
+def certify(scores, right, target: float, confidence: float, candidates=CANDIDATES) -> Certificate:
+    """The loosest of `candidates` (strict → loose) that fixed-sequence testing certifies: shown
+    badges (score ≥ threshold) right ≥ target with probability ≥ confidence."""
+    scores, right = np.asarray(scores, float), np.asarray(right, bool)
+    alpha, n_min = 1.0 - target, min_testable(target, confidence)
+    best, tested = Certificate(None, 0, 0, 1.0, 0), 0
+    for t in candidates:
+        m = scores >= t
+        n = int(m.sum())
+        if n < n_min:  # cannot pass whatever its labels: not tested (module docstring)
+            continue
+        wrong = n - int(right[m].sum())
+        b = error_bound(wrong, n, confidence)
+        tested += 1
+        if b > alpha:
+            break
+        best = Certificate(float(t), n, wrong, b, tested)
+    best.tested = tested
+    return best
+
+
+def point_estimate(scores, right, target: float, candidates=CANDIDATES, min_n: int = 1) -> float | None:
+    """The loosest candidate whose shown badges' share right is ≥ target in-sample (no bound):
+    what a point-estimate fit picks, the baseline the guarantee test compares against."""
+    scores, right = np.asarray(scores, float), np.asarray(right, bool)
+    best = None
+    for t in candidates:
+        m = scores >= t
+        if m.sum() >= min_n and right[m].mean() >= target:
+            best = float(t)
+    return best
+
+
+def eligible(rows: BadgeRows, policy: DisplayPolicy) -> np.ndarray:
+    """Badges the policy could show at some threshold: a badge label on evidence it accepts (rows
+    `scored` by the policy: an incomplete SUPPORTS rests on none)."""
+    return (rows.label >= 0) & (rows.strong | (rows.weak if "weak" in policy.evidence else False))
+
+
+def certify_policy(policy: DisplayPolicy, rows: BadgeRows, target: float = 0.85, confidence: float = 0.9,
+                   high_target: float | None = None, data: dict | None = None,
+                   candidates=CANDIDATES) -> tuple[DisplayPolicy, dict]:
+    """`policy` with its show / high thresholds certified on `rows` (scored by the policy's own
+    scorer), and the "certified" section. Raises NotCertified when no label can be certified."""
+    high_target = high_target if high_target is not None else min(target + 0.05, 0.99)
+    claims = len(rows.label)
+    ok = eligible(rows, policy)
+    show, high, labels = {}, {}, {}
+    for k, label in enumerate(BADGES):
+        m = ok & (rows.label == k)
+        c = certify(rows.p[m], rows.right[m], target, confidence, candidates)
+        show[label] = c.threshold if c.threshold is not None else NEVER
+        entry = {**c.to_dict(claims), "badges": int(m.sum())}
+        hm = m & rows.strong & (rows.p >= show[label])
+        hc = certify(rows.p[hm], rows.right[hm], high_target, confidence,
+                     [t for t in candidates if t >= show[label]]) if c.threshold is not None else \
+            Certificate(None, 0, 0, 1.0, 0)
+        high[label] = hc.threshold if hc.threshold is not None else NEVER
+        entry["high"] = hc.to_dict(claims)
+        labels[label] = entry
+    if all(show[label] == NEVER for label in BADGES):
+        parts = "; ".join(f"{lab}: {e['badges']} labelled badges" for lab, e in labels.items())
+        raise NotCertified(f"too few labelled badges to certify any display threshold at target {target} and "
+                           f"confidence {confidence} ({parts}; at least {min_testable(target, confidence)} "
+                           f"shown badges are needed, more when some are wrong): the current display is kept")
+    shown = shown_mask(rows, policy.evidence, show)
+    certified = {"target": target, "high_target": high_target, "confidence": confidence, "method": METHOD,
+                 "candidates": f"{candidates[0]} to {candidates[-1]} ({len(candidates)} points)",
+                 "claims": claims, "n": int(shown.sum()),
+                 "coverage": round(100 * float(shown.mean()) if claims else 0.0, 2),
+                 "precision": round(float(rows.right[shown].mean()), 4) if shown.any() else None,
+                 "labels": labels,
+                 "not_certified": [lab for lab in BADGES if show[lab] == NEVER],
+                 "data": data or {}, "base_thresholds": {"show": dict(policy.show), "high": dict(policy.high)},
+                 "date": dt.date.today().isoformat(),
+                 "guarantee": (f"with probability >= {confidence} over the calibration data, each certified label's "
+                               f"shown badges are right >= {target} ('high' >= {high_target}) on traffic like it; a "
+                               f"label not certified is never shown")}
+    meta = {**policy.meta, "certified": {"target": target, "confidence": confidence, "n": certified["n"],
+                                         "coverage": certified["coverage"]}}
+    return DisplayPolicy(show, high, policy.evidence, meta, policy.scorer, policy.complete), certified
+
+
+def shown_mask(rows: BadgeRows, evidence: tuple[str, ...], show: dict) -> np.ndarray:
+    ok = (rows.label >= 0) & (rows.strong | (rows.weak if "weak" in evidence else False))
+    t = np.array([show[BADGES[k]] if k >= 0 else 9.0 for k in rows.label])
+    return ok & (rows.p >= t)
+
+
+def write_display(path: str | Path, policy: DisplayPolicy, certified: dict) -> None:
+    """The display artifact as the runtime loads it (DisplayPolicy.from_dict ignores the rest) plus
+    the "certified" section."""
+    d = policy.to_dict()
+    d["certified"] = certified
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(path).with_suffix(Path(path).suffix + ".tmp")
+    tmp.write_text(json.dumps(d, indent=1) + "\n")
+    tmp.replace(path)  # a worker restarting meanwhile reads the old file or the new one, never half
+
+
+# --- labelled verdicts → rows the display sees -------------------------------------------------
+
+def _facts(v: dict) -> BadgeFacts | None:
+    """BadgeFacts from a verdict dict (published, or a run-file row that kept its rationale numbers)."""
+    numbers = v.get("rationale_numbers")
+    rationale = {"numbers": numbers} if numbers is not None else (v.get("rationale") if isinstance(v.get("rationale"), dict) else {})
+    text = ((v.get("surface") or {}).get("text")) or v.get("claim") or ""
+    return BadgeFacts.of_verdict(SimpleNamespace(rationale=rationale, uncovered=v.get("uncovered"),
+                                                 surface=SimpleNamespace(text=text)))
+
+
+def rows_of_verdicts(policy: DisplayPolicy, verdicts: list[dict], right: list[bool]) -> BadgeRows:
+    """Labelled verdict dicts → BadgeRows scored by `policy` (p is the badge score; a badge on a
+    verdict that was not ok, or an incomplete SUPPORTS, rests on no evidence the display accepts)."""
+    label, score, strong, weak = [], [], [], []
+    for v in verdicts:
+        lab = v.get("label")
+        st = v.get("status") or {}
+        ev = st.get("evidence") or "none"
+        facts = _facts(v)
+        k = BADGES.index(lab) if lab in BADGES else -1
+        label.append(k)
+        score.append(policy.score(lab, v.get("probabilities") or {}, ev, facts) if k >= 0 else 0.0)
+        usable = st.get("state") == "ok" and not (policy.complete and lab == "SUPPORTS"
+                                                  and (facts is None or facts.uncovered > 0))
+        strong.append(usable and ev == "strong")
+        weak.append(usable and ev == "weak")
+    return BadgeRows(np.array(label, int), np.array(score, float), np.array(strong, bool), np.array(weak, bool),
+                     np.array(right, bool))
+
+
+def gold_right(gold: str, label: str) -> bool:
+    """Is a badge right against a DialFact-format gold label? 'NOT SUPPORTS' (a binary set) makes
+    any REFUTES right that is not SUPPORTS (datasets.badge_right)."""
+    if label == "SUPPORTS":
+        return gold == "SUPPORTS"
+    return gold != "SUPPORTS" if gold == "NOT SUPPORTS" else gold == label
+
+
+def _sha(path: Path) -> str:
+    return hashlib.sha1(path.read_bytes()).hexdigest()[:12]
+
+
+def from_run(policy: DisplayPolicy, run: str | Path, labels: str | Path, surface: str | None = None
+             ) -> tuple[BadgeRows, dict]:
+    """A `dialcheck eval --output` run file joined to a DialFact-format label file (`id`,
+    `response_label`) on the record id. ValueError (a user mistake, one line) on a bad join."""
+    from workers.jsonl import read_jsonl
+
+    run, labels = Path(run), Path(labels)
+    rows = [r for r in read_jsonl(run) if r.get("protocol") != "ir"]
+    if not rows:
+        raise ValueError(f"{run}: no verdict rows (make one with `dialcheck eval --output {run.name}`)")
+    modes = sorted({r.get("surface_mode", "?") for r in rows})
+    if surface is None:
+        if len(modes) > 1:
+            raise ValueError(f"{run} holds surfaces {','.join(modes)}: choose one with --surface")
+        surface = modes[0]
+    rows = [r for r in rows if r.get("surface_mode") == surface]
+    if not rows:
+        raise ValueError(f"{run}: no rows of surface {surface!r} (it holds {','.join(modes)})")
+    if not any("rationale_numbers" in r for r in rows):
+        raise ValueError(f"{run}: its rows lack the badge features (rationale_numbers): rerun `dialcheck eval --output`")
+    gold = {}
+    for r in read_jsonl(labels):
+        if "id" not in r or "response_label" not in r:
+            raise ValueError(f"{labels}: every line needs `id` and `response_label` (DialFact format)")
+        if r["response_label"] not in (*LABELS, "NOT SUPPORTS"):
+            raise ValueError(f"{labels}: id {r['id']}: response_label {r['response_label']!r} is not one of "
+                             f"{', '.join(LABELS)}")
+        gold[str(r["id"])] = r["response_label"]
+    joined = [(r, gold[str(r.get("record_id"))]) for r in rows if str(r.get("record_id")) in gold]
+    if not joined:
+        raise ValueError(f"no run row's record_id is an id in {labels}")
+    nli = {(r.get("model_versions") or {}).get("nli") for r, _ in joined} - {None}
+    fitted = ((policy.meta.get("nli_model") or {}).get("version"))
+    if fitted and nli and nli != {fitted}:
+        raise ValueError(f"{run} was made with NLI model {', '.join(sorted(nli))}, but the display's scorer was "
+                         f"fitted for {fitted!r}: rerun `dialcheck eval` with that model")
+    badge_rows = rows_of_verdicts(policy, [r for r, _ in joined], [gold_right(g, r.get("label")) for r, g in joined])
+    data = {"source": "run", "run": run.name, "run_sha1": _sha(run), "labels": labels.name, "labels_sha1": _sha(labels),
+            "surface": surface, "protocol": joined[0][0].get("protocol"), "claims": len(joined),
+            "unlabelled_rows": len(rows) - len(joined), "nli": sorted(nli)}
+    return badge_rows, data
+
+
+def _safe_url(url: str) -> str:
+    """The store's address without a password (a certified section is not a place for secrets)."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(str(url))
+    if parts.password is None:
+        return str(url)
+    host = parts.hostname + (f":{parts.port}" if parts.port else "")
+    return urlunsplit(parts._replace(netloc=f"{parts.username}:***@{host}"))
+
+
+def from_feedback(policy: DisplayPolicy, store) -> tuple[BadgeRows, dict]:
+    """The feedback store's judged verdicts (streams/feedback_store.py `FeedbackStore.judged()`):
+    'right' / 'wrong' judgements of a badge label; 'unsure' ones and judgements of another label
+    than the verdict's are left out; the latest judgement of a claim wins."""
+    judged = sorted(store.judged(), key=lambda j: str(j.received_at or ""))
+    latest: dict = {}
+    for j in judged:
+        if j.judgement not in ("right", "wrong") or (j.label_shown and j.label_shown != j.verdict.get("label")):
+            continue
+        latest[(j.conversation_id, j.turn_id, j.claim_index)] = j
+    kept = list(latest.values())
+    rows = rows_of_verdicts(policy, [j.verdict for j in kept], [j.judgement == "right" for j in kept])
+    sources: dict[str, int] = {}
+    for j in kept:
+        sources[j.source] = sources.get(j.source, 0) + 1
+    times = [j.received_at for j in kept if j.received_at]
+    data = {"source": "feedback", "store": _safe_url(getattr(store, "url", "") or ""), "judgements": len(judged),
+            "claims": len(kept), "by_source": sources,
+            "from": min(times) if times else None, "to": max(times) if times else None,
+            "note": "judged verdicts only: coverage is the share of judged verdicts shown"}
+    return rows, data

@@ -9,10 +9,19 @@ each claim with its gold evidence). Loaders read ../shared/data; nothing here is
 | wice          | S / NEI (supported → S, partially/not → NEI)     | the cited page     | claim |
 | true_dialfact | S / not S (TRUE's DialFact valid, no context)   | grounding          | grounding text |
 | faithdial     | S / not S (FaithDial audit: chat responses of three dialogue models and people) | knowledge | knowledge text |
+| begin_wow, begin_cmu, begin_tc | S / not S (BEGIN dev: chat responses judged for attribution, one set per corpus) | knowledge | knowledge text |
 
 FaithDial's BEGIN labels map as ../shared/data/README.md says: entailment (alone or with
 uncooperative) → SUPPORTS; hallucination, partial hallucination, entailment + hallucination → not
 SUPPORTS; generic, uncooperative and blank → left out (nothing checkable, or no label).
+
+BEGIN's labels judge attribution, the product's convention (a SUPPORTS badge means everything the
+reply states is backed by the evidence shown): Fully attributable → SUPPORTS, Not fully
+attributable → NOT SUPPORTS; Generic replies (small talk, nothing to check) are left out of the
+metrics and loaded on their own (`begin_generic`) to check that none gets a badge.
+
+HybriDial's labels judge whether the reply answers the question, not attribution: it is reported
+beside the others but puts no floor on the display fit (`NO_FLOOR`).
 """
 from __future__ import annotations
 
@@ -26,7 +35,12 @@ from schemas import LABELS
 from schemas.items import CheckItem, load_dialfact
 
 NOT_SUPPORTS = "NOT SUPPORTS"  # the gold label of a binary set's negative class (REFUTES or NEI)
-SETS = ("dialfact", "hybridial", "foolmetwice", "wice", "true_dialfact", "faithdial")
+BEGIN_CORPORA = ("wow", "cmu", "tc")  # Wizard of Wikipedia, CMU-DoG, Topical-Chat
+BEGIN_SETS = tuple(f"begin_{c}" for c in BEGIN_CORPORA)
+SETS = ("dialfact", "hybridial", "foolmetwice", "wice", "true_dialfact", "faithdial") + BEGIN_SETS
+CHAT_RESPONSE_SETS = ("faithdial",) + BEGIN_SETS  # chat responses judged for attribution: what the display is certified on
+NO_FLOOR = ("hybridial",)  # reported, but its labels are not attribution: no display floor of its own
+BEGIN_LABELS = {"fully attributable": "SUPPORTS", "not fully attributable": "NOT SUPPORTS", "generic": None}
 FAITHDIAL_MODELS = {"gold": "response", "GPT2": "gpt2", "CTRL": "ctrl", "DoHA": "doha"}  # folder → response column
 # sources that are also in the NLI model's training pairs (lab/nli/data.py): scores there are optimistic
 IN_NLI_TRAINING = {"foolmetwice": "FoolMeTwice dev is an NLI training source", "wice": "WiCE dev claims are an NLI training source"}
@@ -96,6 +110,34 @@ def _faithdial(d: Path) -> EvalSet:
     return EvalSet("faithdial", items, labels, groups, ("SUPPORTS", NOT_SUPPORTS))
 
 
+def _begin(d: Path, corpus: str, generic: bool = False) -> EvalSet:
+    """One BEGIN dev corpus: its attributable / not attributable replies, or (`generic`) its Generic ones."""
+    items, labels, groups = [], [], []
+    with open(d / f"begin_dev_{corpus}.tsv", encoding="utf-8", newline="") as fh:
+        for i, r in enumerate(csv.DictReader(fh, delimiter="\t")):
+            raw = (r.get("begin_label") or "").strip().lower()
+            if raw not in BEGIN_LABELS:
+                raise ValueError(f"begin_dev_{corpus}.tsv row {i + 2}: unknown begin_label {r.get('begin_label')!r}")
+            label = BEGIN_LABELS[raw]
+            knowledge, response = (r.get("knowledge") or "").strip(), (r.get("response") or "").strip()
+            if (label is None) != generic or not knowledge or not response:
+                continue
+            cid = f"begin-{corpus}-{i}"
+            message = (r.get("message") or "").strip()
+            items.append(CheckItem(cid, f"{cid}#response", [message] if message else [], response, [("", knowledge)]))
+            labels.append(label if label is not None else NOT_SUPPORTS)
+            groups.append(hashlib.sha1(knowledge.encode()).hexdigest()[:12])  # one conversation's turns share it
+    return EvalSet(f"begin_{corpus}" + ("_generic" if generic else ""), items, labels, groups, ("SUPPORTS", NOT_SUPPORTS))
+
+
+def begin_generic(data_dir: str | Path) -> EvalSet:
+    """BEGIN dev's Generic replies of every corpus (nothing to check): each should get no badge."""
+    d = Path(data_dir) / "dialogue_attribution" / "begin_dev"
+    parts = [_begin(d, c, generic=True) for c in BEGIN_CORPORA]
+    return EvalSet("begin_generic", [x for p in parts for x in p.items], [x for p in parts for x in p.labels],
+                   [x for p in parts for x in p.groups], ("SUPPORTS", NOT_SUPPORTS))
+
+
 def load_set(name: str, data_dir: str | Path, limit: int | None = None) -> EvalSet:
     d = Path(data_dir)
     if name == "dialfact":
@@ -124,6 +166,8 @@ def load_set(name: str, data_dir: str | Path, limit: int | None = None) -> EvalS
                     ("SUPPORTS", NOT_SUPPORTS))
     elif name == "faithdial":
         s = _faithdial(d / "dialogue_attribution" / "faithdial_audit")
+    elif name in BEGIN_SETS:
+        s = _begin(d / "dialogue_attribution" / "begin_dev", name[len("begin_"):])
     else:
         raise ValueError(f"unknown set {name!r}: one of {', '.join(SETS)}")
     if limit is not None and limit < len(s):

@@ -12,7 +12,7 @@ training set — the least total shortfall where no grid point does — at the l
 right ≥ `high_floor` (90 %) on every training set at the largest mean high coverage. A set with
 fewer than `min_badges` badges at a grid point puts no floor on it (too few to measure), and a set
 whose badges reach the floor at no grid point is left out of the floors (named in the policy's
-meta, `unreachable`): otherwise its shortfall alone would push every threshold to the top and hide
+meta, `unreachable`), and so is HybriDial, whose labels are not attribution (datasets.NO_FLOOR): otherwise its shortfall alone would push every threshold to the top and hide
 almost every badge on the sets that can be served.
 `dialcheck tune decision --lodo` fits it leaving each set out in turn, so the numbers it reports
 for a set were never fitted on that set."""
@@ -26,7 +26,7 @@ import numpy as np
 from schemas import Status
 from workers.display import BADGE_FEATURES, BADGES, BadgeFacts, BadgeScorer, DisplayPolicy
 
-from .datasets import SHOWN_FLOOR
+from .datasets import NO_FLOOR, SHOWN_FLOOR
 
 GRID = tuple(np.round(np.arange(0.30, 1.001, 0.02), 2)) + (1.01,)  # 1.01: never shown
 EVIDENCE_CHOICES = (("strong",), ("strong", "weak"))
@@ -133,7 +133,8 @@ def fit_display(sets: dict[str, BadgeRows], floor: float = SHOWN_FLOOR, high_flo
                 min_badges: int = 10, show_z: float = 0.0, high_z: float = 0.0) -> DisplayPolicy:
     """`show_z` / `high_z`: hold the floors on the Wilson lower bound of each set's share right,
     that many standard errors below it (0: on the share itself)."""
-    held = {n: r for n, r in sets.items() if _reachable(r, floor, min_badges, z=show_z)}
+    # a set whose labels are not attribution (NO_FLOOR: HybriDial) is scored but holds no floor
+    held = {n: r for n, r in sets.items() if n not in NO_FLOOR and _reachable(r, floor, min_badges, z=show_z)}
     best = None
     for evidence in EVIDENCE_CHOICES:
         for ts in GRID:
@@ -165,7 +166,10 @@ def fit_display(sets: dict[str, BadgeRows], floor: float = SHOWN_FLOOR, high_flo
                          tuple(evidence), {"floor": floor, "high_floor": high_floor, "min_badges": min_badges,
                                            **({"show_z": show_z} if show_z else {}),
                                            **({"high_z": high_z} if high_z else {}),
-                                           "fitted_on": sorted(sets), "unreachable": sorted(set(sets) - set(held))})
+                                           "fitted_on": sorted(sets),
+                                           "unreachable": sorted(set(sets) - set(held) - set(NO_FLOOR)),
+                                           **({"no_floor": sorted(set(sets) & set(NO_FLOOR))}
+                                              if set(sets) & set(NO_FLOOR) else {})})
 
 
 TRAINING_FLOORS = tuple(np.round(np.arange(0.80, 0.951, 0.025), 3))

@@ -3,10 +3,11 @@ Kafka-free batch path, in one run.
 
 Prints throughput (claims/s) of each and their ratio (what the transport, the context table and
 the micro-batching cost), and produce-to-verdict latency p50/p95/p99 at a stated offered rate
-(what a chat app waits). The Kafka run uses the embedded Tansu broker unless
+(what a chat app waits), and the worker process's resident memory (now and peak, from /proc) after
+the runs. The Kafka run uses the embedded Tansu broker unless
 DIALCHECK_KAFKA_BOOTSTRAP is set, and one worker process.
 
-    python bench/bench_stream.py --records 40 --rate 1.5
+    python bench/bench_stream.py --records 40 --latency-records 20 --loads 0.1,0.7 [--json]
 """
 from __future__ import annotations
 
@@ -37,6 +38,15 @@ DATA = load_settings().data.dialfact_sample
 def percentile(xs: list[float], q: float) -> float:
     """Linear-interpolated percentile (numpy's default), NaN for no data."""
     return float(np.percentile(xs, q * 100)) if len(xs) else float("nan")
+
+
+def rss_mb(pid: int | None) -> dict:
+    """VmRSS / VmHWM (peak) of a process in MiB, from /proc (Linux); {} when unreadable."""
+    try:
+        fields = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines() if ":" in line)
+        return {k: round(int(fields[v].split()[0]) / 1024, 1) for k, v in (("rss_mb", "VmRSS"), ("peak_rss_mb", "VmHWM"))}
+    except (OSError, KeyError, ValueError, TypeError):
+        return {}
 
 
 def batch_path(settings: Settings, records, spec: str) -> dict:
@@ -71,9 +81,9 @@ def main() -> int:
     ap.add_argument("--data", default=DATA)
     ap.add_argument("--records", type=int, default=40, help="records (claims) in each throughput run")
     ap.add_argument("--latency-records", type=int, default=20)
-    ap.add_argument("--loads", default="0.1,0.7", help="offered rates as fractions of the batch path's claims/s")
+    ap.add_argument("--loads", default="0.1,0.7", help="offered rates as fractions of the measured capacity (the Kafka path's claims/s flat out)")
     ap.add_argument("--rate", type=float, default=0.0,
-                    help="offered rate (claims/s) for the latency run; 0 = half the measured batch throughput")
+                    help="one offered rate (claims/s) for the latency run instead of --loads")
     ap.add_argument("--pipeline", default=DEFAULT_CHECKER, help=argparse.SUPPRESS)
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
@@ -91,7 +101,6 @@ def main() -> int:
 
     print(f"batch path: {len(records)} claims, batch_size={settings.stream.batch_size} ...", file=sys.stderr)
     batch = batch_path(settings, records, args.pipeline)
-    rates = [args.rate] if args.rate else [round(batch["claims_per_s"] * f, 3) for f in loads]
 
     work = Path(tempfile.mkdtemp(prefix="dialcheck-bench-"))
     with kafka_for(settings, log_path=str(work / "broker.log")) as s:
@@ -104,6 +113,8 @@ def main() -> int:
             vlog, run = stream_run(s, records, 0, "bench-tp-", 120 + 10 * len(records), worker)
             secs = max(vlog.received_at.values()) - run["t0"]
             kafka = {"claims": len(records), "seconds": round(secs, 2), "claims_per_s": round(len(records) / secs, 3)}
+            # the measured capacity: the Kafka path flat out (what one worker sustains end to end)
+            rates = [args.rate] if args.rate else [round(kafka["claims_per_s"] * f, 3) for f in loads]
             latency = []
             for load, rate, lat_records in zip(loads, rates, lat_slices):
                 print(f"kafka path: {len(lat_records)} claims at {rate} claims/s offered ...", file=sys.stderr)
@@ -112,12 +123,13 @@ def main() -> int:
                 latency.append({"load": load, "offered_claims_per_s": rate, "claims": len(lat),
                                 "p50_s": round(percentile(lat, 0.50), 3), "p95_s": round(percentile(lat, 0.95), 3),
                                 "p99_s": round(percentile(lat, 0.99), 3)})
+            worker_memory = rss_mb(worker.pid)
     out = {
         "records": len(records), "batch_size": settings.stream.batch_size, "batch_within_s": settings.stream.batch_within_s,
         "broker": "embedded Tansu" if not settings.kafka.bootstrap else settings.kafka.bootstrap,
         "batch_path": batch, "kafka_path": kafka,
         "kafka_over_batch_throughput": round(kafka["claims_per_s"] / batch["claims_per_s"], 3),
-        "fetch_wait_ms": settings.stream.fetch_wait_ms, "latency": latency,
+        "fetch_wait_ms": settings.stream.fetch_wait_ms, "latency": latency, "worker_memory": worker_memory,
     }
     if args.json:
         print(json.dumps(out, indent=2))
@@ -130,6 +142,8 @@ def main() -> int:
         for lt in out["latency"]:
             print(f"produce→verdict latency   p50 {lt['p50_s']:.2f} s  p95 {lt['p95_s']:.2f} s  p99 {lt['p99_s']:.2f} s "
                   f"at {lt['offered_claims_per_s']} claims/s offered ({lt['load']:.0%} load, {lt['claims']} claims)")
+        if worker_memory:
+            print(f"worker memory             RSS {worker_memory['rss_mb']} MiB, peak {worker_memory['peak_rss_mb']} MiB")
     return 0
 
 

@@ -8,7 +8,7 @@ The runtime only loads the parameters this writes; every fit lives here, offline
   training sets (each over the labels it has) while keeping REFUTES precision ≥
   `min_refutes_precision` on every training set (the least shortfall where no grid point does);
   `dialcheck tune decision --lodo` fits them leaving each set out in turn. `refutes_floor="pooled"`
-  holds the floor over all training claims together instead (measured in docs/results.md, not the
+  holds the floor over all training claims together instead (measured in docs/history/results-2026-12-02.md, not the
   default: it trades REFUTES precision for macro-F1)."""
 from __future__ import annotations
 

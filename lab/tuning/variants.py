@@ -4,7 +4,8 @@
 - coverage scopes beyond "all" / "dialogue": a claim without dialogue context is still asked its names
   and numbers ("dialogue+names"), a supporting window on its topic ("dialogue+topic", the test REFUTES
   evidence already passes) or one naming its grammatical subject ("dialogue+subject"); measured in
-  docs/results.md (2–10 points of macro-F1 lost on FoolMeTwice, WiCE or TRUE-DialFact when left out);
+  docs/history/results-2026-12-02.md (2–10 points of macro-F1 lost on FoolMeTwice, WiCE or
+  TRUE-DialFact when left out);
 - `slot_refutes`: a supported claim whose number an on-topic supporting window states differently
   (a value in the same slot) is REFUTES instead of NOT ENOUGH INFO;
 - the fit's label codes: GOLD_CODES with NOT_S, a binary set's NOT SUPPORTS.

@@ -321,7 +321,7 @@ class OnnxE5Encoder:
     so in a batch a text's vector would depend on the texts (and the padding) beside it — the stream's
     batches and an evaluation's would disagree. Alone, a text always gets the same vector. It is also the
     fastest shape measured on 2 cores (42.0 passages/s against 38.4 for 768-token batches and 33.4 for
-    single texts on two intra-op threads, docs/results.md)."""
+    single texts on two intra-op threads, docs/history/results-2026-12-02.md)."""
 
     def __init__(self, precision: str = "int8", threads: int | None = None, export_dir: str | Path | None = None,
                  graph_optimization: str = "all"):

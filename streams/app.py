@@ -1,4 +1,5 @@
-"""The Faust app: chat.turns → validate → context table → batched pipeline call → chat.verdicts.
+"""The Faust app: chat.turns → validate → context table → batched pipeline call → chat.verdicts;
+chat.feedback → validate → the feedback store (streams/feedback.py).
 
 Only the wiring lives here (app settings, topics, tables, agent, task, timer); what happens to a
 batch, and every delivery guarantee (holds, awaited sends, attempts table, poison records), is
@@ -22,6 +23,8 @@ from schemas.protocols import Checker
 from schemas.settings import Settings
 
 from . import transport
+from .feedback import FeedbackWorker, StoreWriter
+from .feedback_store import FeedbackStore
 from .kafka_config import faust_broker_kwargs
 from .observability import Observability
 from .processes import free_port
@@ -45,13 +48,22 @@ class DialcheckApp(faust.App):
         return transport.KeepInputFlowControl(self.keep_topics, loop=self.loop)
 
 
-def create_app(settings: Settings, checker: Checker) -> faust.App:
-    """Build the worker app around `checker` (its `check_turns`)."""
+def feedback_enabled(settings: Settings) -> bool:
+    """DIALCHECK_FEEDBACK_STORE=off: no chat.feedback agent and no verdicts kept."""
+    return settings.stream.feedback_store.strip().lower() != "off"
+
+
+def create_app(settings: Settings, checker: Checker, store: FeedbackStore | None = None) -> faust.App:
+    """Build the worker app around `checker` (its `check_turns`); `store` keeps the published
+    verdicts and the chat.feedback judgements (opened from the settings when not given)."""
     st = settings.stream
+    feedback = feedback_enabled(settings)
+    if feedback and store is None:
+        store = FeedbackStore(st.feedback_store)
     broker = faust_broker_kwargs(settings)
     app = DialcheckApp(
         st.app_id,
-        keep_topics={settings.kafka.topic_turns},
+        keep_topics={settings.kafka.topic_turns, *([settings.kafka.topic_feedback] if feedback else [])},
         **broker,
         # the consumer's fetch wait is a setting (Faust hard-codes 1.5 s): streams/transport.py
         broker_consumer=broker["broker"].replace("kafka://", f"{transport.SCHEME}://"),
@@ -84,13 +96,26 @@ def create_app(settings: Settings, checker: Checker) -> faust.App:
     attempts = AttemptsTable(app.Table(ATTEMPTS_TABLE, default=None, use_partitioner=True, partitions=parts,
                                        key_type=bytes))
     obs = Observability(settings)  # /metrics, /healthz, /readyz (served by run_worker)
+    writer = StoreWriter(store, backoff_s=st.send_backoff_s) if feedback else None
     worker = TurnWorker(app, settings, checker, table=table, attempts=attempts, verdicts_topic=verdicts_topic,
-                        dead_topic=dead_topic, obs=obs)
+                        dead_topic=dead_topic, obs=obs, store_writer=writer)
 
     @app.agent(turns_topic, name="check-turns")
     async def check_turns(stream):
         async for events in stream.take_events(st.take_events, within=st.batch_within_s):
             await worker.handle(events)
+
+    if feedback:
+        feedback_topic = app.topic(settings.kafka.topic_feedback, key_type=bytes, value_type=bytes,
+                                   key_serializer="raw", value_serializer="raw", partitions=parts)
+        judgements = FeedbackWorker(worker, writer)
+
+        @app.agent(feedback_topic, name="store-feedback")
+        async def store_feedback(stream):
+            async for events in stream.take_events(st.take_events, within=st.batch_within_s):
+                await judgements.handle(events)
+
+        app.dialcheck_feedback_store = store
 
     @app.task
     async def announce_ready():
@@ -112,5 +137,7 @@ def create_app(settings: Settings, checker: Checker) -> faust.App:
     app.dialcheck_table = table  # for tests and introspection
     app.dialcheck_worker = worker
     obs.attach(app, table, worker.counters)
+    if feedback:
+        obs.attach_feedback(store, st.precision_target, st.precision_confidence)
     app.dialcheck_obs = obs
     return app

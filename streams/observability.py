@@ -122,9 +122,11 @@ class Observability:
         self.app = None
         self.table = None
         self.counters = None  # the worker's Counters (a dataclass), exported as dialcheck_worker_events
+        self.feedback = None  # (FeedbackStore, target, confidence) once attach_feedback ran
         self._server: ThreadingHTTPServer | None = None
         self.port: int | None = None
         r.register(_StateCollector(self))
+        r.register(_PrecisionCollector(self))
 
     # hooks (called on the event loop by streams/app.py)
     def attach(self, app, table, counters=None) -> None:
@@ -132,6 +134,10 @@ class Observability:
         checker is already loaded."""
         self.app, self.table, self.counters = app, table, counters
         self.models_loaded = True
+
+    def attach_feedback(self, store, target: float, confidence: float) -> None:
+        """The feedback store whose judgements the live-precision gauges read at scrape time."""
+        self.feedback = (store, target, confidence)
 
     def turn_in(self) -> None:
         self.turns_in.inc()
@@ -249,6 +255,59 @@ class _StateCollector:
             turns.add_metric([], sum(len(v.get("turns", [])) for v in values if isinstance(v, dict)))
         ready.add_metric([], 1.0 if self.obs.readiness()[0] else 0.0)
         yield from (lag, conversations, turns, ready, worker)
+
+
+class _PrecisionCollector:
+    """Live shown-badge precision from the feedback store, per badge bucket (SUPPORTS, REFUTES, high):
+    precision and its Clopper–Pearson interval (streams/precision.py), judgements n, coverage, the
+    drift alarm (1 when the interval's upper end is below the target), and judgements by kind.
+    Read at scrape time, at most every PRECISION_CACHE_S (a query over the store)."""
+
+    PRECISION_CACHE_S = 2.0
+
+    def __init__(self, obs: Observability):
+        self.obs = obs
+        self._cached: tuple[float, list, dict] | None = None
+
+    def describe(self):
+        return []
+
+    def _read(self):
+        now = time.monotonic()
+        if self._cached is None or now - self._cached[0] > self.PRECISION_CACHE_S:
+            store, target, confidence = self.obs.feedback
+            self._cached = (now, store.precision(target, confidence), store.counts())
+        return self._cached[1], self._cached[2]
+
+    def collect(self):
+        from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+
+        if self.obs.feedback is None:
+            return
+        rows, counts = _safe(self._read, ([], {}))
+        g = {name: GaugeMetricFamily(f"dialcheck_{name}", doc, labels=["label"]) for name, doc in (
+            ("shown_precision", "Share of judged shown badges judged right (feedback so far; unsure left out)."),
+            ("shown_precision_lower", "Lower end of the shown-badge precision's Clopper-Pearson interval."),
+            ("shown_precision_upper", "Upper end of the shown-badge precision's Clopper-Pearson interval."),
+            ("shown_judged", "Judgements (right + wrong) of shown badges: the n of the precision."),
+            ("shown_coverage", "Shown badges / verdicts kept in the feedback store."),
+            ("precision_alarm", "1 when the precision interval's upper end is below the target (drift alarm)."),
+            ("precision_target", "The precision target the alarm compares with (DIALCHECK_PRECISION_TARGET)."))}
+        for r in rows:
+            if r.precision is not None:
+                g["shown_precision"].add_metric([r.label], r.precision)
+                g["shown_precision_lower"].add_metric([r.label], r.lower)
+                g["shown_precision_upper"].add_metric([r.label], r.upper)
+            if r.coverage is not None:
+                g["shown_coverage"].add_metric([r.label], r.coverage)
+            g["shown_judged"].add_metric([r.label], r.n)
+            g["precision_alarm"].add_metric([r.label], 1.0 if r.alarm else 0.0)
+            g["precision_target"].add_metric([r.label], r.target)
+        total = CounterMetricFamily("dialcheck_feedback", "Judgements in the feedback store, by judgement "
+                                    "(redeliveries counted once).", labels=["judgement"])
+        for j, n in (counts.get("judgement") or {}).items():
+            total.add_metric([j], n)
+        yield from (*g.values(), total)
 
 
 def _lags(app) -> list[tuple[Any, int]]:

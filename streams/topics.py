@@ -14,7 +14,8 @@ from .kafka_config import kafka_python_kwargs
 
 
 def stream_topics(settings: Settings) -> list[str]:
-    return [settings.kafka.topic_turns, settings.kafka.topic_verdicts, settings.kafka.topic_deadletter]
+    k = settings.kafka
+    return [k.topic_turns, k.topic_verdicts, k.topic_deadletter, k.topic_feedback]
 
 
 def ensure_topics(settings: Settings, topics: list[str] | None = None, timeout_s: float = 30.0) -> None:

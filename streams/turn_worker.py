@@ -86,6 +86,8 @@ class Counters:
     poison: int = 0            # turns dead-lettered as poison
     send_retries: int = 0      # send rounds with a failure, retried
     isolated_batches: int = 0  # redelivered batches checked one turn per call
+    feedback: int = 0          # chat.feedback records stored (redeliveries included: the store dedups)
+    verdicts_unstored: int = 0  # published verdicts the feedback store failed to keep (feedback on them stays unjoined)
 
     def line(self) -> str:
         return " ".join(f"{k}={v}" for k, v in asdict(self).items())
@@ -125,11 +127,12 @@ class TurnWorker:
     pipeline call, which runs in `self.executor`'s thread."""
 
     def __init__(self, app, settings: Settings, checker: Checker, *, table, attempts: AttemptsTable,
-                 verdicts_topic, dead_topic, obs: Observability):
+                 verdicts_topic, dead_topic, obs: Observability, store_writer=None):
         self.app, self.settings, self.st = app, settings, settings.stream
         self.table, self.attempts = table, attempts
         self.verdicts_topic, self.dead_topic = verdicts_topic, dead_topic
         self.obs = obs
+        self.store_writer = store_writer  # streams.feedback.StoreWriter: verdicts kept for joining feedback (None: off)
         self.counters = Counters()
         self.roles = parse_roles(self.st.check_roles)
         self.scrub = Scrubber.from_settings(settings)
@@ -239,13 +242,29 @@ class TurnWorker:
         stamps = stamps or {}
         # stamped once: the published verdicts (ts, latency_ms) also feed the metrics below
         verdicts = [stamped(v, *stamps[k]) if (k := (v.conversation_id, v.turn_id)) in stamps else v for v in verdicts]
-        await self.deliver([self.verdict_record(v) for v in verdicts])
+        records = [self.verdict_record(v) for v in verdicts]
+        await self.deliver(records)
+        await self.keep_verdicts([r[2] for r in records])
         if self.st.trace_records:
             log.info("trace delivered %s", " ".join(f"{v.turn_id}:{v.claim_id}" for v in verdicts))
         self.counters.verdicts += len(verdicts)
         self.obs.checked(group, verdicts)
         for key, msg, _ in group:
             self.attempts.set(key, msg, None)
+
+    async def keep_verdicts(self, published: list[bytes]) -> None:
+        """The verdicts as published, into the feedback store (before the ack: a crash redelivers the
+        batch and they are stored then). A store failure does not stop checking: it is logged and
+        counted (`verdicts_unstored`), and feedback on those verdicts stays unjoined."""
+        if self.store_writer is None or not published:
+            return
+        import orjson
+
+        try:
+            await self.store_writer.call(self.store_writer.store.add_verdicts, [orjson.loads(raw) for raw in published])
+        except Exception as e:  # noqa: BLE001
+            self.counters.verdicts_unstored += len(published)
+            log.error("could not keep %d verdicts in the feedback store: %s", len(published), bound(self.scrub(repr(e)), 300))
 
     # -- one batch ----------------------------------------------------------------------------
     async def handle(self, events) -> None:

@@ -16,7 +16,7 @@ from pathlib import Path
 from schemas.protocols import Checker
 from schemas.settings import REPO_ROOT, Settings
 
-from .app import READY_MARKER, create_app
+from .app import READY_MARKER, create_app, feedback_enabled
 from .broker import track
 from .processes import die_with_parent, terminate
 from .observability import logging_config
@@ -25,7 +25,9 @@ from .turn_worker import STATUS_MARKER
 
 
 def run_worker(settings: Settings, checker: Checker, loglevel: str = "info") -> int:
-    """Blocks until SIGTERM/SIGINT; the topics are created first so their partition counts match."""
+    """Blocks until SIGTERM/SIGINT; the topics are created first so their partition counts match.
+    The display policy is the checker's, loaded when it was built: a new display file is picked up
+    on restart (no reload signal)."""
     import faust
 
     ensure_topics(settings)
@@ -33,7 +35,19 @@ def run_worker(settings: Settings, checker: Checker, loglevel: str = "info") -> 
     n = partition_count(settings, settings.kafka.topic_turns)
     if n and n != settings.kafka.topic_partitions:
         settings = settings.updated(kafka={"topic_partitions": n})
-    app = create_app(settings, checker)
+    store = None
+    if feedback_enabled(settings):  # a bad store is one line before the worker joins its group
+        from schemas.settings import redact
+
+        from .feedback_store import FeedbackStore, StoreUnavailable
+
+        try:
+            store = FeedbackStore(settings.stream.feedback_store)
+        except StoreUnavailable as e:
+            print(f"dialcheck: {redact(str(e))} (DIALCHECK_FEEDBACK_STORE)", file=sys.stderr, flush=True)
+            return 2
+        print(f"feedback store: {redact(store.url)} (DIALCHECK_FEEDBACK_STORE; chat.feedback → judgements)", flush=True)
+    app = create_app(settings, checker, store=store)
     app.dialcheck_obs.serve()  # /metrics, /healthz, /readyz from now on (streams/observability.py)
     worker = faust.Worker(app, loglevel=loglevel, quiet=True, redirect_stdouts=False,
                           logging_config=logging_config(settings, loglevel))

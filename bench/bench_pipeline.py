@@ -1,20 +1,22 @@
-"""Benchmark (not a test): the pipeline with the verdict-preserving optimisations off and on, in
-the same process, on the same records, with the same loaded models.
+"""Benchmark (not a test): today's default path beside the previous release's default, in the same
+process, on the same records, with the same encoder and index.
 
-    python bench/bench_pipeline.py [--protocol e2e] [--surface r4g] [--limit 300] [--batch 16] [--json]
-                                   [--variant-nli artifacts/nli-int8-static]
+    python bench/bench_pipeline.py [--protocol e2e] [--limit 300] [--batch 16] [--json]
+                                   [--surface SURFACE] [--off] [--variant-nli DIR]
 
-"off" is settings section `perf` with batch_query_encoding=false and cache_entries=0 (the path of
-the last release); "on" is the default. Both pipelines share the loaded NLI model, encoder and
-index, so the ratio isolates the optimisations. Labels must be identical; the ratio is
-claims/s on ÷ off. Per-stage milliseconds per claim come from the verdicts' timings.
-`model_seconds` is the time spent inside the NLI model's `predict` and the encoder's `encode`;
-`ceiling_speedup` = off seconds ÷ on's model seconds, the speed-up if everything around the model
-calls cost nothing: the bound on what verdict-preserving changes can reach on this machine.
+"previous" is the default of the last release (base commit 507bba7): surface R4 + gate, the fp32 NLI
+artifact, every window of the pre-score top 24 read in one NLI call, no BM25 hit cache. "default"
+is what the settings give today (their surface, NLI artifact, window budget and caches; `--surface`
+overrides the surface of "default" only). `speedup_vs_previous_default` = claims/s default ÷
+previous. The two change verdicts on purpose (the yardstick for that is the badges, issue 39:
+`dialcheck tune decision --lodo`), so the bench reports how many labels and shown badges differ,
+and the windows read per claim. Per-stage milliseconds per claim come from the verdicts' timings;
+`model_seconds` is the time inside the NLI model's `predict` and the encoder's `encode`.
 
-`--variant-nli DIR` adds a third run, "variant": "on" with another NLI artifact (e.g. the static
-int8 one from `dialcheck nli quantize`). It changes verdicts, so it is reported beside, never
-inside, the identical-label ratio: its speed-up over "off" and how many labels differ.
+`--off` adds "off": "previous" with settings section `perf` off (batch_query_encoding=false,
+cache_entries=0), the path before the verdict-preserving optimisations; their ratio
+(`speedup_perf`) must come with identical labels (exit 1 otherwise). `--variant-nli DIR` adds
+"variant": "default" with another NLI artifact.
 """
 from __future__ import annotations
 
@@ -30,13 +32,32 @@ sys.path.insert(0, str(REPO))
 
 from schemas import TIMING_META_KEYS  # noqa: E402
 from schemas.items import load_dialfact  # noqa: E402
-from schemas.settings import load_settings  # noqa: E402
-from schemas.protocols import turn_verdicts
+from schemas.protocols import turn_verdicts  # noqa: E402
+from schemas.settings import REPO_ROOT, load_settings  # noqa: E402
+
+# The defaults of 507bba7 for every setting this round changed (issue 39): whatever the
+# environment says for the others, "previous" runs with these.
+PREVIOUS_SURFACE = "r4g"
+PREVIOUS_NLI_DIR = str(REPO_ROOT / "triton_models" / "nli" / "1")
+PREVIOUS_SETTINGS: dict[str, dict] = {"models": {"nli_model_dir": PREVIOUS_NLI_DIR}}
+
+
+def previous_changes(base) -> dict[str, dict]:
+    """Section overrides that give 507bba7's defaults, for the settings that exist in `base`."""
+    out = {name: dict(fields) for name, fields in PREVIOUS_SETTINGS.items()}
+    verify = type(base.verify).model_fields
+    if "window_first" in verify:  # the adaptive window budget: 0 reads the top k in one call, as before
+        out.setdefault("verify", {})["window_first"] = 0
+    out.setdefault("perf", {})["search_cache_entries"] = 0
+    return out
+
+
+def default_surface(base) -> str:
+    return getattr(base.verify, "surface", None) or getattr(base.stream, "surface", None) or PREVIOUS_SURFACE
 
 
 class Timed:
-    """A model with the seconds spent inside `method` counted: the run's model arithmetic, which
-    no verdict-preserving change can remove (the rest is what the optimisations can cut)."""
+    """A model with the seconds spent inside `method` counted."""
 
     def __init__(self, inner, method: str):
         self.inner, self.seconds = inner, 0.0
@@ -70,66 +91,108 @@ def stage_ms(verdicts) -> dict[str, float]:
     return {k: round(x / max(len(verdicts), 1), 1) for k, x in total.items()}
 
 
+def windows_read(v) -> int:
+    return int(((v.rationale or {}).get("numbers") or {}).get("windows_read", 0))
+
+
+def shown(v) -> str:
+    """The badge a user sees: '' when none, else label/confidence."""
+    d = v.display
+    return f"{v.label}/{d.confidence}" if d is not None and d.show else ""
+
+
+def searcher_for(base, searcher, changes):
+    """The index as `load_searcher` hands it to the pipeline under these settings (BM25 hit cache or not)."""
+    entries = changes.get("perf", {}).get("search_cache_entries", base.perf.search_cache_entries)
+    if searcher is None or not entries:
+        return searcher
+    from workers.caches import CachedSearcher
+
+    return CachedSearcher(searcher, entries)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--protocol", default="e2e", choices=["e2e", "fv"])
-    ap.add_argument("--surface", default="r4g")
+    ap.add_argument("--surface", default=None, help="the default run's surface (default: the settings')")
     ap.add_argument("--limit", type=int, default=300)
     ap.add_argument("--batch", type=int, default=16)
     ap.add_argument("--data", default=None)
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--off", action="store_true", help="also the previous path with settings section perf off")
     ap.add_argument("--variant-nli", default=None, help="another NLI artifact dir, measured as 'variant'")
     args = ap.parse_args()
 
     from workers.models.factory import load_models
+    from workers.models.onnx_nli import load_local_nli
     from workers.pipeline import Pipeline
     from workers.retrieval.factory import load_searcher
+    from workers.surfaces.pronouns import set_parse_cache
 
     base = load_settings()
+    prev_changes = previous_changes(base)
+    previous = base.updated(**prev_changes)
     nli, encoder = load_models(base)
     nli, encoder = Timed(nli, "predict"), Timed(encoder, "encode")
-    searcher = load_searcher(base, encoder) if args.protocol == "e2e" else None
+    m = previous.models
+    prev_nli = nli if m.nli_model_dir == base.models.nli_model_dir else Timed(
+        load_local_nli(m.nli_model_dir, m.ort_threads, m.ort_graph_optimization), "predict")
+    raw = None
+    if args.protocol == "e2e":
+        raw = load_searcher(base.updated(perf={"search_cache_entries": 0}), encoder)
     every = load_dialfact(args.data or base.data.dialfact_sample)
     records, warm = every[:args.limit], [r.to_check_item(args.protocol) for r in every[-2:]]
     items = [r.to_check_item(args.protocol) for r in records]
-    modes = {"off": base.updated(perf={"batch_query_encoding": False, "cache_entries": 0}), "on": base}
-    pipes = {name: Pipeline(s, nli, encoder, searcher, args.protocol, args.surface) for name, s in modes.items()}
+    surface = args.surface or default_surface(base)
+    runs = {"previous": (previous, prev_nli, PREVIOUS_SURFACE, prev_changes), "default": (base, nli, surface, {})}
+    if args.off:
+        off = {**prev_changes, "perf": {**prev_changes.get("perf", {}), "batch_query_encoding": False, "cache_entries": 0}}
+        runs["off"] = (base.updated(**off), prev_nli, PREVIOUS_SURFACE, off)
     if args.variant_nli:
-        from workers.models.onnx_nli import load_local_nli
-
-        modes["variant"] = base
-        pipes["variant"] = Pipeline(base, Timed(load_local_nli(args.variant_nli), "predict"), encoder, searcher,
-                                    args.protocol, args.surface)
-    for p in pipes.values():  # warm-up on records outside the timed set's caches: not timed
+        runs["variant"] = (base, Timed(load_local_nli(args.variant_nli), "predict"), surface, {})
+    pipes = {name: Pipeline(s, model, encoder, searcher_for(base, raw, changes), args.protocol, surf)
+             for name, (s, model, surf, changes) in runs.items()}
+    for p in pipes.values():  # warm-up on records outside the timed set: not timed
         turn_verdicts(p.check_turns(warm))
-    out = {"protocol": args.protocol, "surface": args.surface, "claims": len(items), "batch": args.batch}
-    labels = {}
-    from workers.surfaces.pronouns import set_parse_cache
-
+    out = {"protocol": args.protocol, "claims": len(items), "batch": args.batch,
+           "surfaces": {name: r[2] for name, r in runs.items()},
+           "nli": {name: r[1].version for name, r in runs.items()}}
+    verdicts_of = {}
     for name, pipe in pipes.items():
         set_parse_cache(0)  # a fresh (or no) parse cache for each run
-        set_parse_cache(modes[name].perf.cache_entries)
-        models = (pipe.nli, encoder)
-        before = sum(m.seconds for m in models)
+        set_parse_cache(runs[name][0].perf.cache_entries)
+        models = (runs[name][1], encoder)
+        before = sum(x.seconds for x in models)
         verdicts, secs = run(pipe, items, args.batch)
-        in_models = sum(m.seconds for m in models) - before
-        labels[name] = [v.label for v in verdicts]
+        in_models = sum(x.seconds for x in models) - before
+        verdicts_of[name] = verdicts
+        read = [windows_read(v) for v in verdicts]
         out[name] = {"claims_per_second": round(len(items) / secs, 3), "seconds": round(secs, 1),
-                     "model_seconds": round(in_models, 1), "stage_ms_per_claim": stage_ms(verdicts)}
-    out["speedup"] = round(out["on"]["claims_per_second"] / out["off"]["claims_per_second"], 2)
-    # the most any verdict-preserving change could give: "on" with nothing left but its model calls
-    out["ceiling_speedup"] = round(out["off"]["seconds"] / max(out["on"]["model_seconds"], 1e-9), 2)
-    out["identical_labels"] = labels["on"] == labels["off"]
-    out["label_differences"] = sum(a != b for a, b in zip(labels["on"], labels["off"]))
+                     "model_seconds": round(in_models, 1), "stage_ms_per_claim": stage_ms(verdicts),
+                     "windows_read_per_claim": round(sum(read) / max(len(read), 1), 2),
+                     "badges_shown": sum(bool(shown(v)) for v in verdicts)}
+        cache = getattr(pipe.searcher, "counts", None)
+        if cache is not None:
+            out[name]["search_cache"] = cache.as_dict()
+    cps = {name: out[name]["claims_per_second"] for name in runs}
+    out["speedup_vs_previous_default"] = round(cps["default"] / cps["previous"], 2)
+    prev, new = verdicts_of["previous"], verdicts_of["default"]
+    out["label_differences"] = sum(a.label != b.label for a, b in zip(prev, new))
+    out["badge_differences"] = sum(shown(a) != shown(b) for a, b in zip(prev, new))
+    ok = True
+    if args.off:
+        out["speedup_perf"] = round(cps["previous"] / cps["off"], 2)
+        out["identical_labels_perf"] = ok = [v.label for v in verdicts_of["off"]] == [v.label for v in prev]
     if args.variant_nli:
-        out["variant"].update(nli=args.variant_nli, speedup_over_off=round(
-            out["variant"]["claims_per_second"] / out["off"]["claims_per_second"], 2),
-            label_differences_from_on=sum(a != b for a, b in zip(labels["variant"], labels["on"])))
+        out["variant"].update(nli_dir=args.variant_nli, speedup_vs_previous_default=round(cps["variant"] / cps["previous"], 2),
+                              label_differences_from_default=sum(a.label != b.label for a, b in
+                                                                 zip(verdicts_of["variant"], new)))
     print(json.dumps(out, indent=1) if args.json else
-          f"{args.protocol} {args.surface}: off {out['off']['claims_per_second']} claims/s, on "
-          f"{out['on']['claims_per_second']} claims/s, x{out['speedup']} (ceiling x{out['ceiling_speedup']}: model "
-          f"calls only), identical labels: {out['identical_labels']}")
-    return 0 if out["identical_labels"] else 1
+          f"{args.protocol}: previous default ({PREVIOUS_SURFACE}) {cps['previous']} claims/s, default ({surface}) "
+          f"{cps['default']} claims/s: x{out['speedup_vs_previous_default']}; windows read per claim "
+          f"{out['previous']['windows_read_per_claim']} -> {out['default']['windows_read_per_claim']}; labels differing "
+          f"{out['label_differences']}, shown badges differing {out['badge_differences']} of {len(items)}")
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":

@@ -189,3 +189,22 @@ def test_cli_mistakes_are_one_line(tmp_path, capsys, argv, says):
     rc = main(["calibrate", *argv, "--display", SHIPPED])
     err = capsys.readouterr().err.strip().splitlines()
     assert rc == 2 and len(err) == 1 and says in err[0], err
+
+
+def test_split_halves_keeps_conversations_apart():
+    from lab.tuning.calibrate import split_halves
+
+    groups = [f"g{i // 3}" for i in range(300)]
+    a, b = split_halves(groups)
+    assert len(a) + len(b) == 300 and 100 < len(a) < 200
+    assert not {groups[i] for i in a} & {groups[i] for i in b}
+
+
+def test_curve_ranks_eligible_badges_by_score():
+    from lab.tuning.calibrate import curve
+
+    policy = DisplayPolicy.load(SHIPPED)
+    rows = _rows([0, 0, 1, -1], [0.9, 0.5, 0.7, 0.0], [True, False, True, False])
+    c = curve(rows, policy)
+    assert c["coverage"] == [25.0, 50.0, 75.0]  # 3 badges of 4 claims, the NEI one never counts
+    assert c["precision"] == [100.0, 100.0, pytest.approx(66.67)]

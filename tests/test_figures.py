@@ -161,3 +161,34 @@ def test_quiet_stream_run_through_a_real_broker_and_worker(tmp_path):
     per_claim = [v for k, v in vals.items() if k.startswith("latency[")]
     assert vals["claims"] == 3 and len(per_claim) == 3 and all(0 < v < 60 for v in per_claim)
     assert 0 < vals["p50"] <= vals["p95"] <= vals["max"] and vals["consumer_p50"] > 0
+
+
+@pytest.mark.unit
+def test_risk_coverage_figure_from_a_yardstick_report(tmp_path):
+    """`dialcheck figures --risk-coverage`: one PNG and its CSV, each set's curve and both operating points."""
+    from dialcheck.cli import main
+
+    report = {"target": 0.85, "confidence": 0.9, "limit_per_set": 500, "curves": {
+        "faithdial": {"coverage": [1.0, 10.0, 20.0], "precision": [100.0, 90.0, 80.0],
+                      "shipped": {"coverage": 13.8, "precision": 82.6, "n": 69},
+                      "certified": {"coverage": 8.0, "precision": 91.0, "n": 40}},
+        "begin_wow": {"coverage": [2.0, 30.0], "precision": [100.0, 70.0],
+                      "shipped": {"coverage": 25.0, "precision": 75.0, "n": 100}, "certified": None}}}
+    (tmp_path / "report.json").write_text(json.dumps(report))
+    rc = main(["figures", "--risk-coverage", str(tmp_path / "report.json"), "--out", str(tmp_path)])
+    assert rc == 0
+    assert (tmp_path / "risk_coverage.png").stat().st_size > 1000
+    rows = list(csv.reader(l for l in open(tmp_path / "risk_coverage.csv") if not l.startswith("#")))
+    kinds = {(r[0], r[1]) for r in rows[1:]}
+    assert ("faithdial", "certified") in kinds and ("begin_wow", "shipped") in kinds
+    assert ("begin_wow", "certified") not in kinds
+    assert sum(r[1] == "curve" for r in rows[1:]) == 5
+
+
+@pytest.mark.unit
+def test_risk_coverage_bad_report_is_one_line(tmp_path, capsys):
+    from dialcheck.cli import main
+
+    (tmp_path / "bad.json").write_text("{}")
+    assert main(["figures", "--risk-coverage", str(tmp_path / "bad.json"), "--out", str(tmp_path)]) == 2
+    assert capsys.readouterr().err.count("\n") == 1

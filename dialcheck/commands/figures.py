@@ -44,6 +44,12 @@ def register(sub) -> None:
     p.add_argument("--hybridial-index", default=HYBRIDIAL_INDEX,
                    help=f"index of HybriDial's passages, built here when missing (default {HYBRIDIAL_INDEX})")
     p.add_argument("--runs", default=None, help="also keep the run files (JSONL, `dialcheck score` reads them) here")
+    p.add_argument("--risk-coverage", default=None, metavar="REPORT.json",
+                   help="only the risk-coverage figure (risk_coverage.png), from the yardstick report of "
+                        "`dialcheck calibrate --yardstick --out REPORT.json`, plus the feedback store's judged "
+                        "verdicts when there are any (--store)")
+    p.add_argument("--store", default=None, help="--risk-coverage: the feedback store (default: DIALCHECK_FEEDBACK_STORE "
+                                                   "or artifacts/feedback.sqlite3, when it exists)")
     p.add_argument("--pipeline", default=None, help=argparse.SUPPRESS)  # the stream worker's checker (tests)
     p.set_defaults(func=run)
 
@@ -221,9 +227,61 @@ def stream_figure(settings, out: Path, n_records: int, pipeline: str | None) -> 
     return written
 
 
+def risk_coverage_figure(report_path: str, out: Path, store: str | None) -> list[Path]:
+    """Shown-badge precision against coverage per yardstick set (and for the feedback store's judged
+    verdicts, when it has any), the shipped and certified operating points marked."""
+    from lab.evaluation.plots import plot_risk_coverage
+
+    try:
+        report = json.loads(Path(report_path).read_text(encoding="utf-8"))
+        curves = dict(report["curves"])
+    except (OSError, ValueError, KeyError, TypeError):
+        raise UsageError(f"--risk-coverage {report_path}: not a report of `dialcheck calibrate --yardstick`") from None
+    fb = _feedback_curve(store)
+    if fb is not None:
+        curves["feedback"] = fb
+    note = (f"FV, gold evidence, at most {report.get('limit_per_set')} claims per set; badges ranked by the shipped "
+            f"badge score (its scorer was fitted on the six older sets: in-sample there; BEGIN never fitted on). "
+            f"Star: thresholds certified at {report['target']} / confidence {report['confidence']} on the "
+            f"chat-response sets without the set drawn.")
+    return plot_risk_coverage(curves, out / "risk_coverage.png", report["target"],
+                              "Shown badges right vs coverage (claims ranked by badge score)", note)
+
+
+def _feedback_curve(store: str | None) -> dict | None:
+    from schemas.settings import load_settings
+
+    where = store or os.environ.get("DIALCHECK_FEEDBACK_STORE") or str(REPO_ROOT / "artifacts" / "feedback.sqlite3")
+    if "://" not in where and not Path(where).is_file():
+        if store:
+            raise UsageError(f"--store {store}: no feedback store there")
+        return None
+    try:
+        from streams.feedback_store import FeedbackStore
+    except ModuleNotFoundError:
+        return None
+    from lab.tuning.calibrate import curve, from_feedback, shown_stats
+    from workers.decision import load_display
+
+    policy = load_display(load_settings().verify)
+    if policy is None:
+        return None
+    rows, _ = from_feedback(policy, FeedbackStore(where))
+    if not len(rows.label):
+        return None
+    st = shown_stats(rows, policy, 0.9)
+    return {**curve(rows, policy), "shipped": {k: st[k] for k in ("coverage", "precision", "n")}, "certified": None}
+
+
 def run(args) -> int:
     from schemas.settings import load_settings
 
+    if args.risk_coverage:
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        for p in risk_coverage_figure(args.risk_coverage, out, args.store):
+            print(p)
+        return 0
     if args.limit is not None and args.limit < 1:
         raise UsageError(f"--limit must be at least 1 (got {args.limit})")
     if args.stream_records < 1:

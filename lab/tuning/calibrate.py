@@ -300,3 +300,176 @@ def from_feedback(policy: DisplayPolicy, store) -> tuple[BadgeRows, dict]:
             "from": min(times) if times else None, "to": max(times) if times else None,
             "note": "judged verdicts only: coverage is the share of judged verdicts shown"}
     return rows, data
+
+
+# --- the yardstick: the shipped display certified on the chat-response sets ----------------------
+
+def split_halves(groups: list[str], seed: int = 38) -> tuple[np.ndarray, np.ndarray]:
+    """Two halves of a set's claims by conversation (a group never on both sides), fixed by `seed`."""
+    side = np.array([int(hashlib.sha1(f"{seed}:{g}".encode()).hexdigest(), 16) % 2 for g in groups], dtype=bool)
+    return np.flatnonzero(~side), np.flatnonzero(side)
+
+
+def _take(rows: BadgeRows, idx) -> BadgeRows:
+    idx = np.asarray(idx, int)
+    return BadgeRows(rows.label[idx], rows.p[idx], rows.strong[idx], rows.weak[idx], rows.right[idx])
+
+
+def _concat(parts: list[BadgeRows]) -> BadgeRows:
+    return BadgeRows(*(np.concatenate([getattr(r, f) for r in parts]) for f in ("label", "p", "strong", "weak", "right")))
+
+
+def shown_stats(rows: BadgeRows, policy: DisplayPolicy, confidence: float) -> dict:
+    """Shown badges of `rows` (scored by the policy's scorer) under the policy: n, coverage %,
+    precision % and its one-sided Clopper–Pearson lower bound at `confidence`, per label and "high"."""
+    m = shown_mask(rows, policy.evidence, policy.show)
+    high = m & rows.strong & np.array([rows.p[i] >= policy.high[BADGES[k]] if k >= 0 else False
+                                       for i, k in enumerate(rows.label)], dtype=bool)
+
+    def stat(mask) -> dict:
+        n, good = int(mask.sum()), int(rows.right[mask].sum())
+        return {"n": n, "precision": round(100 * good / n, 1) if n else None,
+                "lower": round(100 * (1 - error_bound(n - good, n, confidence)), 1) if n else None}
+    return {"claims": len(rows.label), "coverage": round(100 * float(m.mean()), 1) if len(m) else 0.0, **stat(m),
+            "high": stat(high), **{lab: stat(m & (rows.label == k)) for k, lab in enumerate(BADGES)}}
+
+
+def curve(rows: BadgeRows, policy: DisplayPolicy, points: int = 60) -> dict:
+    """Risk–coverage: the badges the policy could show ranked by badge score, shown precision of
+    the top share against coverage (share of all claims), at up to `points` evenly spaced ranks."""
+    ok = eligible(rows, policy)
+    order = np.argsort(-rows.p[ok], kind="stable")
+    right = rows.right[ok][order]
+    if not len(right):
+        return {"coverage": [], "precision": []}
+    ks = np.unique(np.linspace(1, len(right), min(points, len(right))).astype(int))
+    cum = np.cumsum(right)
+    return {"coverage": [round(100 * k / len(rows.label), 2) for k in ks],
+            "precision": [round(100 * cum[k - 1] / k, 2) for k in ks]}
+
+
+def yardstick_report(limit_per_set: int | None = 500, target: float = 0.85, confidence: float = 0.9,
+                     high_target: float | None = None, seed: int = 38) -> dict:
+    """`dialcheck calibrate --yardstick`: on the cached FV evidence of every yardstick set,
+    - shipped: the shipped decision and display, certified on the chat-response sets' fit halves
+      (conversations apart) and scored on their report halves; and certified with each chat set left
+      out in turn, scored on it (the coverage it costs beside the shipped thresholds);
+    - split_half: per chat set, certified on one half of its conversations, scored on the other;
+    - lodo: each set left out of the decision, the badge scorer and the certification (on the other
+      chat-response sets), scored on it, beside the uncertified fit (`fit_badges`);
+    - generic: BEGIN's Generic replies, how many get a badge;
+    - curves: risk–coverage per set under the shipped decision and scorer (in-sample for the sets
+      the scorer was fitted on), the shipped thresholds' point and the point of those certified on
+      the chat-response sets without that set."""
+    from schemas.settings import load_settings
+    from workers.decision import load_decision, load_display
+
+    from .datasets import CHAT_RESPONSE_SETS, SETS, badge_right, begin_generic, load_set, set_metrics
+    from .display_fit import displays
+    from .lodo import _display, _fit, set_evidence
+    from .tune import Tuner, log
+
+    settings = load_settings()
+    tuner = Tuner(settings)
+    sets = {n: load_set(n, tuner.settings.data.dir, limit_per_set) for n in SETS}
+    evs = {n: set_evidence(tuner, s) for n, s in sets.items()}
+    shipped = load_decision(settings.verify, "fv")
+    policy = load_display(settings.verify)
+    variant = shipped.meta.get("variant", "guarded")
+    kw = {"target": target, "confidence": confidence, "high_target": high_target}
+
+    def rows_of(s, layer, es, pol) -> BadgeRows:
+        ds = layer.decide_many(es)
+        return BadgeRows.of(ds, [badge_right(s, g, d.label) for g, d in zip(s.labels, ds)], es).scored(pol.scorer, pol.complete)
+
+    def certified_on(pol, parts: dict, what: str):
+        try:
+            return certify_policy(pol, _concat(list(parts.values())), data={"sets": {k: len(v.label) for k, v in parts.items()},
+                                                                           "what": what}, **kw)
+        except NotCertified as e:
+            return None, {"not_certified": str(e)}
+
+    report: dict = {"target": target, "confidence": confidence, "high_target": high_target or min(target + 0.05, 0.99),
+                    "limit_per_set": limit_per_set, "seed": seed, "protocol": "fv", "surface": "r0",
+                    "nli": tuner.nli.version, "decision": variant, "chat_sets": list(CHAT_RESPONSE_SETS),
+                    "sets": {n: len(s) for n, s in sets.items()}}
+    # 1. the shipped display, certified with conversations apart
+    ship_rows = {n: rows_of(s, shipped, evs[n], policy) for n, s in sets.items()}
+    chat = {n: ship_rows[n] for n in CHAT_RESPONSE_SETS}
+    halves = {n: split_halves(sets[n].groups, seed) for n in CHAT_RESPONSE_SETS}
+    cert_pol, cert = certified_on(policy, {n: _take(r, halves[n][0]) for n, r in chat.items()}, "fit halves")
+    report["shipped"] = {
+        "certified_on_fit_halves": {"display": _thresholds(cert_pol), "certified": cert,
+                                    "report_halves": {n: {"certified": shown_stats(_take(r, halves[n][1]), cert_pol, confidence)
+                                                          if cert_pol else None,
+                                                          "shipped": shown_stats(_take(r, halves[n][1]), policy, confidence)}
+                                                      for n, r in chat.items()}},
+        "each_left_out": {}}
+    for held in CHAT_RESPONSE_SETS:
+        pol, c = certified_on(policy, {n: r for n, r in chat.items() if n != held}, f"chat sets but {held}")
+        report["shipped"]["each_left_out"][held] = {
+            "display": _thresholds(pol), "fit_n": c.get("n"), "fit_coverage": c.get("coverage"),
+            "certified": shown_stats(chat[held], pol, confidence) if pol else None,
+            "shipped": shown_stats(chat[held], policy, confidence)}
+        log(f"shipped display certified without {held}: {report['shipped']['each_left_out'][held]}")
+    # 2. split-half transfer on each chat set
+    report["split_half"] = {}
+    for n, r in chat.items():
+        a, b = halves[n]
+        out = {}
+        for name, (fit, test) in {"a_to_b": (a, b), "b_to_a": (b, a)}.items():
+            pol, c = certified_on(policy, {n: _take(r, fit)}, f"{n} half {name[0]}")
+            out[name] = {"fit_claims": len(fit), "display": _thresholds(pol), "fit": {k: c.get(k) for k in ("n", "coverage", "precision")},
+                         "test": shown_stats(_take(r, test), pol, confidence) if pol else None,
+                         "shipped_on_test": shown_stats(_take(r, test), policy, confidence),
+                         **({"not_certified": c["not_certified"]} if "not_certified" in c else {})}
+        report["split_half"][n] = out
+    # 3. leave-one-dataset-out with the certified display
+    report["lodo"], report["curves"] = {}, {}
+    for held, s in sets.items():
+        train = [(sets[n], evs[n]) for n in sets if n != held]
+        layer = _fit(variant, train)
+        fitted = _display(layer, train)  # the shipped fit (fit_badges) on the other sets
+        train_chat = {n: rows_of(sets[n], layer, evs[n], fitted) for n in CHAT_RESPONSE_SETS if n != held}
+        pol, c = certified_on(fitted, train_chat, f"chat sets but {held}")
+        ds = layer.decide_many(evs[held])
+        pred = [d.label for d in ds]
+        m = set_metrics(s, pred, displays(fitted, ds, evs[held]))
+        rows = rows_of(s, layer, evs[held], fitted)
+        report["lodo"][held] = {"macro_f1": m["macro_f1"], "supports_precision": m["supports_precision"],
+                                "supports_predicted": m["supports_predicted"], "refutes_precision": m["refutes_precision"],
+                                "refutes_predicted": m["refutes_predicted"],
+                                "certified_display": _thresholds(pol), "fit_n": c.get("n"),
+                                "certified": shown_stats(rows, pol, confidence) if pol else None,
+                                "uncertified": shown_stats(rows, fitted, confidence),
+                                "uncertified_display": _thresholds(fitted)}
+        log(f"lodo {held}: {report['lodo'][held]}")
+    # 4. risk–coverage under the shipped decision and scorer: the shipped thresholds, and the ones
+    # certified on the chat-response sets without this set
+    cert_all, _ = certified_on(policy, chat, "all chat sets")
+    for n, r in ship_rows.items():
+        pol = cert_all
+        if n in CHAT_RESPONSE_SETS:
+            pol, _ = certified_on(policy, {k: v for k, v in chat.items() if k != n}, f"chat sets but {n}")
+        point = lambda st: {k: st[k] for k in ("coverage", "precision", "n")}  # noqa: E731
+        report["curves"][n] = {**curve(r, policy), "shipped": point(shown_stats(r, policy, confidence)),
+                               "certified": point(shown_stats(r, pol, confidence)) if pol else None}
+    report["certified_on_all_chat_sets"] = {"display": _thresholds(cert_all)}
+    # 5. Generic replies: no badge
+    gen = begin_generic(tuner.settings.data.dir)
+    gen_evs = set_evidence(tuner, gen)
+    gds = shipped.decide_many(gen_evs)
+    shown = displays(policy, gds, gen_evs)
+    shown_c = displays(cert_all, gds, gen_evs) if cert_all else []
+    report["generic"] = {"replies": len(gen), "labels": {lab: sum(d.label == lab for d in gds) for lab in LABELS},
+                         "badges_shown_shipped": sum(d.show for d in shown),
+                         "badges_shown_certified": sum(d.show for d in shown_c) if cert_all else None,
+                         "shown": [{"reply": it.claim, "label": d.label}
+                                   for it, d, sh in zip(gen.items, gds, shown) if sh.show]}
+    return report
+
+
+def _thresholds(policy: DisplayPolicy | None) -> dict | None:
+    if policy is None:
+        return None
+    return {"show": dict(policy.show), "high": dict(policy.high), "evidence": list(policy.evidence)}

@@ -19,7 +19,7 @@ def _version() -> str:
         return "unknown"
 
 COMMAND_MODULES = ("check", "eval", "index", "nli", "stream", "serve", "config", "tune",
-                   "score", "calibrate",
+                   "score", "calibrate", "feedback",
                    "ui", "figures", "data")
 
 

@@ -127,6 +127,18 @@ class _LibraryNoise(logging.Filter):
         return not (record.name == "root" and str(record.msg).startswith("Please consider"))
 
 
+class _StderrHandler(logging.StreamHandler):
+    """Writes to whatever sys.stderr is at the time (tests and the scrubber replace it)."""
+
+    @property
+    def stream(self):
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, _value):
+        pass
+
+
 def quiet_libraries() -> None:
     """One stderr handler at WARNING for this process: without it a library's first module-level
     `logging.warning()` installs Python's default handler at level NOTSET, after which bm25s (which
@@ -134,7 +146,7 @@ def quiet_libraries() -> None:
     by its own --loglevel."""
     root = logging.getLogger()
     if not any(getattr(h, "_dialcheck", False) for h in root.handlers):
-        handler = logging.StreamHandler()
+        handler = _StderrHandler()
         handler.setLevel(logging.WARNING)
         handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
         handler.addFilter(_LibraryNoise())

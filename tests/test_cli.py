@@ -120,3 +120,45 @@ def test_check_text_for_people_display_source_plain_why_uncovered_and_folded_evi
     v.rationale = {"rule": "not-check-worthy", "numbers": {}, "window": None,
                    "summary": "NOT ENOUGH INFO: question — the turn states no checkable fact."}
     assert "why:       Not checked: it is a question, not a statement of fact." in format_text(v).splitlines()
+
+
+@pytest.mark.unit
+def test_every_option_of_every_command_has_a_help_text():
+    """`dialcheck <command> --help` explains every option: the parser tree is walked, each argument
+    (positionals too) must carry a help string (argparse.SUPPRESS hides one on purpose)."""
+    import argparse
+
+    from dialcheck.cli import build_parser
+
+    def walk(parser, path):
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, sub in action.choices.items():
+                    yield from walk(sub, [*path, name])
+            elif not isinstance(action, (argparse._HelpAction, argparse._VersionAction)):
+                yield " ".join(path), "/".join(action.option_strings) or action.dest, action.help
+
+    seen = list(walk(build_parser(), ["dialcheck"]))
+    assert len(seen) > 100  # the whole tree was walked, not the top level only
+    bare = [f"{cmd} {opt}" for cmd, opt, text in seen if not text or not str(text).strip()]
+    assert not bare, "options without a help text: " + ", ".join(bare)
+
+
+@pytest.mark.unit
+def test_no_library_warning_or_debug_line_reaches_the_terminal(capfd):
+    """onnxruntime's quantizer logs "Please consider to run pre-processing before quantization" on
+    the root logger, which installs Python's default handler; bm25s sets its own logger to DEBUG, so
+    every later bm25s call printed `DEBUG:bm25s:...`. The CLI's handler keeps both off stderr and
+    still shows a real warning."""
+    import logging
+
+    from dialcheck.cli import quiet_libraries
+
+    quiet_libraries()
+    logging.warning("Please consider to run pre-processing before quantization. Refer to example: ...")
+    logging.getLogger("bm25s").debug("Building index from IDs objects")
+    logging.getLogger("bm25s").info("Loaded")
+    logging.getLogger("dialcheck.test").warning("a real warning")
+    err = capfd.readouterr().err
+    assert "Please consider" not in err and "bm25s" not in err, err
+    assert "a real warning" in err

@@ -34,7 +34,8 @@ CASES = [
     ("no broker configured (replay)", ["replay"], {}, 2),
     ("no broker configured (page)", ["ui"], {}, 2),
     ("`--limit` without `--gold`", ["verdicts", "--limit", "5"], {}, 2),
-    ("Triton does not answer", ["check", "--models", "triton://127.0.0.1:9", "--claim", "Paris is in France."], {}, 2),
+    ("Triton does not answer", ["check", "--models", "triton://127.0.0.1:9", "--protocol", "fv", "--evidence",
+                                "Paris is the capital of France.", "--claim", "Paris is in France."], {}, 2),
     ("unknown model backend", ["check", "--models", "bogus", "--claim", "x"], {}, 2),
     ("unknown surface", ["check", "--surface", "r9", "--claim", "x"], {}, 2),
     ("unknown eval surface", ["eval", "--surfaces", "r0,r9"], {}, 2),
@@ -47,6 +48,12 @@ CASES = [
     ("`--limit 0`", ["eval", "--limit", "0"], {}, 2),
     ("`--records 0`", ["replay", "--records", "0", "--broker", "127.0.0.1:9"], {}, 2),
     ("no claim", ["check"], {}, 2),
+    ("misspelt option", ["check", "--claimm", "x is y"], {}, 2),
+    ("NLI model dir missing", ["check", "--claim", "x is y"], {"DIALCHECK_NLI_MODEL_DIR": "/nonexistent"}, 2),
+    ("index dir is a file", ["check", "--claim", "x is y"], {"DIALCHECK_INDEX_DIR": "bad.json"}, 2),
+    ("decision file missing", ["check", "--claim", "x is y"], {"DIALCHECK_DECISION_PARAMS": "decision.json"}, 2),
+    ("data mirror down", ["data", "fetch", "dialfact", "--dir", "fetched"],
+     {"DIALCHECK_DATA_BASE_URL": "http://127.0.0.1:9"}, 2),
 ]
 
 
@@ -92,6 +99,47 @@ def test_broker_credentials_are_masked(workdir, monkeypatch, capsys):
     _, err = run_case(["replay", "--broker", "kafka://user:s3cret@127.0.0.1:9"], {"DIALCHECK_BROKER_WAIT_S": "1"},
                       monkeypatch, capsys)
     assert "s3cret" not in err and "127.0.0.1:9" in err
+
+
+def test_a_misspelt_option_is_named_with_the_one_meant(workdir, monkeypatch, capsys):
+    """argparse alone hands "x is y" to the positional and says "invalid choice: 'x is y'"."""
+    for argv in (["check", "--claimm", "x is y"], ["check", "--claimm"], ["check", "--claim", "x", "--jsno"]):
+        _, err = run_case(argv, {}, monkeypatch, capsys)
+        assert err.startswith(f"dialcheck: check: unknown option {argv[-1] if argv[-1] != 'x is y' else argv[1]}"), err
+    _, err = run_case(["check", "--claimm", "x is y"], {}, monkeypatch, capsys)
+    assert "(did you mean --claim?)" in err and "invalid choice" not in err
+    _, err = run_case(["data", "fetch", "--bas-url", "http://x"], {}, monkeypatch, capsys)
+    assert err.startswith("dialcheck: data fetch: unknown option --bas-url (did you mean --base-url?)"), err
+
+
+@pytest.mark.parametrize("variable, value, says", [
+    ("DIALCHECK_NLI_MODEL_DIR", "/nonexistent", "no such directory"),
+    ("DIALCHECK_NLI_TORCH_DIR", "/nonexistent", "no such directory"),
+    ("DIALCHECK_INDEX_DIR", "bad.json", "not a directory"),
+    ("DIALCHECK_DECISION_PARAMS", "decision.json", "no such file"),
+    ("DIALCHECK_DISPLAY_PARAMS", ".", "not a file"),
+])
+def test_a_path_setting_is_checked_when_the_settings_load(variable, value, says, workdir, monkeypatch, capsys):
+    """Before: a missing NLI dir was a 60-line traceback from the Hugging Face hub's repo-id check."""
+    code, err = run_case(["config"], {variable: value}, monkeypatch, capsys)
+    assert code == 2 and err.count("\n") == 1, err
+    assert err.startswith(f"dialcheck: invalid setting {variable}: {says}") and f"(got {value!r})" in err, err
+
+
+def test_a_fetch_that_cannot_connect_is_whole_and_names_the_mirror_setting(workdir, monkeypatch, capsys):
+    """The line used to end mid-word at 200 characters of urllib3's pool repr."""
+    code, err = run_case(["data", "fetch", "dialfact", "--dir", "fetched"], {"DIALCHECK_DATA_BASE_URL": "http://127.0.0.1:9"},
+                         monkeypatch, capsys)
+    assert code == 2 and err.count("\n") == 1, err
+    assert "127.0.0.1 refused the connection" in err and "DIALCHECK_DATA_BASE_URL" in err
+    assert err.rstrip().endswith("or copy the files into fetched"), err
+    from dialcheck.commands.data import download_reason
+    import requests
+
+    try:
+        requests.get("http://no-such-host.invalid/x", timeout=5)
+    except requests.RequestException as e:
+        assert download_reason(e) == "no-such-host.invalid could not be resolved (no network or DNS)"
 
 
 def test_debug_shows_the_traceback(workdir):

@@ -34,10 +34,14 @@ def register(sub) -> None:
                                   "or JSON lines, one such object a line")
     p.add_argument("--context", action="append", default=[], help="a context turn (repeatable, oldest first)")
     p.add_argument("--claim", help="the claim (response) to check")
-    p.add_argument("--protocol", choices=["e2e", "fv"], default="e2e")
+    p.add_argument("--protocol", choices=["e2e", "fv"], default="e2e",
+                   help="e2e: retrieve evidence from the passage index (default); fv: check against --evidence")
     p.add_argument("--evidence", action="append", default=[], help="gold evidence text (protocol fv)")
-    p.add_argument("--surface", default="r4g")
-    p.add_argument("--models", default=None)
+    p.add_argument("--surface", default="r4g",
+                   help="the claim surface checked: r0 (as written) .. r4 (pronouns resolved), r4g (R1-R4 behind "
+                        "the gate, default, as the stream)")
+    p.add_argument("--models", default=None,
+                   help="'local' (in-process ONNX Runtime) or triton://HOST:PORT (default: DIALCHECK_MODELS)")
     p.add_argument("--format", choices=["text", "json"], default=None,
                    help="text: what an app would show, and why; json: the verdict as published "
                         "(schemas/verdict.schema.json), one line per claim. "
@@ -195,14 +199,14 @@ def run(args) -> int:
     if not interactive:  # every mistake in the input before the models load
         for c in claims:
             _require_evidence(c, args.protocol)
+    settings = load_settings(models={"backend": args.models})  # a bad setting or --models: before any data check
     if args.protocol != "fv":  # no index yet and no data to build it from: one line naming `dialcheck data fetch`
         from dialcheck.commands.data import require_index_sources
 
-        require_index_sources(load_settings())
+        require_index_sources(settings)
     fmt = args.format or ("text" if sys.stdout.isatty() else "json")
     with Status("loading models (NLI, encoder and spaCy: once for every claim)"):
-        pipe = Pipeline.from_settings(load_settings(models={"backend": args.models}), protocol=args.protocol,
-                                      surface=args.surface)
+        pipe = Pipeline.from_settings(settings, protocol=args.protocol, surface=args.surface)
     if pipe.load_report():
         print(pipe.load_report(), file=sys.stderr)
     n = 0

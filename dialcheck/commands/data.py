@@ -160,6 +160,29 @@ def download(url: str, target: Path, sha256: str, size: int, timeout_s: float = 
         tmp.unlink(missing_ok=True)
 
 
+def download_reason(e: Exception) -> str:
+    """Why a download failed, whole and short: requests' own text nests urllib3's pool repr, which
+    runs to 400 characters and was cut mid-sentence."""
+    import requests
+
+    if isinstance(e, requests.HTTPError) and e.response is not None:
+        return f"HTTP {e.response.status_code} {e.response.reason or ''}".strip()
+    if isinstance(e, requests.Timeout):
+        return "the server did not answer in time"
+    if isinstance(e, requests.ConnectionError):
+        text = str(e)
+        host = getattr(getattr(e, "request", None), "url", "") or ""
+        from urllib.parse import urlsplit
+
+        host = urlsplit(host).hostname or "the host"
+        if "NameResolution" in text or "Name or service not known" in text or "Temporary failure in name" in text:
+            return f"{host} could not be resolved (no network or DNS)"
+        if "Connection refused" in text:
+            return f"{host} refused the connection"
+        return f"cannot connect to {host}"
+    return type(e).__name__
+
+
 def source_url(entry: dict[str, Any], base_url: str | None) -> str | None:
     """The file's manifest URL, or `<base-url>/<path in the data dir>` (a mirror, a test server)."""
     if base_url:
@@ -186,8 +209,11 @@ def fetch(manifest: Manifest, names: list[str], root: Path, base_url: str | None
             raise DataError(f"refused {entry['path']}: {e}; nothing written (a changed upstream file or a "
                          "wrong --base-url)") from None
         except requests.RequestException as e:
-            reason = str(e).splitlines()[0][:200] if str(e) else type(e).__name__
-            raise DataError(f"could not download {entry['path']} from {url}: {reason}") from None
+            layout = f"<base>/{entry['path']}, the data dir's layout"
+            hint = (f"check the mirror (--base-url / {BASE_URL_ENV}): it must serve {layout}" if base_url else
+                    f"offline? set {BASE_URL_ENV} to a mirror that serves {layout}")
+            raise DataError(f"could not download {entry['path']} from {url}: {download_reason(e)}; {hint}; "
+                            f"or copy the files into {root}") from None
         counts["fetched"] += 1
         print(f"fetched  {entry['path']} ({entry['size']} bytes, sha256 ok)", file=out, flush=True)
     return counts
@@ -209,7 +235,7 @@ def register(sub) -> None:
     f.set_defaults(func=cmd_fetch)
     ls = dsub.add_parser("list", help="each set: present / missing / corrupt, and where")
     ls.add_argument("--dir", default=None, help="data dir to inspect (default: the one commands read)")
-    ls.add_argument("--json", action="store_true")
+    ls.add_argument("--json", action="store_true", help="print the report as JSON")
     ls.add_argument("--manifest", default=None, help=argparse_suppress())
     ls.set_defaults(func=cmd_list)
 

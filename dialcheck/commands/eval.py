@@ -13,7 +13,8 @@ from schemas.protocols import PROTOCOLS
 
 def register(sub) -> None:
     p = sub.add_parser("eval", help="evaluate the pipeline on a DialFact-format JSONL file")
-    p.add_argument("--protocol", choices=PROTOCOLS, default="fv")
+    p.add_argument("--protocol", choices=PROTOCOLS, default="fv",
+                   help="fv: the records' gold evidence (default); e2e: retrieved from the index; ir: retrieval only")
     p.add_argument("--surfaces", default="r0,r4,r4g", help="comma list of r0,r1,r2,r3,r4,r4g,r5,r5g (r5, r5g: the LLM rewrite, DIALCHECK_LLM_URL)")
     p.add_argument("--data", default=None, help="DialFact JSONL (default: <data-dir>/dialfact/testsmall.jsonl)")
     p.add_argument("--index", default=None, help="embedded index directory (e2e, ir)")
@@ -38,6 +39,10 @@ def run(args) -> int:
                              llm={"judge": True if getattr(args, "llm_judge", False) else None})
     if getattr(args, "llm_judge", False) and not settings.llm.url:
         raise UsageError("--llm-judge needs an LLM endpoint: set DIALCHECK_LLM_URL (docs/llm-judge.md)")
+    surfaces = [s.strip() for s in args.surfaces.split(",") if s.strip()]
+    bad = [s for s in surfaces if s not in SURFACES]
+    if bad or not surfaces:
+        raise UsageError(f"unknown --surfaces {','.join(bad) or '(none)'}: choose from {','.join(SURFACES)}")
     from dialcheck.commands.data import require, require_index_sources
 
     if not args.data:  # missing data: one line naming `dialcheck data fetch` (dialcheck/commands/data.py)
@@ -46,10 +51,6 @@ def run(args) -> int:
         require_index_sources(settings)
     data = args.data or settings.data.dialfact_sample
     records = load_dialfact(data, args.limit)
-    surfaces = [s.strip() for s in args.surfaces.split(",") if s.strip()]
-    bad = [s for s in surfaces if s not in SURFACES]
-    if bad or not surfaces:
-        raise UsageError(f"unknown --surfaces {','.join(bad) or '(none)'}: choose from {','.join(SURFACES)}")
     base = Pipeline.from_settings(settings, protocol=args.protocol, surface=surfaces[0])
     rows: list[dict] = []
     rates: dict[str, float] = {}

@@ -16,7 +16,8 @@ def register(sub) -> None:
     b.add_argument("--tsv", default=None, help="your passages: id<TAB>title<TAB>text (a header row 'id ...' is skipped); "
                                                 "added to --sources, or alone with --sources \"\"")
     b.add_argument("--no-vectors", action="store_true", help="skip encoder vectors (BM25 only)")
-    b.add_argument("--backend", choices=["embedded", "opensearch"], default="embedded")
+    b.add_argument("--backend", choices=["embedded", "opensearch"], default="embedded",
+                   help="embedded: a directory index (default); opensearch: an OpenSearch server (--url)")
     b.add_argument("--url", default=None, help="OpenSearch URL (backend opensearch)")
     b.add_argument("--index-name", default=None,
                    help="OpenSearch alias readers use (default DIALCHECK_OPENSEARCH_INDEX); each build writes "

@@ -7,20 +7,41 @@ import sys
 from dataclasses import asdict
 
 
+DATA_DIR_HELP = "the data dir (default: DIALCHECK_DATA_DIR, else ../shared/data, else the fetch dir)"
+TRAIN_HELP = {
+    "data_dir": "the data dir with nli/ and the yardstick sets (default: ../shared/data)",
+    "out_dir": "where checkpoints and the trained model go",
+    "base_model": "the encoder to start from (default: all-MiniLM-L6-v2 from the installed package)",
+    "init_from": "a trained NLI checkpoint to continue from (its head kept); overrides --base-model",
+    "pairs_file": "JSONL of pairs (`dialcheck nli hard-pairs`) instead of the built-in training pairs",
+    "max_pairs": "the first N pairs only (0: all; the file is already shuffled)",
+    "max_length": "tokens per premise-hypothesis pair",
+    "batch_size": "pairs per optimiser step",
+    "lr": "peak learning rate (AdamW)",
+    "weight_decay": "AdamW weight decay",
+    "warmup_ratio": "share of the steps with a linear warm-up",
+    "epochs": "passes over the pairs (fractions allowed)",
+    "checkpoint_every": "steps between checkpoints (a rerun resumes from the last)",
+    "log_every": "steps between loss lines",
+    "seed": "random seed (shuffling, dropout)",
+    "threads": "CPU threads (ignored on CUDA)",
+}
+
+
 def register(sub) -> None:
-    from lab.nli.train import TrainConfig
+    from lab.nli.config import TrainConfig
 
     p = sub.add_parser("nli", help="train, release and evaluate the NLI model")
     nsub = p.add_subparsers(dest="nli_command", required=True)
     t = nsub.add_parser("train", help="fine-tune the cross-encoder (resumes from checkpoints)")
     for k, v in asdict(TrainConfig()).items():
         extra = {"choices": ("auto", "cpu", "cuda"), "help": "cuda: bf16 autocast, fp32 master weights"} \
-            if k == "device" else {}
+            if k == "device" else {"help": f"{TRAIN_HELP[k]} (default {v!r})"}
         t.add_argument(f"--{k.replace('_', '-')}", type=type(v), default=v, **extra)
     t.set_defaults(func=run_train)
     h = nsub.add_parser("hard-pairs", help="write hard NEI + dialogue-style pairs with a replay sample (NLI v3)")
-    h.add_argument("--out", default="artifacts/nli-v3/pairs.jsonl")
-    h.add_argument("--data-dir", default=None)
+    h.add_argument("--out", default="artifacts/nli-v3/pairs.jsonl", help="the pairs JSONL to write")
+    h.add_argument("--data-dir", default=None, help=DATA_DIR_HELP)
     h.add_argument("--filter-model", default=None, help="NLI artifact dir that filters out entailed 'silent' pairs")
     for k, v in (("same", 6000), ("nearest", 6000), ("dialogue", 6000), ("replay", 12000)):
         h.add_argument(f"--{k}", type=int, default=v, help=f"pairs of this kind (default {v})")
@@ -36,29 +57,29 @@ def register(sub) -> None:
                    help="a page window without the supporting sentence → neutral, with the full window → entailment (default 0)")
     h.set_defaults(func=run_hard_pairs)
     r = nsub.add_parser("release", help="export ONNX (fp32/int8), fit temperature, write the artifact")
-    r.add_argument("--checkpoint", default="artifacts/nli-train/model")
+    r.add_argument("--checkpoint", default="artifacts/nli-train/model", help="the trained checkpoint to release")
     r.add_argument("--out", default=None, help="default: triton_models/nli/1")
-    r.add_argument("--data-dir", default=None)
+    r.add_argument("--data-dir", default=None, help=DATA_DIR_HELP)
     r.set_defaults(func=run_release)
     u = nsub.add_parser("unpack", help="rebuild a trainable checkpoint from a released ONNX artifact")
     u.add_argument("artifact", help="a released artifact dir (model.onnx + tokenizer), e.g. triton_models/nli/1")
     u.add_argument("--config-from", default=None,
                    help="a checkpoint of the same architecture, for its config (default: the installed MiniLM base)")
-    u.add_argument("--out", required=True)
+    u.add_argument("--out", required=True, help="the checkpoint dir to write")
     u.set_defaults(func=run_unpack)
     m = nsub.add_parser("soup", help="average the weights of two released models (same export), refit the temperature")
-    m.add_argument("model_a")
-    m.add_argument("model_b")
+    m.add_argument("model_a", help="a released artifact dir (model.onnx + tokenizer)")
+    m.add_argument("model_b", help="another released artifact of the same export")
     m.add_argument("--weight-a", type=float, default=0.5, help="share of model_a (default 0.5)")
-    m.add_argument("--out", required=True)
-    m.add_argument("--data-dir", default=None)
+    m.add_argument("--out", required=True, help="the artifact dir to write")
+    m.add_argument("--data-dir", default=None, help=DATA_DIR_HELP)
     m.set_defaults(func=run_soup)
     q = nsub.add_parser("quantize", help="static int8 variant of the artifact (opt-in: changes verdicts)")
     q.add_argument("--model-dir", default=None, help="the fp32 artifact (default: settings)")
-    q.add_argument("--out", default="artifacts/nli-int8-static")
-    q.add_argument("--data-dir", default=None)
-    q.add_argument("--calibration-pairs", type=int, default=256)
-    q.add_argument("--report-pairs", type=int, default=1000)
+    q.add_argument("--out", default="artifacts/nli-int8-static", help="the int8 artifact dir to write")
+    q.add_argument("--data-dir", default=None, help=DATA_DIR_HELP)
+    q.add_argument("--calibration-pairs", type=int, default=256, help="pairs that calibrate the int8 ranges (default 256)")
+    q.add_argument("--report-pairs", type=int, default=1000, help="pairs the int8-vs-fp32 agreement is reported on (default 1000)")
     q.add_argument("--all-matmuls", action="store_true",
                    help="quantize the feed-forward output projections too (faster, further from fp32)")
     q.set_defaults(func=run_quantize)
@@ -75,14 +96,14 @@ def register(sub) -> None:
     a.add_argument("--tune-cache", default=None, help="refit: the pair cache dir (default artifacts/tune)")
     a.add_argument("--triton-repo", default=None, help="also write a CPU Triton model repository serving it here")
     a.add_argument("--gpu-repo", default=None, help="also write the GPU (NGC) Triton model repository for it here")
-    a.add_argument("--data-dir", default=None)
+    a.add_argument("--data-dir", default=None, help=DATA_DIR_HELP)
     a.add_argument("--json", action="store_true", help="print the adoption record as JSON")
     a.set_defaults(func=run_adopt)
     e = nsub.add_parser("evaluate", help="held-out benchmarks of the shipped artifact")
-    e.add_argument("--data-dir", default=None)
-    e.add_argument("--model-dir", default=None)
+    e.add_argument("--data-dir", default=None, help=DATA_DIR_HELP)
+    e.add_argument("--model-dir", default=None, help="the artifact to evaluate (default: DIALCHECK_NLI_MODEL_DIR)")
     e.add_argument("--limit", type=int, default=None, help="sample N pairs per benchmark (quick check)")
-    e.add_argument("--json", action="store_true")
+    e.add_argument("--json", action="store_true", help="print the results as JSON")
     e.add_argument("--write-card", action="store_true", help="also (re)write triton_models/nli/MODEL_CARD.md")
     e.set_defaults(func=run_evaluate)
 

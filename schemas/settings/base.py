@@ -17,6 +17,19 @@ REPO_ROOT = Path(__file__).resolve().parent.parent.parent
 ENV_PREFIX = "DIALCHECK_"
 
 
+def existing_path(value: str, kind: str, what: str) -> str:
+    """`value` when it names an existing file or directory (`kind`), else the one-line reason: a
+    mistyped path setting is refused when the settings load, not 60 lines into a model load."""
+    from pydantic_core import PydanticCustomError
+
+    p = Path(value).expanduser()
+    ok = p.is_dir() if kind == "directory" else p.is_file()
+    if not ok:
+        reason = f"not a {kind}" if p.exists() else f"no such {kind}"
+        raise PydanticCustomError("path", "{reason}: {what}", {"reason": reason, "what": what})
+    return value
+
+
 class SettingsInvalid(ValueError):
     """A setting that cannot be used; the message is one line naming the variable."""
 

@@ -3,7 +3,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from schemas.settings.base import REPO_ROOT, Section, env
+from pydantic import field_validator
+
+from schemas.settings.base import REPO_ROOT, Section, env, existing_path
 
 
 class ModelSettings(Section):
@@ -23,3 +25,13 @@ class ModelSettings(Section):
                             ge=0, le=256)
     ort_graph_optimization: Literal["disable", "basic", "extended", "all"] = env(
         "ORT_GRAPH_OPTIMIZATION", "all", "ONNX Runtime graph optimisation level.")
+
+    @field_validator("nli_model_dir")
+    @classmethod
+    def _nli_dir_exists(cls, v: str) -> str:
+        return existing_path(v, "directory", "the NLI model dir holds model.onnx and its tokenizer")
+
+    @field_validator("nli_torch_dir")
+    @classmethod
+    def _torch_dir_exists(cls, v: str) -> str:
+        return existing_path(v, "directory", "an HF checkpoint dir for the CUDA path") if v else v

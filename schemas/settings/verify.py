@@ -3,7 +3,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from schemas.settings.base import REPO_ROOT, Section, env
+from pydantic import ValidationInfo, field_validator
+
+from schemas.settings.base import REPO_ROOT, Section, env, existing_path
 
 
 class VerifySettings(Section):
@@ -48,3 +50,15 @@ class VerifySettings(Section):
                                  "Run every stage on checked views of the claim states: a stage that reads or writes a "
                                  "field its @component does not declare fails (workers/state.py). For tests and "
                                  "debugging; the test suite turns it on.")
+
+    @field_validator("decision_params")
+    @classmethod
+    def _decision_file_exists(cls, v: str, info: ValidationInfo) -> str:
+        if info.data.get("decision", "layer") != "layer":
+            return v
+        return existing_path(v, "file", "the decision layer JSON (`dialcheck tune fit`; or DIALCHECK_DECISION=threshold)")
+
+    @field_validator("display_params")
+    @classmethod
+    def _display_file_exists(cls, v: str) -> str:
+        return existing_path(v, "file", "the display policy JSON (empty: the constant rule)") if v else v

@@ -197,6 +197,23 @@ def test_the_shipped_decision_is_refused_for_the_adopted_model(adopted):
     assert len(lines) == 1 and lines[0].startswith("dialcheck: ") and adopted["record"]["version"] in lines[0], lines
 
 
+def test_the_model_dir_alone_brings_its_decision_and_display(adopted):
+    """DIALCHECK_NLI_MODEL_DIR=<adopted dir> and no other setting: the decision.json and display.json
+    that adopt wrote beside the (random-weight) model decide and show the verdict. The shipped ones
+    would be refused for this model (test above), so a verdict at all means the folder's were read."""
+    env = {k: v for k, v in os.environ.items() if k not in ("DIALCHECK_DECISION_PARAMS", "DIALCHECK_DISPLAY_PARAMS")}
+    env.update({"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "DIALCHECK_NLI_MODEL_DIR": str(adopted["out"])})
+    assert (adopted["out"] / "display.json").is_file()
+    r = subprocess.run([DIALCHECK, "check", "--protocol", "fv", "--claim", "The Eiffel Tower is in Paris.",
+                        "--evidence", "The Eiffel Tower is a wrought-iron tower in Paris, France.", "--format", "json"],
+                       capture_output=True, text=True, env=env, cwd=str(REPO), timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    verdict = json.loads(r.stdout)
+    assert verdict["model_versions"]["nli"] == adopted["record"]["version"]
+    assert verdict["label"] in ("SUPPORTS", "REFUTES", "NOT ENOUGH INFO") and verdict["status"]["state"] == "ok"
+    assert verdict["display"] is not None
+
+
 def test_gpu_repository_and_its_sentencepiece_tokenizer_step(adopted):
     """The GPU (NGC) repository for the adopted DeBERTa: no token_type_ids anywhere (its graph has
     none), the tokenizer step at the model's max length; that step (a python-backend model) runs on

@@ -66,3 +66,71 @@ def test_settings_repr_masks_secrets(monkeypatch):
     s = load_settings()
     assert "hunter2" not in repr(s) and "hunter2" not in str(s)
     assert s.kafka.sasl_password.get_secret_value() == "hunter2-secret"  # still usable by the clients
+
+
+def _model_folder(tmp_path, display: bool = True):
+    """A folder as `dialcheck nli adopt` leaves it, as far as settings read it: decision.json (and
+    display.json) beside the model files; settings never load the model."""
+    d = tmp_path / "adopted-nli"
+    d.mkdir()
+    (d / "decision.json").write_text("{}")
+    if display:
+        (d / "display.json").write_text("{}")
+    return d
+
+
+def test_the_decision_beside_the_nli_model_is_used_unless_one_is_named(monkeypatch, tmp_path):
+    """DIALCHECK_NLI_MODEL_DIR=DIR alone: DIR/decision.json is the decision (its display beside it
+    follows, workers/decision/decider.py load_display); a named decision always wins."""
+    shipped = load_settings().verify.decision_params
+    d = _model_folder(tmp_path)
+    monkeypatch.setenv("DIALCHECK_NLI_MODEL_DIR", str(d))
+    monkeypatch.delenv("DIALCHECK_DECISION_PARAMS", raising=False)
+    s = load_settings()
+    assert s.verify.decision_params == str(d / "decision.json") != shipped
+    # another model dir given later: its own decision, or the shipped one when it has none
+    assert s.updated(models={"nli_model_dir": str(tmp_path)}).verify.decision_params == shipped
+    assert load_settings(models={"nli_model_dir": str(tmp_path)}).verify.decision_params == shipped
+    # named, in the environment or passed in: kept, even the shipped path beside an adopted model
+    named = s.updated(verify={"decision_params": shipped})
+    assert named.verify.decision_params == shipped
+    assert named.updated(models={"nli_model_dir": str(d)}).verify.decision_params == shipped
+    monkeypatch.setenv("DIALCHECK_DECISION_PARAMS", shipped)
+    assert load_settings().verify.decision_params == shipped
+    # a child process given env() decides the same
+    assert load_settings().env()["DIALCHECK_DECISION_PARAMS"] == shipped
+
+
+def test_the_shipped_model_dir_keeps_the_shipped_decision(monkeypatch):
+    monkeypatch.delenv("DIALCHECK_NLI_MODEL_DIR", raising=False)
+    monkeypatch.delenv("DIALCHECK_DECISION_PARAMS", raising=False)
+    s = load_settings()
+    assert s.verify.decision_params.endswith("workers/decision/params/decision.json")
+
+
+BROKER_LISTS = [
+    ("h1:9092", None), ("h1:9092, kafka://h2:9093;kafkas://h3", None), ("kafka://u:p%40ss@h:1/", None),
+    ("kafkas://u:p@h1,kafkas://u:p@h2", None), ("", None),
+    ("http://h:1", "expected host:port"), ("u:secret-pw@h:1", "credentials need the scheme"),
+    ("kafka://u@h:1", "both a user and a password"), ("kafka://", "expected host:port"),
+    ("kafka://u:secret-pw@h1,kafka://v:q@h2", "different credentials"), ("kafkas://h1,kafka://u:p@h2", "different"),
+]
+
+
+@pytest.mark.parametrize("value,error", BROKER_LISTS)
+def test_a_bad_broker_url_is_refused_at_load_as_the_streams_parser_refuses_it(value, error):
+    """The form KafkaSettings checks at load (schemas/settings/kafka.py) and the parser the clients'
+    options come from (streams/kafka_config.py) accept and refuse the same lists; the refusal is one
+    line naming the variable, without the password."""
+    from streams.kafka_config import parse_bootstrap
+
+    if error is None:
+        assert load_settings(kafka={"bootstrap": value}).kafka.bootstrap == value
+        parse_bootstrap(value)
+        return
+    with pytest.raises(SettingsInvalid) as e:
+        load_settings(kafka={"bootstrap": value})
+    msg = str(e.value)
+    assert "DIALCHECK_KAFKA_BOOTSTRAP" in msg and error in msg and "secret-pw" not in msg and "\n" not in msg
+    with pytest.raises(ValueError):
+        parse_bootstrap(value)

@@ -7,9 +7,12 @@ environment says. `from schemas.settings import X` reads every name as before.
 """
 from __future__ import annotations
 
+import os
+import re
+from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, SecretStr, ValidationError
+from pydantic import BaseModel, ConfigDict, PrivateAttr, SecretStr, ValidationError
 from pydantic_settings import SettingsError
 
 from schemas.settings.base import ENV_PREFIX, REPO_ROOT, Section, SettingsInvalid, env, redact
@@ -48,6 +51,8 @@ class Settings(BaseModel):
     ui: UISettings
     perf: PerfSettings
     llm: LLMSettings
+    # whether a decision file was named (DIALCHECK_DECISION_PARAMS, or verify.decision_params passed in)
+    _decision_named: bool = PrivateAttr(default=False)
 
     def updated(self, **sections: dict[str, Any]) -> "Settings":
         """A copy with some fields changed, validated like the environment: updated(gate={"tau_fv": .6})."""
@@ -61,7 +66,8 @@ class Settings(BaseModel):
             if unknown:
                 raise SettingsInvalid(f"unknown setting {name}.{sorted(unknown)[0]}")
             new[name] = _build(SECTIONS[name], {**_raw(current), **values})
-        return self.model_copy(update=new)
+        named = self._decision_named or (sections.get("verify") or {}).get("decision_params") is not None
+        return _decision_beside_model(self.model_copy(update=new), named)
 
     def env(self) -> dict[str, str]:
         """The DIALCHECK_* environment that reproduces these settings in a child process."""
@@ -103,8 +109,15 @@ def _one_line(err: ValidationError, section: type[Section]) -> str:
         info = section.model_fields.get(where)
         where = _env_name(info) if info else where
     got = e.get("input")
-    got = "" if isinstance(got, dict) or got is None else f" (got {redact(str(got))[:80]!r})"
+    got = "" if isinstance(got, dict) or got is None else f" (got {_masked(str(got))[:80]!r})"
     return f"invalid setting {where}: {e['msg']}{got}"
+
+
+def _masked(value: str) -> str:
+    """A refused value as it may be quoted: URL credentials masked (`redact`), and so is a
+    user:password@ given without a scheme ('u:pw@h:1', which a URL rule does not see)."""
+    parts = re.split(r"([,;\s]+)", redact(value))
+    return "".join("***@" + p.rsplit("@", 1)[1] if "@" in p and "://" not in p else p for p in parts)
 
 
 def _build(section: type[Section], values: dict[str, Any] | None = None) -> Section:
@@ -119,4 +132,24 @@ def _build(section: type[Section], values: dict[str, Any] | None = None) -> Sect
 def load_settings(**sections: dict[str, Any]) -> Settings:
     """Defaults ← DIALCHECK_* environment ← explicit overrides per section. Raises SettingsInvalid."""
     base = Settings(**{name: _build(cls) for name, cls in SECTIONS.items()})
+    base = _decision_beside_model(base, named=ENV_PREFIX + "DECISION_PARAMS" in os.environ)
     return base.updated(**sections) if sections else base
+
+
+_SHIPPED_DECISION = VerifySettings.model_fields["decision_params"].default
+
+
+def _decision_beside_model(settings: Settings, named: bool) -> Settings:
+    """The decision file the settings mean when none is named: the one beside the NLI model when
+    its folder has one, else the shipped one. A folder written by `dialcheck nli adopt` carries the
+    decision fitted for that model's probabilities (and its display beside it, which
+    `load_display` then reads), so `DIALCHECK_NLI_MODEL_DIR=DIR` alone is enough; a decision that is
+    named (DIALCHECK_DECISION_PARAMS, or `verify.decision_params` passed in) is always the one used."""
+    if not named:
+        beside = Path(settings.models.nli_model_dir) / "decision.json"
+        want = str(beside) if beside.is_file() else _SHIPPED_DECISION
+        if settings.verify.decision_params != want:
+            verify = settings.verify.model_copy(update={"decision_params": want})
+            settings = settings.model_copy(update={"verify": verify})
+    settings._decision_named = named
+    return settings

@@ -27,12 +27,12 @@ from __future__ import annotations
 
 import csv
 import hashlib
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from schemas import LABELS
 from schemas.items import CheckItem, load_dialfact
+from workers.jsonl import read_jsonl
 
 NOT_SUPPORTS = "NOT SUPPORTS"  # the gold label of a binary set's negative class (REFUTES or NEI)
 BEGIN_CORPORA = ("wow", "cmu", "tc")  # Wizard of Wikipedia, CMU-DoG, Topical-Chat
@@ -70,7 +70,7 @@ class EvalSet:
 
 
 def _read_jsonl(path: Path) -> list[dict]:
-    return [json.loads(x) for x in open(path, encoding="utf-8") if x.strip()]
+    return list(read_jsonl(path))
 
 
 def _dialfact_format(name: str, path: Path) -> EvalSet:

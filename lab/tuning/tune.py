@@ -3,7 +3,6 @@ verifier's hypothesis context. Every number comes from the real `Pipeline` (the 
 stream and `dialcheck eval` run) over cached NLI probabilities (artifacts/tune)."""
 from __future__ import annotations
 
-import json
 import sys
 from functools import partial
 from pathlib import Path
@@ -14,6 +13,7 @@ from schemas import LABELS
 from schemas.items import CheckItem
 
 from workers.decision import METHODS, ClaimEvidence, method as decision_method
+from workers.jsonl import read_jsonl
 from lab.evaluation.scoring import macro_f1
 from workers.windows import top_windows
 from .cache import DEFAULT_DIR, PairCache
@@ -126,10 +126,10 @@ def transfer_sets(tuner: Tuner, names=("foolmetwice", "wice")) -> dict:
     out = {}
     for name in names:
         if name == "foolmetwice":
-            rows = [json.loads(x) for x in open(d / "foolmetwice" / "dev.jsonl", encoding="utf-8") if x.strip()]
+            rows = list(read_jsonl(d / "foolmetwice" / "dev.jsonl"))
             items = [(r["text"], [" ".join(g["text"] for g in r["gold_evidence"])], r["label"]) for r in rows]
         else:
-            rows = [json.loads(x) for x in open(d / "wice" / "dev.jsonl", encoding="utf-8") if x.strip()]
+            rows = list(read_jsonl(d / "wice" / "dev.jsonl"))
             items = [(r["claim"], [" ".join(r["evidence"])], "SUPPORTS" if r["label"] == "supported" else "NOT ENOUGH INFO")
                      for r in rows]
         out[name] = (gold_evidence(tuner, [(c, p) for c, p, _ in items]), [y for *_, y in items])
@@ -329,7 +329,7 @@ def bm25_tokenizer_report(settings, data: str | None = None) -> dict:
     from workers.retrieval.bm25 import tokenize
     from workers.text import with_context
 
-    passages = [json.loads(x) for x in open(Path(settings.retrieval.index_dir) / "passages.jsonl", encoding="utf-8")]
+    passages = list(read_jsonl(Path(settings.retrieval.index_dir) / "passages.jsonl"))
     recs = [r for r in load_dialfact(data or settings.data.dialfact_sample) if r.type_label == "factual" and r.evidence]
     gold = [{t for t, _ in r.evidence} for r in recs]
     snow = SnowballStemmer("english")

@@ -10,6 +10,7 @@ import numpy as np
 
 from schemas.protocols import Passage, SearchUnavailable
 
+from ..jsonl import read_jsonl
 from ..text import BM25_STOP, WORD
 from .collection import WIKIPEDIA_SOURCES, wikipedia_url
 
@@ -60,7 +61,7 @@ class EmbeddedIndex:
         if not (d / "meta.json").exists():
             raise SearchUnavailable(f"no index at {d}: run `dialcheck index build`")
         meta = json.loads((d / "meta.json").read_text())
-        rows = [json.loads(line) for line in open(d / "passages.jsonl", encoding="utf-8")]
+        rows = list(read_jsonl(d / "passages.jsonl"))
         passages = [Passage(r["id"], r["title"], r["text"], doc_id=r.get("doc_id", r["title"]), url=r.get("url"))
                     for r in rows]
         if not any("url" in r for r in rows) and set(meta.get("sources") or ["?"]) <= WIKIPEDIA_SOURCES:

@@ -15,6 +15,40 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("DIALCHECK_STARTER_KB", "0")
 
 REPO = Path(__file__).resolve().parent.parent
+HEAVY_MARKS = ("data", "model", "broker")
+# a test that asks for one of these fixtures gets the mark, whatever its module says
+FIXTURE_MARKS = {"data_dir": "data", "dialfact_records": "data", "index_dir": "model", "nli": "model",
+                 "encoder": "model", "broker": "broker", "fresh_broker": "broker", "broker_settings": "broker",
+                 "start_worker": "broker"}
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    """A module's `pytestmark = pytest.mark.unit` means its tests that are not marked data, model or
+    broker: a test that reads a data set, loads a real model or starts a broker is never `unit`, so
+    `pytest -m unit` runs on a fresh clone with no data folder. A test that asks for a data, model or
+    broker fixture (FIXTURE_MARKS) gets that mark. Runs before `-m` selects."""
+    import collections
+
+    heavy = set()
+    for item in items:
+        for fixture in getattr(item, "fixturenames", ()):
+            if fixture in FIXTURE_MARKS and not item.get_closest_marker(FIXTURE_MARKS[fixture]):
+                item.add_marker(FIXTURE_MARKS[fixture])
+        if any(item.get_closest_marker(h) for h in HEAVY_MARKS):
+            heavy.add(item)
+    below = collections.defaultdict(list)  # module / class node -> its test items
+    for item in items:
+        for node in item.listchain()[:-1]:
+            below[node].append(item)
+    for item in heavy:
+        for node in item.listchain():
+            if not any(m.name == "unit" for m in node.own_markers):
+                continue
+            node.own_markers[:] = [m for m in node.own_markers if m.name != "unit"]
+            for other in below.get(node, ()):  # the node's other tests keep their unit mark, on themselves
+                if other not in heavy and not any(m.name == "unit" for m in other.own_markers):
+                    other.add_marker(pytest.mark.unit)
 
 
 @pytest.fixture(scope="session")

@@ -110,6 +110,7 @@ def test_dense_falls_back_to_client_side(searcher, embedded, collection):
     assert {p.id for p in hybrid.passages} <= {"p0", "p1", "p2"}
 
 
+@pytest.mark.data
 def test_dialfact_evidence_top1_mostly_agrees(osmem):
     """Real evidence passages: osmem's ranking is not Lucene's, so only report/guard agreement."""
     from schemas.items import load_dialfact

@@ -13,7 +13,9 @@ from schemas.settings import Settings
 DEFAULT_CHECKER = "workers.pipeline:Pipeline.from_settings"
 
 
-def load_checker(settings: Settings, spec: str | None = None, protocol: str = "e2e", surface: str = "r4g") -> Checker:
+def load_checker(settings: Settings, spec: str | None = None, protocol: str = "e2e", surface: str | None = None) -> Checker:
+    """The checker `spec` builds (default: the Pipeline), at `surface` (None: `verify.surface`)."""
+    surface = surface or settings.verify.surface
     mod_name, _, attr = (spec or DEFAULT_CHECKER).partition(":")
     obj = importlib.import_module(mod_name)
     for part in (attr or "create").split("."):

@@ -19,7 +19,7 @@ HEAVY_MARKS = ("data", "model", "broker")
 # a test that asks for one of these fixtures gets the mark, whatever its module says
 FIXTURE_MARKS = {"data_dir": "data", "dialfact_records": "data", "index_dir": "model", "nli": "model",
                  "encoder": "model", "broker": "broker", "fresh_broker": "broker", "broker_settings": "broker",
-                 "start_worker": "broker"}
+                 "start_worker": "broker", "served": "data", "mirror": "data"}  # mirrors serve copies of real data
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -156,3 +156,64 @@ def test_missing_data_is_one_line_naming_the_fetch(tmp_path, monkeypatch, capsys
     err = capsys.readouterr().err
     assert err == (f"dialcheck: DialFact data not found (looked in {tmp_path} (DIALCHECK_DATA_DIR)): "
                    "run `dialcheck data fetch dialfact` or set DIALCHECK_DATA_DIR\n")
+
+
+@pytest.fixture
+def own_mirror(tmp_path):
+    """A real HTTP server with two small files of our own and a manifest naming them: ensure_data's
+    behaviour needs no real data set."""
+    root = tmp_path / "own-mirror"
+    files = {"tiny/a.jsonl": b'{"x": 1}\n' * 50, "tiny/LICENSE.txt": b"test licence\n"}
+    entries = []
+    for rel, body in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_bytes(body)
+        entries.append({"set": "tiny", "path": rel, "url": "http://127.0.0.1:9/never", "size": len(body),
+                        "sha256": hashlib.sha256(body).hexdigest()})
+    manifest_path = tmp_path / "manifest.json"
+    manifest_path.write_text(json.dumps({"sets": {"tiny": {"title": "Tiny"}}, "files": entries}))
+    handler = type("H", (_Quiet,), {"requests": []})
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), lambda *a: handler(*a, directory=str(root)))
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{srv.server_address[1]}", Manifest.load(manifest_path), handler
+    srv.shutdown()
+    srv.server_close()
+
+
+def test_ensure_data_fetches_a_missing_set_once_and_says_what_and_from_where(own_mirror, tmp_path, monkeypatch):
+    import io
+
+    from dialcheck.commands.data import ensure_data
+    from schemas.settings import load_settings
+
+    base, manifest, handler = own_mirror
+    data = tmp_path / "data"
+    monkeypatch.setenv("DIALCHECK_DATA_DIR", str(data))
+    monkeypatch.setenv("DIALCHECK_DATA_BASE_URL", base)
+    out = io.StringIO()
+    ensure_data(load_settings(), ["tiny/a.jsonl"], who="demo", out=out, manifest=manifest)
+    first = out.getvalue().splitlines()[0]
+    assert first == (f"demo: Tiny data not found; fetching 2 files (0.0 MB) from {base} into {data} "
+                     "(once; DIALCHECK_DATA_BASE_URL for a mirror)"), out.getvalue()
+    assert (data / "tiny" / "a.jsonl").read_bytes() == b'{"x": 1}\n' * 50 and (data / "tiny" / "LICENSE.txt").is_file()
+    assert sorted(handler.requests) == ["/tiny/LICENSE.txt", "/tiny/a.jsonl"]
+    again = io.StringIO()
+    ensure_data(load_settings(), ["tiny/a.jsonl"], who="demo", out=again, manifest=manifest)
+    assert again.getvalue() == "" and len(handler.requests) == 2  # present: nothing fetched, nothing said
+
+
+def test_ensure_data_offline_is_the_fetch_line_alone(own_mirror, tmp_path, monkeypatch):
+    import io
+
+    from dialcheck.commands.data import DataError, ensure_data
+    from schemas.settings import load_settings
+
+    _, manifest, _ = own_mirror
+    data = tmp_path / "data"
+    monkeypatch.setenv("DIALCHECK_DATA_DIR", str(data))
+    monkeypatch.delenv("DIALCHECK_DATA_BASE_URL", raising=False)
+    out = io.StringIO()
+    with pytest.raises(DataError) as e:  # the manifest's own URL: port 9 on loopback, nothing listens
+        ensure_data(load_settings(), ["tiny/a.jsonl"], who="demo", out=out, manifest=manifest)
+    assert out.getvalue() == "" and "offline? set DIALCHECK_DATA_BASE_URL" in str(e.value) and "\n" not in str(e.value)
+    assert not [p for p in data.rglob("*") if p.is_file()]

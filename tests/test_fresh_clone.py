@@ -1,10 +1,10 @@
 """A newcomer's first hour: the repository's tracked files (`git ls-files`) copied into a temp dir
 with no ../shared beside it, DIALCHECK_DATA_DIR pointing at an empty dir, and the README's first
 command run there with this checkout's .venv python (cwd and PYTHONPATH = the copy, so the copy's
-code is what runs). `dialcheck demo --records 2` must stop in one line saying what to fetch; after
-`dialcheck data fetch dialfact --base-url <a real local http.server>` the next run names the next
-missing thing (FoolMeTwice, which the first index is built from) in one line, and `data list` shows
-what is there. The server serves copies of the real files (../shared/data, never committed)."""
+code is what runs). Offline, `dialcheck demo --records 2` stops in one line naming
+DIALCHECK_DATA_BASE_URL and writes nothing; against a mirror (a real local http.server serving
+copies of the real files from ../shared/data, never committed) it fetches what it needs, says what
+and from where in one line, builds the first index and ends with the demo's summary."""
 from __future__ import annotations
 
 import http.server
@@ -20,7 +20,7 @@ import pytest
 from dialcheck.commands.data import Manifest
 from schemas.settings import REPO_ROOT, SHARED_DATA_DIR
 
-pytestmark = pytest.mark.unit
+pytestmark = pytest.mark.unit  # the tests below marked data / model / broker are not unit (tests/conftest.py)
 
 SETS = ("dialfact", "foolmetwice")
 
@@ -61,13 +61,14 @@ def mirror(tmp_path_factory):
     srv.server_close()
 
 
-def _run(clone: Path, data: Path, *args: str) -> subprocess.CompletedProcess:
+def _run(clone: Path, data: Path, *args: str, env_extra: dict[str, str] | None = None,
+         timeout: float = 60) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith("DIALCHECK_")}
     env.update(PYTHONPATH=str(clone), DIALCHECK_DATA_DIR=str(data), DIALCHECK_INDEX_DIR=str(clone / "artifacts" / "index"),
-               HOME=str(clone.parent / "home"), DIALCHECK_STARTER_KB="0")
+               HOME=str(clone.parent / "home"), DIALCHECK_STARTER_KB="0", **(env_extra or {}))
     # -P: the copy on PYTHONPATH first; the venv's editable install of this checkout must not win
     return subprocess.run([sys.executable, "-P", "-m", "dialcheck.cli", *args], cwd=clone, env=env,
-                          capture_output=True, text=True, timeout=60)
+                          capture_output=True, text=True, timeout=timeout)
 
 
 def _one_line(done: subprocess.CompletedProcess) -> str:
@@ -76,20 +77,40 @@ def _one_line(done: subprocess.CompletedProcess) -> str:
     return done.stderr
 
 
-def test_readme_first_command_says_what_to_fetch_then_the_next_missing_thing(clone, mirror, tmp_path):
+def _files(d: Path) -> list[str]:
+    return sorted(str(p.relative_to(d)) for p in d.rglob("*") if p.is_file())
+
+
+def test_offline_the_readme_command_stops_in_one_line_naming_the_mirror_setting(clone, tmp_path):
+    """No network (port 9 on loopback: nothing listens): the demo's fetch fails on its first file,
+    says why and how to use a mirror, and leaves no file behind."""
     data = tmp_path / "empty-data"
     data.mkdir()
-    line = _one_line(_run(clone, data, "demo", "--records", "2"))
-    assert line == (f"dialcheck: DialFact data not found (looked in {data} (DIALCHECK_DATA_DIR)): "
-                    "run `dialcheck data fetch dialfact` or set DIALCHECK_DATA_DIR\n")
-    done = _run(clone, data, "data", "fetch", "dialfact", "--base-url", mirror)
-    assert done.returncode == 0, done.stderr
-    assert (data / "dialfact" / "testsmall.jsonl").is_file()
-    line = _one_line(_run(clone, data, "demo", "--records", "2"))
-    assert "FoolMeTwice data not found" in line and "dialcheck data fetch foolmetwice" in line, line
-    assert not (clone / "artifacts" / "index").exists()  # stopped before an index build started
-    done = _run(clone, data, "data", "fetch", "foolmetwice", "--base-url", mirror)
-    assert done.returncode == 0, done.stderr
+    line = _one_line(_run(clone, data, "demo", "--records", "2",
+                          env_extra={"DIALCHECK_DATA_BASE_URL": "http://127.0.0.1:9"}))
+    assert line.startswith("dialcheck: could not download dialfact/"), line
+    assert "127.0.0.1 refused the connection" in line and "DIALCHECK_DATA_BASE_URL" in line, line
+    assert _files(data) == [] and not (clone / "artifacts" / "index").exists()
+
+
+@pytest.mark.data
+@pytest.mark.model
+@pytest.mark.broker
+@pytest.mark.timeout(2400)
+def test_the_readme_command_fetches_what_it_needs_and_runs_to_the_summary(clone, mirror, tmp_path):
+    """`dialcheck demo --records 2` as written, with DIALCHECK_DATA_BASE_URL at the mirror: one line
+    naming what it fetches and from where, the first index built (8.2k benchmark passages: minutes),
+    then the demo's summary. A second run fetches nothing."""
+    data = tmp_path / "data"
+    done = _run(clone, data, "demo", "--records", "2", env_extra={"DIALCHECK_DATA_BASE_URL": mirror}, timeout=2400)
+    assert done.returncode == 0, (done.stdout[-2000:], done.stderr[-3000:])
+    first = done.stderr.splitlines()[0]
+    assert first == (f"demo: DialFact and FoolMeTwice data not found; fetching 5 files (5.9 MB) from {mirror} "
+                     f"into {data} (once; DIALCHECK_DATA_BASE_URL for a mirror)"), done.stderr[:2000]
+    assert done.stdout.startswith("demo: 2/2 verdicts"), done.stdout
+    assert "Traceback" not in done.stderr and "DEBUG" not in done.stderr and "WARNING:root" not in done.stderr
     listing = _run(clone, data, "data", "list").stdout
     states = {ln.split()[0]: ln.split()[1] for ln in listing.splitlines()[1:]}
     assert states["dialfact"] == "present" and states["foolmetwice"] == "present" and states["wice"] == "missing", listing
+    again = _run(clone, data, "demo", "--records", "2", "--json", timeout=900)
+    assert again.returncode == 0 and "fetching" not in again.stderr, again.stderr[-2000:]

@@ -18,7 +18,7 @@ import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from schemas import DataMissing
 
@@ -113,6 +113,51 @@ def require_index_sources(settings, sources: Iterable[str] | None = None) -> Non
     require(settings, *(SOURCE_FILES[s] for s in sources if s in SOURCE_FILES))
 
 
+def ensure_data(settings, relpaths: Iterable[str], who: str = "dialcheck", out=None,
+                manifest: Manifest | None = None) -> None:
+    """Fetch the sets these data files belong to when any is missing: one line saying what and from
+    where, a byte bar on a terminal, then back to the caller (`dialcheck demo` runs as written on a
+    fresh machine). Offline, the fetch's one line names DIALCHECK_DATA_BASE_URL. When the data dir
+    read is not the fetch dir (../shared/data exists but lacks the file) or a set cannot be fetched,
+    the DataMissing line as before: a fetch there would not be read."""
+    from tqdm import tqdm
+
+    out = out or sys.stderr
+    root = Path(settings.data.dir)
+    missing = [rel for rel in relpaths if not (root / rel).is_file()]
+    if not missing:
+        return
+    manifest = manifest or Manifest.load()
+    names = list(dict.fromkeys(manifest.set_of(rel) or rel.split("/", 1)[0] for rel in missing))
+    if root != settings.data.fetch_dir or any(n not in manifest.sets or manifest.sets[n].get("not_fetchable")
+                                              for n in names):
+        raise _missing(settings, missing[0], manifest)
+    base_url = os.environ.get(BASE_URL_ENV) or None
+    todo = [e for e in manifest.files_of(names) if file_state(root, e) != "present"]
+    size = sum(e["size"] for e in todo)
+    hosts = sorted({(source_url(e, base_url) or "").split("/")[2] for e in todo if "//" in (source_url(e, base_url) or "")})
+    source = base_url or ", ".join(hosts)
+    titles = " and ".join(manifest.title(n) for n in names)
+    line = (f"{who}: {titles} data not found; fetching {len(todo)} files ({size / 1e6:.1f} MB) from {source} "
+            f"into {root} (once; {BASE_URL_ENV} for a mirror)")
+    bar = None
+
+    def progress(n: int) -> None:  # the line and the bar once bytes arrive: offline, the error line alone
+        nonlocal bar
+        if bar is None:
+            print(line, file=out, flush=True)
+            bar = tqdm(total=size, unit="B", unit_scale=True, desc="data", file=out, disable=None, leave=False,
+                       dynamic_ncols=True)
+        bar.update(n)
+
+    try:
+        with open(os.devnull, "w") as quiet:
+            fetch(manifest, names, root, base_url, out=quiet, progress=progress)
+    finally:
+        if bar is not None:
+            bar.close()
+
+
 def missing_data(error: BaseException, settings) -> DataMissing | None:
     """A FileNotFoundError for a file inside the data dir, as the one DataMissing line."""
     if isinstance(error, DataMissing):
@@ -133,8 +178,10 @@ class ChecksumMismatch(Exception):
     """A downloaded file whose sha256 or size is not the manifest's (refused, nothing kept)."""
 
 
-def download(url: str, target: Path, sha256: str, size: int, timeout_s: float = 30.0) -> None:
-    """url → target, verified; a temp file beside the target, renamed into place only when it matches."""
+def download(url: str, target: Path, sha256: str, size: int, timeout_s: float = 30.0,
+             progress: Callable[[int], object] | None = None) -> None:
+    """url → target, verified; a temp file beside the target, renamed into place only when it matches.
+    `progress(n)` is called with each block's size (a byte bar)."""
     import requests
 
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -151,6 +198,8 @@ def download(url: str, target: Path, sha256: str, size: int, timeout_s: float = 
                         raise ChecksumMismatch(f"{url} is larger than the {size} bytes the manifest gives")
                     h.update(block)
                     out.write(block)
+                    if progress is not None:
+                        progress(len(block))
         if n != size or h.hexdigest() != sha256:
             raise ChecksumMismatch(f"{url}: sha256 {h.hexdigest()[:12]}… ({n} bytes) is not the manifest's "
                                    f"{sha256[:12]}… ({size} bytes)")
@@ -191,7 +240,7 @@ def source_url(entry: dict[str, Any], base_url: str | None) -> str | None:
 
 
 def fetch(manifest: Manifest, names: list[str], root: Path, base_url: str | None = None,
-          force: bool = False, out=None) -> dict[str, int]:
+          force: bool = False, out=None, progress: Callable[[int], object] | None = None) -> dict[str, int]:
     import requests
 
     out = out or sys.stdout
@@ -204,7 +253,7 @@ def fetch(manifest: Manifest, names: list[str], root: Path, base_url: str | None
             continue
         url = source_url(entry, base_url)
         try:
-            download(url, target, entry["sha256"], entry["size"])
+            download(url, target, entry["sha256"], entry["size"], progress=progress)
         except ChecksumMismatch as e:
             raise DataError(f"refused {entry['path']}: {e}; nothing written (a changed upstream file or a "
                          "wrong --base-url)") from None

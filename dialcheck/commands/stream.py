@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 
 from schemas.settings import Settings, load_settings
 
@@ -29,7 +30,7 @@ def cmd_worker(args) -> int:
     if args.pipeline is None:
         from workers.pipeline import SURFACES
 
-        if args.surface not in SURFACES:
+        if args.surface is not None and args.surface not in SURFACES:
             from dialcheck.errors import UsageError
 
             raise UsageError(f"unknown --surface {args.surface}: choose from {','.join(SURFACES)}")
@@ -178,15 +179,20 @@ def demo_text(summary: dict) -> str:
 def cmd_demo(args) -> int:
     from streams.demo import run_demo
 
-    from dialcheck.commands.data import require, require_index_sources
+    from dialcheck.commands.data import SOURCE_FILES, ensure_data, require_index_sources
     from dialcheck.errors import check_port_free
 
     settings = _settings(args)
-    if not args.data:  # no data: one line naming `dialcheck data fetch`, before anything starts
-        require(settings, "dialfact/testsmall.jsonl")
+    needed = [] if args.data else ["dialfact/testsmall.jsonl"]  # the records replayed
+    if (args.pipeline is None and settings.retrieval.backend == "embedded"
+            and not (Path(settings.retrieval.index_dir) / "meta.json").exists()):
+        from workers.retrieval.collection import default_sources
+
+        needed += [SOURCE_FILES[s] for s in default_sources(settings) if s in SOURCE_FILES]  # the first index
     if args.ui:  # a taken page port: one line before the broker and the worker start
         args.port_option = "--ui-port"
         check_port_free(settings.ui.host, settings.ui.port if args.ui_port is None else args.ui_port, "--ui-port")
+    ensure_data(settings, dict.fromkeys(needed), who="demo")  # fetched when missing: the README's command runs as written
     if args.pipeline is None:
         from workers.retrieval.build import ensure_index  # e2e needs the embedded passage index
         require_index_sources(settings)
@@ -209,7 +215,7 @@ def register(sub) -> None:
     p = sub.add_parser("worker", help="Run the stream worker: chat.turns → verdicts (Faust).")
     broker(p)
     p.add_argument("--protocol", default="e2e", help="e2e: retrieve evidence for each claim (default)")
-    p.add_argument("--surface", default="r4g", help="the claim surface checked (default r4g: R1-R4 behind the gate)")
+    p.add_argument("--surface", default=None, help="the claim surface checked (default: DIALCHECK_SURFACE)")
     p.add_argument("--pipeline", default=None, help=argparse.SUPPRESS)
     p.add_argument("--loglevel", default=None, choices=("debug", "info", "warning", "error"),
                    help="the worker's log level (default warning: its ready line, status lines and warnings only)")

@@ -159,6 +159,13 @@ def test_cli_writes_a_loadable_certified_display(tmp_path, capsys):
     assert c["data"]["source"] == "run" and c["data"]["claims"] == 300
     assert c["labels"]["SUPPORTS"]["bound"] <= 0.15 and c["labels"]["REFUTES"]["threshold"] is None
     assert policy.show["SUPPORTS"] == c["labels"]["SUPPORTS"]["threshold"]
+    # the runtime's loader picks it up through the display-file setting (what a worker reads at start)
+    from schemas.settings import load_settings
+    from workers.decision import load_display
+
+    loaded = load_display(load_settings(verify={"display_params": str(out)}).verify,
+                          "dialcheck-nli-minilm-l6-fp32-step438")
+    assert loaded.show == policy.show and loaded.high == policy.high
 
 
 def test_cli_too_few_labels_is_one_line_exit_2_and_writes_nothing(tmp_path, capsys):
@@ -208,3 +215,33 @@ def test_curve_ranks_eligible_badges_by_score():
     c = curve(rows, policy)
     assert c["coverage"] == [25.0, 50.0, 75.0]  # 3 badges of 4 claims, the NEI one never counts
     assert c["precision"] == [100.0, 100.0, pytest.approx(66.67)]
+
+
+def test_cli_from_feedback_store(tmp_path, capsys):
+    """Judgements in the real feedback store (streams/feedback_store.py) → a certified display."""
+    from dialcheck.cli import main
+    from schemas.feedback import Feedback
+    from streams.feedback_store import FeedbackStore
+
+    rng = np.random.default_rng(7)
+    store_path = tmp_path / "feedback.sqlite3"
+    verdicts, feedback = [], []
+    for i in range(300):
+        p = float(rng.uniform(0.5, 1.0))
+        v = _run_row(i, "SUPPORTS", p, p)
+        v.update(conversation_id=f"c{i}", turn_id=f"c{i}#t", claim_id=f"k{i}",
+                 rationale={"numbers": v.pop("rationale_numbers")}, display={"show": True, "confidence": "medium"})
+        verdicts.append(v)
+        judgement = "right" if rng.uniform() < p else "wrong"
+        feedback.append(Feedback(f"c{i}", f"c{i}#t", "SUPPORTS", judgement, "moderator", 1000.0 + i,
+                                 claim_id=f"k{i}", claim_index=0))
+    feedback.append(Feedback("c0", "c0#t", "SUPPORTS", "unsure", "user", 5000.0, claim_id="k0", claim_index=0))
+    with FeedbackStore(store_path) as store:
+        store.add_verdicts(verdicts, [0] * len(verdicts))
+        store.add_feedback(feedback)
+    out = tmp_path / "display.json"
+    rc = main(["calibrate", "--from-feedback", "--store", str(store_path), "--display", SHIPPED, "--out", str(out)])
+    assert rc == 0, capsys.readouterr().err
+    c = json.loads(out.read_text())["certified"]
+    assert c["data"]["source"] == "feedback" and c["data"]["claims"] == 300  # the 'unsure' one left out
+    assert c["labels"]["SUPPORTS"]["threshold"] is not None

@@ -125,7 +125,12 @@ def _store(args):
              or os.environ.get("DIALCHECK_FEEDBACK_STORE") or "artifacts/feedback.sqlite3")
     if "://" not in str(where) and not Path(where).is_file():
         raise UsageError(f"--from-feedback: no feedback store at {where} (import labels with `dialcheck feedback import`)")
-    return FeedbackStore(where)
+    try:
+        return FeedbackStore(where)
+    except Exception as e:  # StoreUnavailable and its kin: one line, never the URL (it may carry a password)
+        if type(e).__name__ != "StoreUnavailable":
+            raise
+        raise UsageError(f"--from-feedback: {e}") from None
 
 
 def run_yardstick(args) -> int:

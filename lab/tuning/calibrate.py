@@ -283,7 +283,7 @@ def from_feedback(policy: DisplayPolicy, store) -> tuple[BadgeRows, dict]:
     """The feedback store's judged verdicts (streams/feedback_store.py `FeedbackStore.judged()`):
     'right' / 'wrong' judgements of a badge label; 'unsure' ones and judgements of another label
     than the verdict's are left out; the latest judgement of a claim wins."""
-    judged = sorted(store.judged(), key=lambda j: str(j.received_at or ""))
+    judged = sorted(store.judged(), key=lambda j: float(j.received_at or 0.0))
     latest: dict = {}
     for j in judged:
         if j.judgement not in ("right", "wrong") or (j.label_shown and j.label_shown != j.verdict.get("label")):

@@ -249,8 +249,23 @@ def run_windows(args) -> int:
 
 
 def run_bm25(args) -> int:
+    """Needs only the index's passages, not its vectors: on a checkout where the index is not built
+    yet, the passages the default index is built from are read in memory (nothing is written), so
+    the report runs instead of failing on a missing passages.jsonl."""
     from schemas.settings import load_settings
     from lab.tuning.tune import bm25_tokenizer_report
 
-    print(json.dumps(bm25_tokenizer_report(load_settings(), args.data), indent=1))
+    settings = load_settings()
+    index_dir = Path(settings.retrieval.index_dir)
+    passages = None
+    if not (index_dir / "passages.jsonl").is_file():
+        from dialcheck.commands.data import require_index_sources
+        from workers.retrieval.build import collect, collection_meta
+
+        require_index_sources(settings)  # a source file that is not there: one line naming what to fetch
+        sources, _ = collection_meta(settings, None, None)
+        print(f"[dialcheck] no index in {index_dir}: BM25 over the passages of the default sources "
+              f"({','.join(sources)}), read in memory", file=sys.stderr)
+        passages = [{"title": p.title, "text": p.text, "doc_id": p.doc_id} for p in collect(settings, sources)]
+    print(json.dumps(bm25_tokenizer_report(settings, args.data, passages), indent=1))
     return 0

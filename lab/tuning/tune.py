@@ -316,10 +316,11 @@ def window_variants_report(tuner: Tuner, method: str = "logreg", k: int = 5, pro
     return out
 
 
-def bm25_tokenizer_report(settings, data: str | None = None) -> dict:
+def bm25_tokenizer_report(settings, data: str | None = None, passages: list[dict] | None = None) -> dict:
     """BM25 document recall (query = last 2 turns + claim, ∪ top-1 per context turn, as the
     retrieve stage) with the project's tokenizer vs bm25s's tokenizer and stop words, with and
-    without a Snowball stemmer; in-memory indexes over the same passages as the configured index."""
+    without a Snowball stemmer; in-memory indexes over the same passages as the configured index,
+    or over `passages` ({title, text, doc_id} rows) when given."""
     import bm25s
     from nltk.stem.snowball import SnowballStemmer
 
@@ -329,7 +330,8 @@ def bm25_tokenizer_report(settings, data: str | None = None) -> dict:
     from workers.retrieval.bm25 import tokenize
     from workers.text import with_context
 
-    passages = list(read_jsonl(Path(settings.retrieval.index_dir) / "passages.jsonl"))
+    if passages is None:
+        passages = list(read_jsonl(Path(settings.retrieval.index_dir) / "passages.jsonl"))
     recs = [r for r in load_dialfact(data or settings.data.dialfact_sample) if r.type_label == "factual" and r.evidence]
     gold = [{t for t, _ in r.evidence} for r in recs]
     snow = SnowballStemmer("english")

@@ -148,12 +148,14 @@ def test_bad_input_goes_to_deadletter_and_loses_nothing_else(settings_kafka, wor
     good = records["bad_good"]
     start_v = end_offsets(settings_kafka, settings_kafka.kafka.topic_verdicts)
     start_d = end_offsets(settings_kafka, settings_kafka.kafka.topic_deadletter)
+    sent = {}  # (key, value) of each bad event -> the broker's acknowledgement (partition, offset)
     with TurnProducer(settings_kafka) as producer:
         for i, rec in enumerate(good):  # good turns interleaved with the bad ones, same partitions too
             for t in record_turns(rec):
                 producer.send_turn(t)
             for key, value, _ in BAD_EVENTS[i::len(good)]:
-                producer.send_raw(key, value)
+                sent[(key, value if value is not None else b"")] = producer.send_raw(key, value)
+    sent = {k: f.get(timeout=30) for k, f in sent.items()}
     expected = iter_claim_ids(good)
     vlog = collect_verdicts(settings_kafka, set(expected), timeout_s=300, start=start_v, alive=worker["w"].alive)
     assert_same_as_batch(vlog.verdicts, batch_verdicts, expected)
@@ -167,7 +169,9 @@ def test_bad_input_goes_to_deadletter_and_loses_nothing_else(settings_kafka, wor
     for key, value, reason in BAD_EVENTS:
         d = by_value[(key, value if value is not None else b"")]  # original bytes preserved
         assert reason in d.reason, (reason, d.reason)
-        assert d.topic == settings_kafka.kafka.topic_turns and d.partition >= 0 and d.offset >= 0
+        # the dead letter points at the record it rejects: the original stays in chat.turns there
+        source = sent[(key, value if value is not None else b"")]
+        assert (d.topic, d.partition, d.offset) == (settings_kafka.kafka.topic_turns, source.partition, source.offset)
     assert worker["w"].alive()
     bad_convs = {f"bad-{i}" for i in range(1, 13)}
     assert not [v for v in vlog.verdicts.values() if v.conversation_id in bad_convs], "a bad event got a verdict"

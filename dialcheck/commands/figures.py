@@ -244,8 +244,10 @@ def risk_coverage_figure(report_path: str, out: Path, store: str | None) -> list
             f"badge score (its scorer was fitted on the six older sets: in-sample there; BEGIN never fitted on). "
             f"Star: thresholds certified at {report['target']} / confidence {report['confidence']} on the "
             f"chat-response sets without the set drawn.")
+    chat = [n for n in report.get("chat_sets", []) if n in curves] + (["feedback"] if fb is not None else [])
+    panels = {"chat responses (attribution) and feedback": chat, "the other yardstick sets": [n for n in curves if n not in chat]}
     return plot_risk_coverage(curves, out / "risk_coverage.png", report["target"],
-                              "Shown badges right vs coverage (claims ranked by badge score)", note)
+                              "Shown badges right vs coverage (claims ranked by badge score)", note, panels)
 
 
 def _feedback_curve(store: str | None) -> dict | None:

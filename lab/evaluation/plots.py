@@ -424,34 +424,42 @@ def plot_bench_stream(results: dict, out: Path, label: str = "") -> list[Path]:
 
 
 def plot_risk_coverage(curves: dict[str, dict], out: Path, target: float | None = None, title: str = "",
-                       note: str | None = None) -> list[Path]:
+                       note: str | None = None, panels: dict[str, list[str]] | None = None) -> list[Path]:
     """Shown-badge precision against coverage, the badges ranked by badge score (one line per set,
     `curves[name]` = {"coverage": [...%], "precision": [...%], "shipped": {coverage, precision},
     "certified": {...} or None}), the shipped operating point (circle) and the certified one (star)
-    marked on each line; the numbers go to a CSV beside the PNG."""
+    marked on each line; `panels`: panel title → the sets drawn in it (default one panel). The
+    numbers go to a CSV beside the PNG."""
     plt = _plt()
-    fig, ax = plt.subplots(figsize=(6.4, 4.4))
+    panels = panels or {"": list(curves)}
+    panels = {k: [n for n in v if n in curves] for k, v in panels.items()}
+    panels = {k: v for k, v in panels.items() if v}
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.6 * len(panels), 4.4), squeeze=False, sharey=True)
     rows = []
-    for i, (name, c) in enumerate(curves.items()):
-        colour = OKABE_ITO[i % len(OKABE_ITO)]
-        style = ("-", "--", ":", "-.")[(i // len(OKABE_ITO)) % 4]
-        ax.plot(c["coverage"], c["precision"], style, color=colour, lw=1.3, label=name)
-        for kind, marker in (("shipped", "o"), ("certified", "*")):
-            pt = c.get(kind)
-            if pt and pt.get("precision") is not None:
-                ax.plot([pt["coverage"]], [pt["precision"]], marker, color=colour, ms=9 if marker == "*" else 6,
-                        mec="black", mew=0.6)
-                rows.append([name, kind, pt["coverage"], pt["precision"]])
-        rows += [[name, "curve", x, y] for x, y in zip(c["coverage"], c["precision"])]
-    if target is not None:
-        ax.axhline(100 * target, color="grey", lw=0.8, ls="--")
-    ax.plot([], [], "o", color="white", mec="black", label="shipped thresholds")
-    ax.plot([], [], "*", color="white", mec="black", ms=9, label="certified thresholds")
-    ax.set_xlabel("coverage: badges shown (% of claims)")
-    ax.set_ylabel("shown badges right (%)")
-    ax.set_ylim(40, 101)
-    ax.set_xlim(0, None)
-    ax.legend(fontsize=7, ncol=2, loc="lower left")
-    ax.set_title(_title(title, note, 80), fontsize=8)
+    for ax, (panel, names) in zip(axes[0], panels.items()):
+        for i, name in enumerate(names):
+            c = curves[name]
+            colour = OKABE_ITO[i % len(OKABE_ITO)]
+            style = ("-", "--", ":", "-.")[(i // len(OKABE_ITO)) % 4]
+            ax.plot(c["coverage"], c["precision"], style, color=colour, lw=1.3, label=name)
+            for kind, marker in (("shipped", "o"), ("certified", "*")):
+                pt = c.get(kind)
+                if pt and pt.get("precision") is not None:
+                    ax.plot([pt["coverage"]], [pt["precision"]], marker, color=colour, ms=11 if marker == "*" else 6,
+                            mec="black", mew=0.6)
+                    rows.append([name, kind, pt["coverage"], pt["precision"]])
+            rows += [[name, "curve", x, y] for x, y in zip(c["coverage"], c["precision"])]
+        if target is not None:
+            ax.axhline(100 * target, color="grey", lw=0.8, ls="--")
+        ax.plot([], [], "o", color="white", mec="black", label="shipped thresholds")
+        ax.plot([], [], "*", color="white", mec="black", ms=11, label="certified thresholds")
+        ax.set_xlabel("coverage: badges shown (% of claims)")
+        ax.set_ylim(40, 101)
+        ax.set_xlim(0, None)
+        ax.legend(fontsize=7, loc="lower left")
+        if panel:
+            ax.set_title(panel, fontsize=8)
+    axes[0][0].set_ylabel("shown badges right (%)")
+    fig.suptitle(_title(title, note, 60 + 50 * (len(panels) - 1)), fontsize=8)
     png = Path(out)
     return [_save(fig, png), _write_csv(png.with_suffix(".csv"), ["set", "kind", "coverage", "precision"], rows, note)]

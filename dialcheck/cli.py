@@ -18,7 +18,7 @@ def _version() -> str:
     except PackageNotFoundError:
         return "unknown"
 
-COMMAND_MODULES = ("check", "eval", "index", "nli", "stream", "serve", "config", "tune",
+COMMAND_MODULES = ("check", "serve_api", "eval", "index", "nli", "stream", "serve", "config", "tune",
                    "score", "calibrate", "feedback",
                    "ui", "figures", "data")
 

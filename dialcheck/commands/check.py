@@ -47,6 +47,9 @@ def register(sub) -> None:
                         "(schemas/verdict.schema.json), one line per claim. "
                         "Default: text on a terminal, json when piped (scripts keep getting JSON)")
     p.add_argument("--json", dest="format", action="store_const", const="json", help="same as --format json")
+    p.add_argument("--server", default=None, metavar="URL",
+                   help="ask a running `dialcheck serve-api` (e.g. http://127.0.0.1:8780) instead of loading the "
+                        "models here; its protocol and surface apply")
     p.add_argument("-v", "--verbose", action="store_true",
                    help="text: add the numbers (probabilities, the rule's thresholds, timings, model versions)")
     p.set_defaults(func=run)
@@ -199,6 +202,8 @@ def run(args) -> int:
     if not interactive:  # every mistake in the input before the models load
         for c in claims:
             _require_evidence(c, args.protocol)
+    if args.server:
+        return _run_remote(args, claims, interactive)
     settings = load_settings(models={"backend": args.models})  # a bad setting or --models: before any data check
     if args.protocol != "fv":  # no index yet and no data to build it from: one line naming `dialcheck data fetch`
         from dialcheck.commands.data import require_index_sources
@@ -223,6 +228,42 @@ def run(args) -> int:
             else:
                 print(("\n" if n else "") + format_text(_with_links(v, c[4]), verbose=args.verbose))
             n += 1
+        sys.stdout.flush()
+    return 0
+
+
+def _run_remote(args, claims, interactive: bool) -> int:
+    """--server URL: each claim POSTed to /check (dialcheck/api.py), printed as a local check prints."""
+    import requests
+
+    from schemas.verdict import Verdict
+
+    url = args.server.rstrip("/") + "/check"
+    if not url.startswith(("http://", "https://")):
+        raise UsageError(f"--server {args.server}: expected http://HOST:PORT (a running `dialcheck serve-api`)")
+    fmt = args.format or ("text" if sys.stdout.isatty() else "json")
+    session = requests.Session()
+    for n, (where, context, claim, evidence, links) in enumerate(claims):
+        body = {"claim": claim, "context": context, **({"evidence": [t for _, t in evidence]} if evidence else {})}
+        try:
+            r = session.post(url, json=body, timeout=(10, 600))
+        except requests.RequestException as e:
+            from dialcheck.commands.data import download_reason
+            from dialcheck.errors import ServiceUnreachable
+
+            raise ServiceUnreachable(f"no dialcheck api answers at {args.server}: {download_reason(e)} "
+                                     "(start one with `dialcheck serve-api`)") from None
+        if r.status_code != 200:
+            try:
+                message = r.json().get("error") or r.text[:200]
+            except ValueError:
+                message = r.text[:200]
+            raise UsageError(f"{where}: the server refused the claim (HTTP {r.status_code}): {message}")
+        v = Verdict.from_dict(r.json())
+        if fmt == "json":
+            print(v.to_json().decode())
+        else:
+            print(("\n" if n else "") + format_text(_with_links(v, links), verbose=args.verbose))
         sys.stdout.flush()
     return 0
 

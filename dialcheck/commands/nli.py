@@ -239,7 +239,7 @@ def run_adopt(args) -> int:
     else:
         print(f"adopted {record['version']} (fingerprint {record['fingerprint']}) → {args.out}")
         if record.get("decision"):
-            print(f"use it: DIALCHECK_NLI_MODEL_DIR={args.out} DIALCHECK_DECISION_PARAMS={args.out}/decision.json dialcheck check ...")
+            print(f"use it: DIALCHECK_NLI_MODEL_DIR={args.out} dialcheck check ...  (its decision.json and display.json come with it)")
         if record.get("triton_repo"):
             print(f"serve it: dialcheck serve-models --model-repository {record['triton_repo']}  (then --models triton://HOST:PORT)")
     return 0

@@ -315,9 +315,9 @@ def render_card(model_dir: Path, record: dict) -> str:
     if dec:
         lines += [f"`decision.json` (method `{dec['method']}`) refitted for this model on "
                   + ", ".join(f"{k} ({v})" for k, v in dec["fitted_on"].items())
-                  + "; its card is DECISION_CARD.md (leave-one-dataset-out numbers). Use both with",
-                  "", "```", f"DIALCHECK_NLI_MODEL_DIR={model_dir} DIALCHECK_DECISION_PARAMS={model_dir}/decision.json "
-                  "dialcheck check ...", "```"]
+                  + "; its card is DECISION_CARD.md (leave-one-dataset-out numbers). The model dir alone brings "
+                  "it (and display.json) when no other decision is named:",
+                  "", "```", f"DIALCHECK_NLI_MODEL_DIR={model_dir} dialcheck check ...", "```"]
     else:
         lines.append("Not refitted (--skip-refit): the shipped decision refuses this model; run "
                      f"`dialcheck tune fit --method guarded --model-dir {model_dir} --out {model_dir}/decision.json`.")

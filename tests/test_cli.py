@@ -162,3 +162,26 @@ def test_no_library_warning_or_debug_line_reaches_the_terminal(capfd):
     err = capfd.readouterr().err
     assert "Please consider" not in err and "bm25s" not in err, err
     assert "a real warning" in err
+
+
+@pytest.mark.unit
+def test_why_never_credits_a_passage_about_something_else():
+    """A SUPPORTS from the Albert Camus passage for "Albert Einstein was born in France." (found on
+    the default index): the text view must not say "The passage 'Albert Camus' states this."."""
+    from dialcheck.commands.check import format_text
+    from schemas import Evidence, Verdict
+    from test_ui_store import good_verdict
+
+    camus = "Albert Camus was a French philosopher, author and journalist, born in French Algeria."
+    v = Verdict.from_dict(good_verdict("c", "t1", "Albert Einstein was born in France.", label="SUPPORTS",
+                                       evidence_text=camus))
+    v.evidence = [Evidence("p1", "Albert Camus", camus, window=camus)]
+    v.rationale = {"rule": "layer:guarded", "numbers": {"windows_read": 1},
+                   "window": {"passage_id": "p1", "title": "Albert Camus", "text": camus}, "summary": ""}
+    why = next(ln for ln in format_text(v).splitlines() if ln.startswith("why:"))
+    assert why == ("why:       The passage 'Albert Camus' reads as agreeing, but it does not name what the claim "
+                   "is about, so it does not confirm it."), why
+    einstein = "Albert Einstein was born in Ulm, in the Kingdom of Württemberg in the German Empire."
+    v.evidence = [Evidence("p2", "Albert Einstein", einstein, window=einstein)]
+    v.rationale["window"] = {"passage_id": "p2", "title": "Albert Einstein", "text": einstein}
+    assert "why:       The passage 'Albert Einstein' states this." in format_text(v).splitlines()

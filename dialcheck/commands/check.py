@@ -346,6 +346,19 @@ def _passage(title: str) -> str:
     return "the evidence you gave" if title == PLACEHOLDER_TITLE else f"the passage '{title}'"
 
 
+def about_the_claim(v, window: dict, title: str) -> bool:
+    """Does the passage the label rests on name the claim's subject (workers/decision/sufficiency.py
+    `subject_covered`: its names and numbers, half its key terms)? Why: a standalone claim can be
+    decided SUPPORTS from a passage about something else ("Albert Einstein was born in France." from
+    the Albert Camus passage), and "why" must not credit that passage with stating it."""
+    from workers.decision.sufficiency import subject_covered
+
+    deciding = next((e for e in v.evidence if e.passage_id == window.get("passage_id")), None)
+    text = (deciding.window or deciding.text) if deciding is not None else window.get("text", "")
+    topic = v.surface.text if v.surface is not None and v.surface.text else v.claim
+    return subject_covered(topic, text or "", "" if title == PLACEHOLDER_TITLE else title)
+
+
 def plain_why(v) -> list[str]:
     """Why, in plain words (no rule or threshold names): one sentence, then what the evidence
     does not mention and whether it was only loosely on topic."""
@@ -371,6 +384,9 @@ def plain_why(v) -> list[str]:
     source = source[:1].upper() + source[1:]
     why = {"SUPPORTS": f"{source} states this.", "REFUTES": f"{source} says otherwise.",
            }.get(v.label, "The passages found do not say this." if many else "The passage found does not say this.")
+    if v.label == "SUPPORTS" and not about_the_claim(v, window, title):
+        why = (f"{source} reads as agreeing, but it does not name what the claim is about, so it does not "
+               "confirm it.")
     lines = [why]
     if v.uncovered:
         lines.append(f"The evidence does not mention: {', '.join(v.uncovered)}.")

@@ -427,3 +427,125 @@ def _state_if(url: str, ready):
     with urllib.request.urlopen(url + "api/state", timeout=10) as r:
         st = json.load(r)
     return st if ready(st) else None
+
+
+def _claims_by_label(prefix: str, want: dict[str, int]) -> list[tuple[str, str]]:
+    """(claim, the stand-in's label for it) until each label has its count (the stand-in labels by hash)."""
+    import hashlib
+
+    from tests.stream_standin import LABELS
+
+    out, have, i = [], {k: 0 for k in want}, 0
+    while any(have[k] < n for k, n in want.items()):
+        claim = f"{prefix} claim {i}{' (high)' if i % 2 else ''} is stated."
+        label = LABELS[int(hashlib.sha1(claim.encode()).hexdigest(), 16) % 3]
+        if have.get(label, 10**9) < want.get(label, 0):
+            have[label] += 1
+            out.append((claim, label))
+        i += 1
+    return out
+
+
+def test_feedback_buttons_store_judgements_and_the_page_shows_precision_in_chromium(tmp_path):
+    """Issue 38: right / wrong on each verdict in a real Chromium → POST → chat.feedback → the worker's
+    store, joined to the verdict it published (source "user"); a changed mind replaces the first click;
+    the page's live precision per badge and the drift alarm's banner follow the judgements read back
+    from the topic, and the worker's /metrics says the same. A file imported with `dialcheck feedback
+    import` lands in the same store. Model-free checker with display hints (tests/feedback_standin.py)."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as EC
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    from schemas import ChatTurn
+    from streams.feedback_store import FeedbackStore
+    from streams.observability import METRICS_MARKER
+    from streams.replay import TurnProducer
+
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    claims = _claims_by_label("fbui", {"SUPPORTS": 2, "REFUTES": 2, "NOT ENOUGH INFO": 1})
+    store_path = tmp_path / "feedback.sqlite3"
+    with contextlib.ExitStack() as stack:
+        broker = stack.enter_context(EmbeddedBroker(log_path=str(tmp_path / "broker.log")))
+        settings = load_settings(kafka={"bootstrap": broker.bootstrap},
+                                 stream={"feedback_store": str(store_path), "trace_records": True})
+        ensure_topics(settings)
+        worker = stack.enter_context(WorkerProcess(settings, tmp_path / "worker.log",
+                                                   extra_args=["--pipeline", "tests.feedback_standin:create"]))
+        ui = stack.enter_context(UIProcess(broker.bootstrap, tmp_path / "ui.log"))
+        driver = stack.enter_context(headless_chromium())
+        wait = WebDriverWait(driver, WAIT_S)
+        driver.get(ui.url)
+        wait.until(EC.text_to_be_present_in_element((By.ID, "status"), "live"))
+        worker.wait_ready(timeout_s=WAIT_S)
+        metrics = worker.wait_for(METRICS_MARKER, 30).split(METRICS_MARKER, 1)[1].strip()
+        with TurnProducer(settings) as p:
+            for i, (claim, _) in enumerate(claims):
+                p.send_turn(ChatTurn(f"fbui-{i}", f"fbui-{i}#r", "assistant", claim, check=True))
+        badges_css = "button.badge[data-claim-id]"
+        wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, badges_css)) >= len(claims))
+        assert not driver.find_element(By.ID, "alarm").is_displayed()
+
+        def click(cid: str, judgement: str) -> None:
+            b = driver.find_element(By.CSS_SELECTOR, f'li.turn:has(button.badge[data-claim-id="{cid}"]) '
+                                                     f'button.fb[data-judgement="{judgement}"]')
+            driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", b)
+            b.click()
+            wait.until(lambda d: b.get_attribute("aria-pressed") == "true")
+
+        by_label: dict[str, list[str]] = {}
+        for b in driver.find_elements(By.CSS_SELECTOR, badges_css):
+            by_label.setdefault(b.get_attribute("data-label"), []).append(b.get_attribute("data-claim-id"))
+        assert sorted(map(len, by_label.values())) == [1, 2, 2]
+        for cid in by_label["SUPPORTS"]:
+            click(cid, "right")
+        for cid in by_label["REFUTES"]:
+            click(cid, "wrong")
+        click(by_label["SUPPORTS"][0], "wrong")  # a changed mind: replaces the first click
+        click(by_label["SUPPORTS"][0], "right")  # and back
+
+        # the page: precision per badge from the judgements read back from chat.feedback, and the banner
+        row = lambda label: driver.find_element(By.CSS_SELECTOR, f'.precision-row[data-label="{label}"]')  # noqa: E731
+        wait.until(lambda d: row("REFUTES").get_attribute("data-n") == "2" and row("SUPPORTS").get_attribute("data-n") == "2")
+        wait.until(lambda d: d.find_element(By.ID, "alarm").is_displayed())
+        assert row("REFUTES").get_attribute("data-alarm") == "true" and row("SUPPORTS").get_attribute("data-alarm") == "false"
+        assert float(row("SUPPORTS").get_attribute("data-precision")) == 1.0
+        assert "REFUTES" in driver.find_element(By.ID, "alarm").text and "85.0 %" in driver.find_element(By.ID, "alarm").text
+        assert "coverage" not in row("SUPPORTS").text and "shown 40.0 % of 5 verdicts" in row("SUPPORTS").text
+        png = ARTIFACTS / "ui-feedback.png"
+        assert driver.save_screenshot(str(png)) and png.stat().st_size > 10_000
+        assert not [m for m in _severe_console(driver) if "favicon" not in m]
+
+        # the worker's store: one row per click target (the changed mind replaced), joined, source user
+        def stored():
+            with FeedbackStore(store_path) as st:
+                return st.judged()
+        wait.until(lambda d: len(stored()) == 4 and {j.judgement for j in stored()
+                                                     if j.claim_id == by_label["SUPPORTS"][0]} == {"right"})
+        judged = stored()
+        assert {j.source for j in judged} == {"user"}
+        assert {j.claim_id: j.judgement for j in judged} == {**{c: "right" for c in by_label["SUPPORTS"]},
+                                                            **{c: "wrong" for c in by_label["REFUTES"]}}
+        assert all(j.verdict["claim_id"] == j.claim_id and j.shown is True for j in judged)
+
+        # /metrics of the worker agrees with the page
+        from prometheus_client.parser import text_string_to_metric_families
+
+        def gauges():
+            with urllib.request.urlopen(metrics, timeout=10) as r:
+                return {(x.name, x.labels.get("label")): x.value for fam in text_string_to_metric_families(r.read().decode())
+                        for x in fam.samples}
+        wait.until(lambda d: gauges().get(("dialcheck_precision_alarm", "REFUTES")) == 1)
+        g = gauges()
+        assert g[("dialcheck_shown_precision", "SUPPORTS")] == 1.0 and g[("dialcheck_shown_judged", "REFUTES")] == 2
+        assert g[("dialcheck_shown_coverage", "SUPPORTS")] == pytest.approx(0.4)
+
+        # and from a file: an annotator's export of the NEI verdict and one more judgement
+        nei = by_label["NOT ENOUGH INFO"][0]
+        v = next(j.verdict for j in judged)
+        export = tmp_path / "export.jsonl"
+        export.write_text(json.dumps({"conversation_id": v["conversation_id"], "turn_id": v["turn_id"],
+                                      "claim_id": v["claim_id"], "label_shown": v["label"], "judgement": "unsure",
+                                      "source": "annotator", "ts": 1.0}) + "\n")
+        out = _cli("feedback", "import", str(export), "--store", str(store_path))
+        assert "imported 1 judgements" in out and "the store holds 5 judgements" in out
+        assert nei in {b.get_attribute("data-claim-id") for b in driver.find_elements(By.CSS_SELECTOR, badges_css)}

@@ -308,3 +308,79 @@ def test_pages_get_the_display_hint_latency_links_and_counts():
         finally:
             await server.close()
     run(go())
+
+
+def test_feedback_post_produces_a_user_judgement_and_refuses_what_is_not_the_page():
+    """POST /api/feedback: validated like every feedback record, source forced to "user" and the
+    time set by the server; a cross-origin or non-JSON post is refused before anything is sent; a
+    send that fails is a 503 the page can retry (never a 202 for an undelivered judgement)."""
+    from schemas.feedback import parse_feedback
+    from streams.ui.server import SEND_FEEDBACK
+
+    sent: list[tuple[bytes, bytes]] = []
+    fail = {"now": False}
+
+    async def send(key, value):
+        if fail["now"]:
+            raise ConnectionError("broker gone")
+        sent.append((key, value))
+
+    body = {"conversation_id": "c1", "turn_id": "t1", "claim_id": "k1", "label_shown": "SUPPORTS",
+            "judgement": "wrong", "feedback_id": "page:k1", "shown": True, "confidence_shown": "high",
+            "source": "moderator", "ts": 1.0}
+
+    async def go():
+        app = _app()
+        app[SEND_FEEDBACK] = send
+        server = await _serve(app)
+        url = f"http://127.0.0.1:{server.port}/api/feedback"
+        out = []
+        try:
+            async with aiohttp.ClientSession() as s:
+                for kw in ({"json": body}, {"json": {**body, "judgement": "meh"}}, {"data": b"{x", "headers": {"Content-Type": "application/json"}},
+                           {"data": orjson.dumps(body), "headers": {"Content-Type": "text/plain"}},
+                           {"json": body, "headers": {"Origin": "http://evil.example"}},
+                           {"json": body, "headers": {"Origin": f"http://127.0.0.1:{server.port}"}}):
+                    async with s.post(url, **kw) as r:
+                        out.append((r.status, await r.json(content_type=None) if r.status in (202, 400) else None))
+                fail["now"] = True
+                async with s.post(url, json=body) as r:
+                    out.append((r.status, await r.json()))
+        finally:
+            await server.close()
+        return out
+
+    out = run(go())
+    assert [s for s, _ in out] == [202, 400, 400, 415, 403, 202, 503]
+    assert "judgement" in out[1][1]["reason"] and out[6][1]["ok"] is False
+    assert len(sent) == 2 and sent[0][0] == b"c1"
+    f = parse_feedback(sent[0][1])
+    assert f.source == "user" and f.ts > 1e9 and f.judgement == "wrong" and f.shown is True and f.feedback_id == "page:k1"
+
+
+def test_live_precision_counts_each_judgement_once_and_raises_the_alarm():
+    """chat.feedback read by the ui: a redelivered record counts once, a changed mind replaces the
+    first judgement, an older replay never undoes it; the page gets `precision` events and the
+    snapshot carries the rows and the alarm."""
+    app = _app()
+    state = app[CONSUMER_STATE]
+    for i in range(4):
+        v = good_verdict("c", f"t{i}", f"claim {i}")
+        v["label"] = "REFUTES" if i < 3 else "SUPPORTS"
+        v["display"] = {"show": True, "tone": "disputed" if i < 3 else "supported", "confidence": "medium"}
+        handle_record(app, VERDICTS, orjson.dumps(v))
+
+    def fb(i: int, judgement: str, ts: float, label: str = "REFUTES") -> bytes:
+        return orjson.dumps({"conversation_id": "c", "turn_id": f"t{i}", "claim_index": 0, "label_shown": label,
+                             "judgement": judgement, "source": "user", "ts": ts, "feedback_id": f"p{i}"})
+
+    for raw in (fb(0, "wrong", 1), fb(0, "wrong", 1), fb(1, "right", 1), fb(1, "wrong", 2), fb(1, "right", 1),
+                fb(2, "wrong", 1), fb(3, "right", 1, "SUPPORTS"), b"{not json"):
+        handle_record(app, state["topic_feedback"], raw)
+    snap = app[STORE].snapshot()
+    rows = {r["label"]: r for r in snap["precision"]["rows"]}
+    assert (rows["REFUTES"]["right"], rows["REFUTES"]["wrong"]) == (0, 3) and rows["REFUTES"]["alarm"]
+    assert rows["SUPPORTS"]["n"] == 1 and not rows["SUPPORTS"]["alarm"]
+    assert rows["REFUTES"]["coverage"] == 0.75 and rows["high"]["n"] == 0
+    assert snap["precision"]["alarm"] == ["REFUTES"] and snap["precision"]["feedback"] == {"right": 1, "wrong": 3, "unsure": 0}
+    assert snap["rejected"].get("feedback: malformed_json") == 1

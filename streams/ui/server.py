@@ -1,6 +1,8 @@
 """The web app: one aiokafka consumer (no consumer group, so it never takes partitions from a
-worker) follows chat.turns and chat.verdicts into a bounded Store; browsers get a snapshot and
-then every change as Server-Sent Events.
+worker) follows chat.turns, chat.verdicts and chat.feedback into a bounded Store; browsers get a
+snapshot and then every change as Server-Sent Events. A page's right/wrong buttons POST to
+/api/feedback, which produces the judgement to chat.feedback (the worker stores it); the live
+precision on the page is counted from the judgements the consumer reads back.
 
 Why SSE and not WebSocket: updates only flow server → browser, EventSource reconnects by itself,
 and it is plain HTTP (works through proxies, testable with curl)."""
@@ -10,6 +12,7 @@ import asyncio
 import contextlib
 import logging
 import threading
+import time
 from pathlib import Path
 
 import orjson
@@ -26,6 +29,8 @@ log = logging.getLogger("dialcheck.ui")
 
 STORE, CLIENTS, CONSUMER_STATE = web.AppKey("store", Store), web.AppKey("clients", set), web.AppKey("consumer", dict)
 UI = web.AppKey("ui", UISettings)
+# the judgement sender: async (key, value) -> None, raising when the record was not delivered
+SEND_FEEDBACK = web.AppKey("send_feedback", object)
 LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "[::1]")
 SNAPSHOT_SLICE = 1 << 18
 # the page needs nothing but its own origin: script, style sheet and the SSE stream
@@ -106,6 +111,8 @@ def handle_record(app: web.Application, topic: str, value: bytes | None, where: 
         before = store.counts["rejected"]
         if topic == app[CONSUMER_STATE]["topic_turns"]:
             events = store.add_turn_raw(value, where)
+        elif topic == app[CONSUMER_STATE]["topic_feedback"]:
+            events = store.add_feedback_raw(value, where)
         else:
             events = store.add_verdict_raw(value, where)
         if store.counts["rejected"] != before:
@@ -127,7 +134,7 @@ async def _consume(app: web.Application, settings: Settings, from_beginning: boo
                                     metadata_max_age_ms=2000, **aiokafka_kwargs(settings))
         try:
             await consumer.start()
-            consumer.subscribe([turns_topic, verdicts_topic])
+            consumer.subscribe([turns_topic, verdicts_topic, settings.kafka.topic_feedback])
             state["connected"] = True
             state.pop("error", None)
             async for rec in consumer:
@@ -245,6 +252,63 @@ async def events(request: web.Request) -> web.StreamResponse:
     return resp
 
 
+async def post_feedback(request: web.Request) -> web.Response:
+    """A user's right/wrong on a verdict (the page's buttons) → one record on chat.feedback, source
+    "user", validated like every feedback record (schemas/feedback.py); 202 once the broker has it.
+    Only this page may post: JSON only (a cross-site form cannot send it without a CORS preflight,
+    which is never granted) and, when the browser says where it comes from, this page's own origin."""
+    from schemas import InvalidEvent
+    from schemas.feedback import MAX_FEEDBACK_BYTES, feedback_from_dict
+
+    origin = request.headers.get("Origin")
+    if origin is not None and _host_name(origin.split("://", 1)[-1]) != _host_name(request.headers.get("Host")):
+        raise web.HTTPForbidden(text="dialcheck ui: feedback only from this page\n")
+    if request.content_type != "application/json":
+        raise web.HTTPUnsupportedMediaType(text="dialcheck ui: feedback is a JSON object\n")
+    if (request.content_length or 0) > MAX_FEEDBACK_BYTES:
+        raise web.HTTPRequestEntityTooLarge(max_size=MAX_FEEDBACK_BYTES, actual_size=request.content_length)
+    raw = await request.content.read(MAX_FEEDBACK_BYTES + 1)
+    try:
+        if len(raw) > MAX_FEEDBACK_BYTES:
+            raise InvalidEvent("too_large", f"feedback too large: more than {MAX_FEEDBACK_BYTES} bytes")
+        obj = orjson.loads(raw)
+        if not isinstance(obj, dict):
+            raise InvalidEvent("schema", "feedback is a JSON object")
+        obj = {**obj, "source": "user", "ts": time.time(), "schema_version": "1.0"}  # the page judges for users, by our clock
+        f = feedback_from_dict(obj)
+    except orjson.JSONDecodeError:
+        return web.json_response({"ok": False, "reason": "not JSON"}, status=400)
+    except InvalidEvent as e:
+        return web.json_response({"ok": False, "reason": e.reason}, status=400)
+    try:
+        await request.app[SEND_FEEDBACK](f.conversation_id.encode("utf-8"), f.to_json())
+    except Exception as e:  # noqa: BLE001 - the broker did not take it: say so, the page may retry
+        log.warning("ui: feedback not delivered: %s", redact(str(e))[:300])
+        return web.json_response({"ok": False, "reason": "not delivered to the broker; try again"}, status=503)
+    return web.json_response({"ok": True, "feedback_id": f.feedback_id, "judgement": f.judgement}, status=202)
+
+
+def kafka_sender(settings: Settings):
+    """(send, close): one aiokafka producer started on first use; `send` awaits the broker's ack."""
+    state: dict = {}
+
+    async def send(key: bytes, value: bytes) -> None:
+        from aiokafka import AIOKafkaProducer
+
+        if "producer" not in state:
+            p = AIOKafkaProducer(acks="all", request_timeout_ms=10000, **aiokafka_kwargs(settings))
+            await p.start()
+            state["producer"] = p
+        await asyncio.wait_for(state["producer"].send_and_wait(settings.kafka.topic_feedback, value, key=key), 15)
+
+    async def close() -> None:
+        if "producer" in state:
+            with contextlib.suppress(Exception):
+                await state.pop("producer").stop()
+
+    return send, close
+
+
 def create_app(settings: Settings, max_conversations: int | None = None, max_turns: int | None = None,
                from_beginning: bool = True, consume: bool = True, bind_host: str | None = None) -> web.Application:
     """`consume=False`: no Kafka consumer (tests feed records through `handle_record`)."""
@@ -254,11 +318,15 @@ def create_app(settings: Settings, max_conversations: int | None = None, max_tur
     app[STORE] = Store.from_settings(settings.updated(ui={"max_turns": ui.max_turns}), max_conversations)
     app[CLIENTS] = set()
     app[CONSUMER_STATE] = {"connected": False, "broker": redact(settings.kafka.bootstrap),
-                           "topic_turns": settings.kafka.topic_turns, "topic_verdicts": settings.kafka.topic_verdicts}
+                           "topic_turns": settings.kafka.topic_turns, "topic_verdicts": settings.kafka.topic_verdicts,
+                           "topic_feedback": settings.kafka.topic_feedback}
+    send, close_sender = kafka_sender(settings)
+    app[SEND_FEEDBACK] = send
 
     async def consumer_ctx(app: web.Application):
         task = asyncio.create_task(_consume(app, settings, from_beginning)) if consume else None
         yield
+        await close_sender()
         if task is not None:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
@@ -275,6 +343,7 @@ def create_app(settings: Settings, max_conversations: int | None = None, max_tur
     app.router.add_get("/favicon.ico", no_icon)
     app.router.add_get("/events", events)
     app.router.add_get("/api/state", state)
+    app.router.add_post("/api/feedback", post_feedback)
     app.router.add_static("/static/", STATIC)
     return app
 

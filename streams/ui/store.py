@@ -21,6 +21,9 @@ from urllib.parse import urlsplit
 
 import orjson
 
+from schemas.feedback import parse_feedback
+
+from ..precision import BUCKETS, buckets_of, precision_rows
 from schemas import (LABELS, ChatTurn, Evidence, GateDecision, InvalidEvent, Reason, Status, Surface, Verdict, known_fields,
                      load_bounded_json, parse_turn, validate)
 
@@ -33,6 +36,58 @@ MAX_URL_CHARS = 2048
 # label counts and 3 numbers, under 256 bytes serialised)
 CONVERSATION_OVERHEAD = 64 + 256
 MAX_REASON_KINDS = 64  # distinct kinds counted by name (a guard; schemas.Reason has fewer)
+MAX_JUDGEMENTS = 1_000_000  # judgements the live precision remembers by key (redelivery dedup; oldest forgotten)
+
+
+class LivePrecision:
+    """The page's live precision from what the ui reads: each judgement on chat.feedback once (its
+    natural key; a later one with the same key replaces it, as in the store), and the shown badges
+    among the verdicts read (deduplicated by claim id), for the coverage. The numbers come from
+    streams/precision.py, the function /metrics and `dialcheck feedback stats` use; the worker's
+    figures read its store instead, so the two agree when both read the same topics from the start."""
+
+    def __init__(self, target: float = 0.85, confidence: float = 0.9, max_judgements: int = MAX_JUDGEMENTS):
+        self.target, self.confidence, self.max_judgements = target, confidence, max_judgements
+        self.judgements: "OrderedDict[tuple, tuple[tuple[str, ...], str, float]]" = OrderedDict()
+        self.shown = {b: 0 for b in BUCKETS}
+        self.verdicts = 0
+        self.totals = {"right": 0, "wrong": 0, "unsure": 0}
+
+    def verdict(self, v: Verdict) -> None:
+        self.verdicts += 1
+        d = display_view(v.display) or {}  # as read from the topic: a dict (or a Display)
+        if d.get("show") is True:
+            for b in buckets_of(v.label, d.get("confidence"), True):
+                self.shown[b] += 1
+
+    def judgement(self, f) -> bool:
+        """Count one judgement; False when it changes nothing (a redelivery, or older than the one kept)."""
+        old = self.judgements.get(f.key)
+        if old is not None and old[2] > f.ts:
+            return False
+        entry = (buckets_of(f.label_shown, f.confidence_shown, f.shown), f.judgement, f.ts)
+        if old == entry:
+            return False
+        if old is not None:
+            self.totals[old[1]] -= 1
+        self.judgements[f.key] = entry
+        self.judgements.move_to_end(f.key)
+        self.totals[f.judgement] += 1
+        while len(self.judgements) > self.max_judgements:
+            self.totals[self.judgements.popitem(last=False)[1][1]] -= 1
+        return True
+
+    def view(self) -> dict:
+        judged: dict[str, list[int]] = {}
+        for buckets, j, _ in self.judgements.values():
+            if j == "unsure":
+                continue
+            for b in buckets:
+                judged.setdefault(b, [0, 0])[0 if j == "right" else 1] += 1
+        rows = precision_rows({b: (r, w) for b, (r, w) in judged.items()}, self.shown, self.verdicts, self.target,
+                              self.confidence)
+        return {"target": self.target, "confidence": self.confidence, "feedback": dict(self.totals),
+                "rows": [r.to_dict() for r in rows], "alarm": [r.label for r in rows if r.alarm]}
 def read_verdict(raw: bytes, max_bytes: int, max_depth: int) -> Verdict:
     """chat.verdicts bytes → Verdict, or InvalidEvent with a short reason: size and depth first (nothing
     recursive runs on a hostile record), then verdict.schema.json, then the schemas.Verdict types
@@ -149,7 +204,7 @@ class Store:
 
     def __init__(self, max_conversations: int = 200, max_turns: int = 100, max_verdicts: int = 100,
                  max_bytes: int = 16 << 20, max_verdict_bytes: int = 1 << 20, max_turn_bytes: int = 262144,
-                 max_text_chars: int = 4000, max_depth: int = 16):
+                 max_text_chars: int = 4000, max_depth: int = 16, precision: LivePrecision | None = None):
         if min(max_conversations, max_turns, max_verdicts, max_bytes) < 1:
             raise ValueError("max_conversations, max_turns, max_verdicts and max_bytes must be at least 1")
         self.max_conversations, self.max_turns, self.max_verdicts = max_conversations, max_turns, max_verdicts
@@ -161,12 +216,14 @@ class Store:
         self.counts = {"turns": 0, "verdicts": 0, "duplicates": 0, "evicted": 0, "rejected": 0}
         self.rejected: dict[str, int] = {}  # reason kind → count (at most MAX_REASON_KINDS + "other")
         self.last_rejected: deque[dict] = deque(maxlen=20)
+        self.precision = precision or LivePrecision()
 
     @classmethod
     def from_settings(cls, settings, max_conversations: int | None = None) -> "Store":
         ui, stream = settings.ui, settings.stream
         return cls(max_conversations or ui.max_conversations, ui.max_turns, ui.max_verdicts, ui.max_snapshot_bytes,
-                   ui.max_verdict_bytes, stream.max_event_bytes, stream.max_text_chars, stream.max_json_depth)
+                   ui.max_verdict_bytes, stream.max_event_bytes, stream.max_text_chars, stream.max_json_depth,
+                   LivePrecision(stream.precision_target, stream.precision_confidence))
 
     # -- reading records -------------------------------------------------------------------------
     def reject(self, what: str, code: str, reason: str, where: str = "") -> list[dict]:
@@ -193,6 +250,18 @@ class Store:
             return self.add_verdict(read_verdict(raw, self.max_verdict_bytes, self.max_depth))
         except InvalidEvent as e:
             return self.reject("verdict", e.code, e.reason, where)
+
+    def add_feedback_raw(self, raw: bytes, where: str = "") -> list[dict]:
+        """A chat.feedback record: validated like the worker does (schemas.feedback); counted in the
+        live precision; a `precision` event when it changed anything."""
+        try:
+            f = parse_feedback(raw, max_depth=self.max_depth)
+        except InvalidEvent as e:
+            return self.reject("feedback", e.code, e.reason, where)
+        self.counts["feedback"] = self.counts.get("feedback", 0) + 1
+        if not self.precision.judgement(f):
+            return []
+        return [{"type": "precision", "precision": self.precision.view()}]
 
     # -- storing ---------------------------------------------------------------------------------
     def _touch(self, conv_id: str) -> tuple[Conversation, list[dict]]:
@@ -267,6 +336,7 @@ class Store:
         view = verdict_view(v)
         size = self._check_size(view)
         self.seen_claims[v.claim_id] = None
+        self.precision.verdict(v)
         while len(self.seen_claims) > self.max_conversations * self.max_verdicts:
             self.seen_claims.popitem(last=False)
         conv, events = self._touch(v.conversation_id)
@@ -280,4 +350,4 @@ class Store:
                 "counts": dict(self.counts), "rejected": dict(self.rejected), "last_rejected": list(self.last_rejected),
                 "bytes": self.bytes, "limits": {"max_conversations": self.max_conversations, "max_turns": self.max_turns,
                                                 "max_verdicts": self.max_verdicts, "max_bytes": self.max_bytes},
-                "max_conversations": self.max_conversations}
+                "max_conversations": self.max_conversations, "precision": self.precision.view()}

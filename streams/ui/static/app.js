@@ -21,6 +21,10 @@ const convs = new Map();
 let limits = { max_turns: 100, max_verdicts: 100 };
 let serverCounts = {};
 let renderErrors = 0;
+// this page's judgements: one feedback id per page and claim, so a changed mind replaces the first click
+const PAGE_ID = (window.crypto && crypto.randomUUID) ? crypto.randomUUID() : `${Date.now()}-${Math.random()}`;
+const precisionEl = document.getElementById("precision");
+const alarmEl = document.getElementById("alarm");
 
 function el(tag, attrs = {}, text) {
   const e = document.createElement(tag);
@@ -230,11 +234,74 @@ function renderCheck(s) {
     panel.hidden = !open;
     badge.setAttribute("aria-expanded", String(open));
   });
-  box.append(badge);
+  box.append(badge, feedbackButtons(s, v, label, hint));
   if (hint.show === false) box.append(el("span", { class: "muted-note" }, "not shown to users"));
   const st = obj(v.status);
   if (st.state !== "ok" && str(st.reason)) box.append(el("div", { class: "status-reason" }, `${str(st.state)}: ${str(st.reason)}`));
   box.append(internals(v), panel);
+}
+
+// right / wrong on a verdict: one record on chat.feedback (the server adds source "user" and the time)
+function feedbackButtons(s, v, label, hint) {
+  const group = el("span", { class: "feedback", role: "group", "aria-label": "was this verdict right?" });
+  if (label === "error") return group;
+  group.dataset.state = s.feedbackState || "";
+  for (const [judgement, icon] of [["right", "✓"], ["wrong", "✗"]]) {
+    const b = el("button", { class: "fb", type: "button", "data-judgement": judgement,
+                             "aria-pressed": String(s.judged === judgement), title: `this verdict is ${judgement}` });
+    b.append(el("span", { "aria-hidden": "true" }, icon), document.createTextNode(` ${judgement}`));
+    b.addEventListener("click", () => sendFeedback(s, v, judgement, group));
+    group.append(b);
+  }
+  return group;
+}
+
+function sendFeedback(s, v, judgement, group) {
+  const hint = displayHint(v);
+  const body = { conversation_id: str(v.conversation_id), turn_id: str(v.turn_id), claim_id: str(v.claim_id),
+                 label_shown: str(v.label), judgement, feedback_id: `${PAGE_ID}:${str(v.claim_id)}` };
+  if (hint.confidence) body.confidence_shown = hint.confidence;
+  if (hint.show !== null) body.shown = hint.show;
+  s.feedbackState = group.dataset.state = "sending";
+  fetch("/api/feedback", { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body) })
+    .then((r) => r.json().catch(() => ({})).then((answer) => {
+      if (!r.ok) throw new Error(str(answer.reason) || `HTTP ${r.status}`);
+      s.judged = judgement;
+      s.feedbackState = group.dataset.state = "sent";
+      for (const b of group.querySelectorAll("button.fb")) b.setAttribute("aria-pressed", String(b.dataset.judgement === judgement));
+      group.title = `sent: ${judgement}`;
+    }))
+    .catch((e) => {
+      s.feedbackState = group.dataset.state = "error";
+      group.title = `not sent (${e.message}); click again`;
+    });
+}
+
+// live precision per badge (from the feedback so far) and the drift alarm's banner
+function pct(x) { return typeof x === "number" && Number.isFinite(x) ? `${(100 * x).toFixed(1)} %` : "?"; }
+
+function renderPrecision(p) {
+  p = obj(p);
+  const rows = arr(p.rows);
+  precisionEl.replaceChildren(el("span", { class: "precision-title" },
+    `shown-badge precision from feedback (${pct(p.confidence).replace(".0 ", " ")} interval):`));
+  const alarms = [];
+  for (const r of rows) {
+    if (!r || typeof r !== "object") continue;
+    const label = str(r.label);
+    const n = finite(r.n) ?? 0;
+    const item = el("span", { class: "precision-row", "data-label": label, "data-n": String(n),
+                              "data-alarm": String(r.alarm === true) });
+    if (finite(r.precision) !== null) item.dataset.precision = String(r.precision);
+    const prec = finite(r.precision) === null ? "no feedback yet" : `${pct(r.precision)} [${pct(r.lower)}, ${pct(r.upper)}] n=${n}`;
+    const cov = finite(r.coverage) === null ? "" : ` · shown ${pct(r.coverage)} of ${finite(r.verdicts) ?? "?"} verdicts`;
+    item.textContent = `${label}: ${prec}${cov}`;
+    precisionEl.append(item);
+    if (r.alarm === true) alarms.push(`${label} badges are right at most ${pct(r.upper)} of the time`);
+  }
+  alarmEl.hidden = alarms.length === 0;
+  alarmEl.textContent = alarms.length ? `Drift alarm: ${alarms.join("; ")} (upper end of the interval), below the ` +
+    `${pct(p.target)} target. The display policy needs recalibrating (dialcheck calibrate --from-feedback).` : "";
 }
 
 function render(s) {
@@ -312,6 +379,7 @@ function applySnapshot(snap) {
   for (const id of [...convs.keys()]) evict(id);
   if (snap.limits && typeof snap.limits === "object") limits = snap.limits;
   serverCounts = snap.counts && typeof snap.counts === "object" ? snap.counts : {};
+  guarded("precision", renderPrecision)(snap.precision);
   for (const conv of [...arr(snap.conversations)].reverse()) {  // oldest first, so the newest ends on top
     if (!conv || typeof conv !== "object") { renderErrors += 1; continue; }
     for (const t of arr(conv.turns)) safeTurn(t);
@@ -329,6 +397,7 @@ function connect() {
   on("verdict", (ev) => safeVerdict(ev.verdict));
   on("evict", safeEvict);
   on("counts", (ev) => { serverCounts = ev.counts || serverCounts; });
+  on("precision", (ev) => guarded("precision", renderPrecision)(ev.precision));
   es.onerror = () => {
     statusEl.dataset.state = "reconnecting"; statusEl.textContent = "reconnecting…";
     if (es.readyState === EventSource.CLOSED) setTimeout(connect, 5000);  // e.g. 503: too many pages open

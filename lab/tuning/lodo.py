@@ -26,7 +26,10 @@ from .display_fit import DISPLAY_FITS, SHIPPED_FIT, BadgeRows, displays
 from .tune import Tuner, log, nli_model_meta
 
 FITTED = ("guarded", "logreg")
-E2E_SETS = ("dialfact", "hybridial")  # DialFact-format: dialogue context, passages to index
+# sets whose evidence passages can be indexed: the two dialogue sets, and FoolMeTwice (standalone claims
+# over an index of its pages, DialFact's passages as distractors: where a claim without context meets
+# passages about something else)
+E2E_SETS = ("dialfact", "hybridial", "foolmetwice")
 
 
 def set_evidence(tuner: Tuner, s: EvalSet, surface: str = "r0") -> list:
@@ -44,7 +47,7 @@ def set_evidence(tuner: Tuner, s: EvalSet, surface: str = "r0") -> list:
 def e2e_set(s: EvalSet) -> EvalSet:
     """The same claims without their gold evidence: the pipeline retrieves (protocol e2e)."""
     if s.name not in E2E_SETS:
-        raise ValueError(f"no E2E row for {s.name!r}: only the dialogue sets ({', '.join(E2E_SETS)}) have one")
+        raise ValueError(f"no E2E row for {s.name!r}: only the dialogue sets and FoolMeTwice ({', '.join(E2E_SETS)}) have one")
     return EvalSet(f"{s.name}_e2e", [replace(it, gold_evidence=None) for it in s.items], s.labels, s.groups,
                    s.label_space, s.type_labels)
 

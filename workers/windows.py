@@ -14,6 +14,9 @@ import re
 import unicodedata
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Callable, Sequence
+
+import numpy as np
 
 from .text import PRESCORE_STOP, WORD
 
@@ -122,3 +125,41 @@ def top_windows(passages: list[str], fact: str, keep: int = 24, splitter: str | 
               for w in windows(p, splitter)]
     scored.sort(key=lambda w: -w.prescore)
     return scored[:keep]
+
+
+# The adaptive window budget (issue 39, `verify.window_first` / `verify.window_chunk`). Set before
+# measuring, from the shipped rule's thresholds (workers/decision/params/decision.json: SUPPORTS at
+# entailment >= 0.40, REFUTES at contradiction >= 0.56), not fitted: a claim whose windows read so
+# far are all below half the lower threshold in entailment and contradiction is "quiet".
+QUIET = 0.20
+
+
+def quiet(probs: np.ndarray) -> bool:
+    """Every window read so far is far from any threshold: neither entailment nor contradiction
+    reaches QUIET (columns: entailment, neutral, contradiction)."""
+    return len(probs) > 0 and float(np.max(probs[:, [0, 2]])) < QUIET
+
+
+def read_in_rounds(counts: Sequence[int], score: Callable[[list[tuple[int, int]]], np.ndarray],
+                   settled: Callable[[int, np.ndarray], bool], first: int, chunk: int) -> list[np.ndarray]:
+    """Per claim, the NLI probabilities of its first n windows (best pre-score first), n chosen
+    round by round: round one scores `first` windows of every claim in one call, each later round
+    the next `chunk` windows of every claim that `settled(claim, probs so far)` does not call
+    settled, until each claim is settled or has all `counts[claim]` windows read. One `score` call
+    per round for the whole batch (its pairs length-sorted together by the NLI model): at most
+    1 + ceil((max_windows - first) / chunk) calls. `first` 0: every window in one call, as before.
+    `score(pairs)`: (claim, window index) pairs → (len(pairs), 3) probabilities."""
+    probs = [np.zeros((0, 3), np.float32) for _ in counts]
+    active = [i for i, n in enumerate(counts) if n > 0]
+    step = first if first > 0 else max(counts, default=0)
+    while active:
+        want = [(i, j) for i in active for j in range(len(probs[i]), min(counts[i], len(probs[i]) + step))]
+        got = np.asarray(score(want), np.float32).reshape(len(want), 3)
+        rows: dict[int, list] = {}
+        for (i, _), p in zip(want, got):
+            rows.setdefault(i, []).append(p)
+        for i, new in rows.items():
+            probs[i] = np.concatenate([probs[i], np.stack(new)])
+        active = [i for i in active if len(probs[i]) < counts[i] and not settled(i, probs[i])]
+        step = max(chunk, 1)
+    return probs

@@ -57,7 +57,8 @@ def _total(samples: dict, name: str, **labels) -> float:
 def stack(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("obs")
     broker = EmbeddedBroker(log_path=str(tmp / "tansu.log")).start()
-    settings = load_settings(kafka={"bootstrap": broker.bootstrap}, stream={"status_interval_s": 1.0})
+    settings = load_settings(kafka={"bootstrap": broker.bootstrap},
+                             stream={"status_interval_s": 1.0, "feedback_store": str(tmp / "feedback.sqlite3")})
     ensure_topics(settings)
     worker = WorkerProcess(settings, tmp / "worker.log", extra_args=["--pipeline", PIPELINE],
                            env={"DIALCHECK_LOG_FORMAT": "json"}).start()
@@ -196,3 +197,49 @@ def test_stage_latency_skips_timing_keys_that_are_no_stage():
               if fam.name == "dialcheck_stage_latency_seconds" for s in fam.samples if s.name.endswith("_count")}
     assert counts == {"surfaces": 1, "retrieve": 1, "verify": 1}
     assert {"batch_items", "dense_client_side"} <= TIMING_META_KEYS
+
+
+def test_live_precision_gauges_read_the_feedback_store(tmp_path, monkeypatch):
+    """Issue 38: per badge bucket the shown precision, its Clopper-Pearson ends, n, coverage and the
+    drift alarm, read from a real store at scrape time; nothing judged yet: no precision sample (not
+    a made-up 0), n 0 and no alarm."""
+    from prometheus_client import generate_latest
+
+    from schemas.feedback import feedback_from_dict
+    from streams.feedback_store import FeedbackStore
+    from streams.observability import Observability, _PrecisionCollector
+    from streams.precision import clopper_pearson
+
+    def samples(obs) -> dict:
+        return {(x.name, tuple(sorted(x.labels.items()))): x.value
+                for fam in text_string_to_metric_families(generate_latest(obs.registry).decode()) for x in fam.samples}
+
+    store = FeedbackStore(tmp_path / "fb.sqlite3")
+    obs = Observability(load_settings())
+    assert not any(n.startswith("dialcheck_shown") for n, _ in samples(obs))  # no store attached: no gauges
+    obs.attach_feedback(store, 0.85, 0.9)
+    s = samples(obs)
+    assert ("dialcheck_shown_precision", (("label", "SUPPORTS"),)) not in s
+    assert s[("dialcheck_shown_judged", (("label", "SUPPORTS"),))] == 0
+    assert s[("dialcheck_precision_alarm", (("label", "REFUTES"),))] == 0
+    verdicts = [{"conversation_id": "c", "turn_id": f"t{i}", "claim_id": f"k{i}", "label": "SUPPORTS" if i < 12 else "REFUTES",
+                 "display": {"show": i < 16, "tone": "supported", "confidence": "high" if i < 4 else "medium"}}
+                for i in range(20)]
+    store.add_verdicts(verdicts)
+    store.add_feedback([feedback_from_dict({"conversation_id": "c", "turn_id": f"t{i}", "claim_id": f"k{i}",
+                                            "label_shown": v["label"], "source": "moderator", "ts": 1.0,
+                                            "judgement": ("right" if i < 11 else "wrong") if i < 12 else "wrong"})
+                        for i, v in enumerate(verdicts[:16])])
+    monkeypatch.setattr(_PrecisionCollector, "PRECISION_CACHE_S", 0.0)
+    s = samples(obs)
+    lab = lambda b: (("label", b),)  # noqa: E731
+    lo, hi = clopper_pearson(11, 12, 0.9)
+    assert s[("dialcheck_shown_precision", lab("SUPPORTS"))] == pytest.approx(11 / 12)
+    assert (s[("dialcheck_shown_precision_lower", lab("SUPPORTS"))], s[("dialcheck_shown_precision_upper", lab("SUPPORTS"))]) \
+        == pytest.approx((lo, hi))
+    assert s[("dialcheck_shown_judged", lab("REFUTES"))] == 4 and s[("dialcheck_precision_alarm", lab("REFUTES"))] == 1
+    assert s[("dialcheck_precision_alarm", lab("SUPPORTS"))] == 0 and s[("dialcheck_shown_precision", lab("high"))] == 1.0
+    assert s[("dialcheck_shown_coverage", lab("SUPPORTS"))] == pytest.approx(12 / 20)
+    assert s[("dialcheck_shown_coverage", lab("high"))] == pytest.approx(4 / 20)
+    assert s[("dialcheck_feedback_total", (("judgement", "wrong"),))] == 5
+    store.close()

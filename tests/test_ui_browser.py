@@ -118,7 +118,8 @@ def test_ui_shows_the_topics_verdicts_in_chromium(tmp_path):
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     with contextlib.ExitStack() as stack:
         broker = stack.enter_context(EmbeddedBroker(log_path=str(tmp_path / "broker.log")))
-        settings = load_settings(kafka={"bootstrap": broker.bootstrap})
+        settings = load_settings(kafka={"bootstrap": broker.bootstrap},
+                                 stream={"feedback_store": str(tmp_path / "feedback.sqlite3")})
         if PIPELINE == DEFAULT_CHECKER and settings.retrieval.backend == "embedded":
             from workers.retrieval.build import ensure_index
             ensure_index(settings)

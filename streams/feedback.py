@@ -20,6 +20,7 @@ from schemas.feedback import parse_feedback
 
 from .checking import DaemonExecutor, bound
 from .feedback_store import FeedbackStore
+from .turn_worker import fatal
 
 log = logging.getLogger("dialcheck.feedback")
 
@@ -71,8 +72,6 @@ class FeedbackWorker:
         self.st = turns.st
 
     async def handle(self, events) -> None:
-        from .turn_worker import fatal
-
         tw, st = self.turns, self.st
         held = [ev.message for ev in events]
         for m in held:

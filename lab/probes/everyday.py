@@ -1,0 +1,87 @@
+"""Everyday probe: true and false variants of 20 common facts (wrong place, wrong person, wrong work),
+each checked end to end as a context-free claim over an index (default: the settings' index, i.e.
+the benchmark passages plus the starter knowledge base), decided by the shipped guarded decision
+and by the same decision with each standalone coverage scope (lab/tuning/variants.py STANDALONE:
+names, topic, subject), the thresholds left as shipped. Counts per decision: true claims SUPPORTS,
+false claims SUPPORTS, shown badges and wrong shown badges (a shown SUPPORTS on a false claim, a
+shown REFUTES on a true one), and whether the deciding window names the claim's subject.
+
+    python -m lab.probes.everyday [--index DIR] [--json]
+
+Why a probe of our own: the yardstick's sets have no such claims (none is about an everyday fact
+with a near-miss passage in the index), and the issue found false ones supported by passages about
+something else ("Albert Einstein was born in France." from the Albert Camus passage)."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+PROBE = Path(__file__).with_name("everyday_facts.jsonl")
+
+
+def _title(ev, window) -> str | None:
+    if window is None:
+        return None
+    p = int(ev.passage_index[window])
+    return ev.titles[p] if p < len(ev.titles) else None
+
+
+def main(argv: list[str] | None = None) -> int:
+    from lab.tuning.display_fit import displays
+    from lab.tuning.tune import Tuner
+    from lab.tuning.variants import STANDALONE, guarded_method
+    from schemas.items import CheckItem
+    from schemas.settings import load_settings
+    from workers.decision import load_decision
+    from workers.display import load_display
+    from workers.stages import claim_evidence
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--index", default=None, help="embedded index dir (default: the settings')")
+    ap.add_argument("--surface", default="r4g", help="claim surface (default r4g, as the stream)")
+    ap.add_argument("--json", action="store_true", help="print the per-claim rows too, as JSON")
+    args = ap.parse_args(argv)
+
+    settings = load_settings(retrieval={"index_dir": args.index} if args.index else {})
+    rows = [json.loads(ln) for ln in PROBE.read_text().splitlines() if ln.strip()]
+    tuner = Tuner(settings)
+    items = [CheckItem("probe", r["id"], [], r["claim"]) for r in rows]
+    states = tuner.states(items, "e2e", args.surface)
+    evs = [claim_evidence(st) for st in states]
+    shipped = load_decision(settings.verify, "e2e")
+    policy = load_display(settings.verify, None, "e2e")
+    methods = {"shipped": shipped}
+    base = dict(shipped.params)
+    for level, scope in STANDALONE.items():
+        methods[f"shipped+{level}"] = guarded_method({**base, "cover_scope": scope}, shipped.meta)
+    report, per_claim = {}, []
+    for name, m in methods.items():
+        ds = m.decide_many(evs)
+        shown = displays(policy, ds, evs) if policy is not None else [None] * len(ds)
+        c = {"true_supports": 0, "true_refutes": 0, "false_supports": 0, "false_refutes": 0, "shown": 0,
+             "shown_wrong": 0, "supports_from_window_without_subject": 0}
+        for r, d, disp, ev in zip(rows, ds, shown, evs):
+            true = r["label"] == "SUPPORTS"
+            c[f"{'true' if true else 'false'}_{d.label.split()[0].lower()}"] = \
+                c.get(f"{'true' if true else 'false'}_{d.label.split()[0].lower()}", 0) + 1
+            named = d.window is not None and float(ev.coverage[d.window, 2]) > 0
+            if d.label == "SUPPORTS" and not named:
+                c["supports_from_window_without_subject"] += 1
+            if disp is not None and disp.show:
+                c["shown"] += 1
+                c["shown_wrong"] += (d.label == "SUPPORTS") != true
+            if name == "shipped" or name.endswith("subject"):
+                per_claim.append({"decision": name, "claim": r["claim"], "gold": r["label"], "label": d.label,
+                                  "shown": bool(disp and disp.show), "window_title": _title(ev, d.window),
+                                  "window_names_subject": named})
+        report[name] = {k: v for k, v in c.items() if v or k in ("false_supports", "shown_wrong")}
+    out = {"claims": len(rows), "true": sum(r["label"] == "SUPPORTS" for r in rows), "index": settings.retrieval.index_dir,
+           "decisions": report, **({"rows": per_claim} if args.json else {})}
+    print(json.dumps(out, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

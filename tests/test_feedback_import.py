@@ -59,8 +59,8 @@ def test_dialfact_gold_joined_to_a_run(tmp_path, records, capsys):
     store = str(tmp_path / "fb.sqlite3")
     assert main(["feedback", "import", gold, "--run", run, "--store", store]) == 0
     out, err = capsys.readouterr()
-    assert "imported 12 judgements (8 right, 4 wrong, 0 unsure)" in out and "2 bad rows skipped" in out
-    assert f"{gold}:13: no verdict for id 'nobody'" in err and f"{gold}:14: response_label 'TRUE'" in err
+    assert "imported 12 judgements (8 right, 4 wrong, 0 unsure)" in out and "1 bad rows skipped" in out
+    assert f"{gold}:14: response_label 'TRUE'" in err and "1 DialFact records have no verdict in" in err
     assert main(["feedback", "import", gold, "--run", run, "--store", store]) == 0  # again: nothing changes
     with FeedbackStore(store) as st:
         judged = st.judged()

@@ -127,7 +127,8 @@ def _run_verdicts(path: str, surface: str | None) -> dict[str, dict]:
 
 
 def _gold_judgement(row: dict, run: dict[str, dict] | None, source: str, now: float):
-    """A DialFact record → (Feedback, the verdict it judges) or an error string."""
+    """A DialFact record → (Feedback, the verdict it judges), an error string, or None when the run
+    has no verdict for it."""
     from schemas import LABELS
     from schemas.feedback import feedback_from_dict
 
@@ -138,7 +139,7 @@ def _gold_judgement(row: dict, run: dict[str, dict] | None, source: str, now: fl
         return f"response_label {str(gold)[:40]!r} is not one of {', '.join(LABELS)}"
     v = run.get(str(row["id"]))
     if v is None:
-        return f"no verdict for id {str(row['id'])[:80]!r} in the run file"
+        return None  # not in the run (a run of --limit N records): counted, not judged
     d = v.get("display") if isinstance(v.get("display"), dict) else {}
     rec = {"conversation_id": v["conversation_id"], "turn_id": v["turn_id"], "claim_id": v["claim_id"],
            "label_shown": v["label"], "judgement": "right" if v["label"] == gold else "wrong", "source": source,
@@ -162,7 +163,7 @@ def cmd_import(args) -> int:
     settings = load_settings()
     run = _run_verdicts(args.run, args.surface) if args.run else None
     now = time.time()
-    good, verdicts, bad = [], [], []
+    good, verdicts, bad, unmatched = [], [], [], 0
     try:
         for n, row in _rows(path, fmt):
             if isinstance(row, str):
@@ -170,7 +171,9 @@ def cmd_import(args) -> int:
                 continue
             if "response_label" in row and "id" in row and "judgement" not in row:
                 got = _gold_judgement(row, run, args.source, now)
-                if isinstance(got, str):
+                if got is None:
+                    unmatched += 1
+                elif isinstance(got, str):
                     bad.append((n, got))
                 else:
                     good.append(got[0])
@@ -193,9 +196,13 @@ def cmd_import(args) -> int:
         print(f"dialcheck: feedback import: {args.file}:{n}: {why}; skipped", file=sys.stderr)
     if len(bad) > MAX_ROW_LINES:
         print(f"dialcheck: feedback import: {len(bad) - MAX_ROW_LINES} more bad rows skipped", file=sys.stderr)
+    if unmatched:
+        print(f"dialcheck: feedback import: {unmatched} DialFact records have no verdict in {args.run}; not judged",
+              file=sys.stderr)
     if not good:
-        raise UsageError(f"{args.file}: no usable row ({len(bad)} bad): rows in the feedback schema "
-                         "(schemas/feedback.schema.json), or DialFact records with --run")
+        detail = f"{len(bad)} bad" + (f", {unmatched} without a verdict in the run" if unmatched else "")
+        raise UsageError(f"{args.file}: no usable row ({detail}): "
+                         "rows in the feedback schema (schemas/feedback.schema.json), or DialFact records with --run")
     with open_store(args.store, settings) as store:
         store.add_verdicts(_published(v) for v in verdicts)
         store.add_feedback(good)

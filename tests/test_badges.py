@@ -159,7 +159,8 @@ def test_a_policy_round_trips_and_decides_like_its_numbers(tmp_path):
 
 def test_a_display_policy_for_another_nli_model_is_refused(tmp_path):
     from schemas.settings import VerifySettings
-    from workers.decision import DecisionModelMismatch, load_display
+    from workers.decision import DecisionModelMismatch
+    from workers.display import load_display
 
     DisplayPolicy({"SUPPORTS": 0.7, "REFUTES": 0.5}, {"SUPPORTS": 0.9, "REFUTES": 0.8}, ("strong",),
                   {"nli_model": {"version": "nli-a"}}).save(tmp_path / "display.json")

@@ -18,7 +18,7 @@ from workers.display import DisplayPolicy
 pytestmark = pytest.mark.unit
 
 TARGET, CONFIDENCE = 0.85, 0.9
-SHIPPED = "workers/decision/params/display.json"
+SHIPPED = "workers/display/params/display.json"
 
 
 def p_right(s):
@@ -161,7 +161,7 @@ def test_cli_writes_a_loadable_certified_display(tmp_path, capsys):
     assert policy.show["SUPPORTS"] == c["labels"]["SUPPORTS"]["threshold"]
     # the runtime's loader picks it up through the display-file setting (what a worker reads at start)
     from schemas.settings import load_settings
-    from workers.decision import load_display
+    from workers.display import load_display
 
     loaded = load_display(load_settings(verify={"display_params": str(out)}).verify,
                           "dialcheck-nli-minilm-l6-fp32-step438")

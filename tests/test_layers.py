@@ -128,3 +128,18 @@ def test_the_runtime_loads_no_lab_module():
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip() == "[]", out.stdout
+
+
+def test_no_stage_stands_above_the_verdict():
+    """The stages (workers/stages.py, workers/state.py, workers/llm/) read the claim's Decision; none
+    reaches the verdict renderer (workers/verdict.py) or the runner, even through another module:
+    a stage importing the renderer would stand llm/ above verdict.py again."""
+    graph = _graph()
+    stages = [m for m in graph if m in ("workers.stages", "workers.state") or m.startswith("workers.llm")]
+    reached, todo = set(), list(stages)
+    while todo:
+        for t in graph.get(todo.pop(), ()):
+            if t not in reached:
+                reached.add(t)
+                todo.append(t)
+    assert stages and not reached & {"workers.verdict", "workers.pipeline"}

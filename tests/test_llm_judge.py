@@ -240,12 +240,15 @@ def test_api_key_is_in_no_verdict_and_no_log_line(settings, nli, encoder, standi
 def test_stage_outage_hook_degrades_without_touching_the_label(settings):
     """`on_outage` (a declared model/search outage raised inside the stage) keeps the NLI label."""
     from schemas.protocols import ModelUnavailable
-    from workers.stages import ClaimState
+    from workers.state import ClaimState
 
-    s = ClaimState(items(NEI_ON_TOPIC)[0])
-    s.label, s.notes["judge"] = "NOT ENOUGH INFO", {"used": False}
-    JudgeStage(None, settings.llm, "fv").on_outage([s], ModelUnavailable("gone"))
-    assert s.label == "NOT ENOUGH INFO" and s.problems == [("degraded", "LLM judge unavailable, NLI verdict kept: gone")]
+    from workers.decision import NO_EVIDENCE, Decision
+
+    decided = Decision("NOT ENOUGH INFO", dict(NO_EVIDENCE), None)
+    s = ClaimState(items(NEI_ON_TOPIC)[0], decision=decided)
+    s.notes["judge"] = {"used": False}
+    JudgeStage(None, settings.llm).on_outage([s], ModelUnavailable("gone"))
+    assert s.decision is decided and s.problems == [("degraded", "LLM judge unavailable, NLI verdict kept: gone")]
 
 
 # ---- dialcheck eval --llm-judge ---------------------------------------------------------------------------

@@ -56,12 +56,30 @@ def test_fv_verdicts_on_dialfact(fv_pipeline, dialfact_records):
         assert why["numbers"]["entail"] == round(v.evidence[0].entail, 4)
 
 
-def test_pronoun_claim_routed_through_gate(fv_pipeline):
-    item = CheckItem("c", "t", ELVIS, "He was born in Tupelo Mississippi",
+def test_pronoun_claim_routed_through_gate(gate, settings, nli, encoder):
+    """Under r4g the R4 rewrite is offered to the gate: its score is the gate's own for that rewrite in
+    the claim's context, checked against τ_FV; an accepted rewrite is what the verifier reads (r4g),
+    a rejected one leaves the claim as said (r0). The shipped τ_FV (0.8) rejects this one (the gate's
+    entailment both ways is low); at τ_FV 0.5 it is accepted."""
+    from workers.text import last_turns
+
+    claim, rewrite = "He was born in Tupelo Mississippi", "Elvis was born in Tupelo Mississippi."
+    item = CheckItem("c", "t", ELVIS, claim,
                      gold_evidence=[("Elvis Presley", "Elvis Presley was born in Tupelo, Mississippi.")])
-    v = turn_verdicts(fv_pipeline.check_turns([item]))[0]
-    assert v.surface.candidate_text == "Elvis was born in Tupelo Mississippi."
-    assert v.surface.gate is not None and 0.0 <= v.surface.gate.score <= 1.0
+    s, e, c, sim = gate.score([GateInput(last_turns(ELVIS, settings.gate.context_turns), claim, rewrite)])[0]
+    outcomes = []
+    for tau in (settings.gate.tau_fv, 0.5):
+        pipe = Pipeline(settings.updated(gate={"tau_fv": tau}), nli, encoder, None, protocol="fv", surface="r4g")
+        result = pipe.check_turns([item])[0]
+        v, st = result.verdicts[0], result.states[0]
+        g = v.surface.gate
+        assert (v.surface.candidate, v.surface.candidate_text) == ("r4", rewrite)
+        assert (g.score, g.e, g.c, g.sim) == pytest.approx((s, e, c, sim), abs=1e-5)
+        assert g.threshold == tau and g.accepted == (g.score >= tau)
+        read = ("r4g", rewrite) if g.accepted else ("r0", claim)
+        assert (v.surface.name, v.surface.text) == read and st.evidence.claim == read[1]  # what the verifier read
+        outcomes.append(g.accepted)
+    assert outcomes == [False, True]
 
 
 def test_e2e_retrieves_and_verifies(settings, nli, encoder, index_dir, dialfact_records):

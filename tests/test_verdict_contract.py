@@ -63,18 +63,30 @@ def test_display_rule(label, p, state, evidence, expected):
 
 
 @pytest.mark.unit
-def test_the_shipped_display_policy_is_the_documented_one():
-    """The shipped policy's thresholds are what the integration guide states, and its card's
-    precision table comes from the leave-one-dataset-out numbers it was fitted with."""
-    from workers.display import DisplayPolicy
+def test_the_shipped_display_policy_is_the_documented_one(tmp_path):
+    """The integration guide states the shipped policy's thresholds, in its prose and in its generated
+    table (the rule sentence and the left-out precision rows, exactly as `dialcheck tune fit` writes
+    them from the policy's own meta), and the policy is fingerprinted to the NLI model."""
+    import re
 
-    path = REPO / "workers" / "decision" / "params" / "display.json"
-    policy = DisplayPolicy.load(path)
+    from lab.tuning.card import GUIDE_END, GUIDE_START, write_guide_table
+    from workers.display import SHIPPED, DisplayPolicy
+
+    policy = DisplayPolicy.load(SHIPPED)
     guide = (REPO / "docs" / "integration.md").read_text()
-    for label in ("SUPPORTS", "REFUTES"):
-        assert f"{policy.show[label]:.2f}" in guide and f"{policy.high[label]:.2f}" in guide
-    assert policy.meta["nli_model"]["version"]  # fingerprinted to the NLI model, like the decision
+    shown = re.search(r"threshold for that label \(today SUPPORTS\s+([\d.]+), REFUTES ([\d.]+)\)", guide)
+    high = re.search(r"reaches ([\d.]+) \(SUPPORTS\) / ([\d.]+) \(REFUTES\)", guide)
+    assert shown and high, "the guide's display bullet no longer states the thresholds"
+    assert tuple(map(float, shown.groups())) == (policy.show["SUPPORTS"], policy.show["REFUTES"])
+    assert tuple(map(float, high.groups())) == (policy.high["SUPPORTS"], policy.high["REFUTES"])
+    variant = "shipped"
+    written = tmp_path / "guide.md"
+    write_guide_table(written, policy, {"left_out": {n: {variant: {"shown": sh}} for n, sh in policy.meta["lodo"].items()}},
+                      variant)
+    block = lambda text: text[text.index(GUIDE_START): text.index(GUIDE_END) + len(GUIDE_END)]  # noqa: E731
+    assert block(guide) == block(written.read_text())
     assert set(policy.meta["lodo"]) >= {"dialfact", "hybridial", "faithdial"}
+    assert policy.meta["nli_model"]["version"]  # fingerprinted to the NLI model, like the decision
 
 
 @pytest.mark.unit
@@ -172,7 +184,7 @@ def test_opensearch_documents_keep_their_url():
 # ---- status.reason -----------------------------------------------------------------------------
 @pytest.mark.unit
 def test_reason_is_null_when_ok_and_the_check_was_complete():
-    from workers.stages import ClaimState
+    from workers.state import ClaimState
     from workers.verdict import status
 
     st = ClaimState(CheckItem("c", "t", [], "x"), passages=[Passage("a", "T", "text")])
@@ -225,7 +237,7 @@ def batch(settings, nli, encoder, small_index):
 def test_fresh_verdicts_are_valid_2_2_with_display_and_links(batch, small_index):
     from workers.display import BadgeFacts, DisplayPolicy
 
-    shipped = DisplayPolicy.load(REPO / "workers" / "decision" / "params" / "display.json")
+    shipped = DisplayPolicy.load(REPO / "workers" / "display" / "params" / "display.json")
     urls = {p.id: p.url for p in small_index.passages}
     for v in batch:
         d = json.loads(v.to_json())

@@ -14,9 +14,7 @@ from typing import Sequence
 import numpy as np
 
 from schemas import GateDecision
-
-from schemas.protocols import Encoder, NLIModel
-from schemas.protocols import CONTRADICTION, ENTAILMENT
+from schemas.protocols import CONTRADICTION, ENTAILMENT, Encoder, NLIModel
 
 
 @dataclass(frozen=True)

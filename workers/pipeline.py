@@ -6,8 +6,9 @@ across the batch), times each stage, and turns only the declared outages (ModelU
 SearchUnavailable) into degraded/error verdicts via the stage's `on_outage`; per item it returns a
 `TurnResult` (schemas/protocols.py): the verdicts to publish and the claim states behind them.
 Any other exception is a bug: it propagates, and the stream worker turns it into error verdicts
-for that batch. The stage chain is checked when the Pipeline is built (workers/stages.py
-`check_chain`); `PipelineHooks` is the one declared way to swap a stage's inputs or forward.
+for that batch. The stage chain is checked when the Pipeline is built (workers/state.py
+`check_chain`), and with `verify.check_contracts` every stage runs on checked views of the states
+(a field it does not declare fails: workers/state.py `Checked`); `PipelineHooks` is the one declared way to swap a stage's inputs or forward.
 
 Timings (verdict `timings_ms`): a per-claim stage (`batched=False`: a loop over claims, nothing
 shared) runs claim by claim and each claim gets its own milliseconds; a batched stage (one model
@@ -29,13 +30,14 @@ from schemas.protocols import (LABEL_PROTOCOLS, PROTOCOLS, RETRIEVAL_PROTOCOLS, 
 from schemas.settings import Settings
 
 from .caches import CachedEncoder, memoize
-from .decision import load_decision, load_display
+from .decision import load_decision
+from .display import load_display
 from .gate import BiConGate
 from .llm.client import client_for
 from .llm.stages import R5_SURFACES, EditStage, R5Stage, r5_cache
 from .retrieval.factory import load_searcher
-from .stages import (CheckWorthyStage, ClaimState, GateStage, GoldEvidenceStage, RetrieveStage, Stage, SurfaceStage,
-                     VerifyStage, check_chain, surfaces_of)
+from .stages import CheckWorthyStage, GateStage, GoldEvidenceStage, RetrieveStage, SurfaceStage, VerifyStage, surfaces_of
+from .state import ClaimState, Stage, check_chain, checked
 from .surfaces.pronouns import set_parse_cache
 from .verdict import VerdictContext, assemble, turn_summary
 
@@ -113,7 +115,7 @@ class Pipeline:
             stages.append(verify)
             if s.llm.judge:  # the cascade judge (workers/llm/judge.py); the NLI's label stays in notes["judge"]
                 from .llm.judge import JudgeStage
-                stages.append(JudgeStage.of(s.llm, self.protocol, self.decision, self.display))
+                stages.append(JudgeStage.of(s.llm, self.decision, self.display))
         return stages
 
     @classmethod
@@ -209,9 +211,10 @@ class Pipeline:
                 st.timings["batch_items"] = shared[id(st)]
         return states
 
-    @staticmethod
-    def _timed(stage: Stage, states: list[ClaimState]) -> float:
+    def _timed(self, stage: Stage, states: list[ClaimState]) -> float:
         """Milliseconds of one stage call; a declared outage is the stage's to degrade."""
+        if self.settings.verify.check_contracts:
+            states = checked(states, stage)
         t = time.perf_counter()
         try:
             stage.run(states)

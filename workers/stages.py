@@ -1,9 +1,10 @@
 """The checking stages: small typed components with one batch interface, `run(list[ClaimState])`.
 
-Each stage declares (`@component`, as Haystack 2 components do) which `ClaimState` fields it
-reads and writes and whether it is batched (one model or search call for the whole batch) or works
-claim by claim; `check_chain` refuses a protocol whose stage reads a field no earlier stage
-writes, when the Pipeline is built (workers/pipeline.py). A stage may declare how it degrades when
+Each stage declares (`@component`, workers/state.py) which `ClaimState` fields it reads and writes
+and whether it is batched (one model or search call for the whole batch) or works claim by claim;
+`check_chain` refuses a protocol whose stage reads a field no earlier stage writes, when the
+Pipeline is built (workers/pipeline.py), and with `verify.check_contracts` a stage touching an
+undeclared field fails. A stage may declare how it degrades when
 a backend is out (`on_outage`); only `ModelUnavailable` and `SearchUnavailable` reach it — any
 other exception is a bug and propagates (in the stream, to the error-verdict path). The model
 stages (gate, verify) run as preprocess → forward → postprocess, as transformers pipelines do:
@@ -11,8 +12,7 @@ each phase is timed (`phase_ms`), and `forward` is the one hook a caller may rep
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field, fields
-from typing import Callable, ClassVar, Protocol
+from typing import Callable
 
 import numpy as np
 
@@ -21,93 +21,22 @@ from schemas.items import CheckItem
 from schemas.protocols import Encoder, ModelUnavailable, NLIModel, Passage, Searcher
 from schemas.settings import GateSettings, RetrievalSettings, VerifySettings
 
+from .decision import ClaimEvidence, DecisionMethod, WindowDecision
 from .gate import BiConGate, GateInput, gate_decision
 from .retrieval.dense import dense_rescore, merge_context_hits
+from .state import GIVEN, ClaimState, Retrieval, Stage, StageChainError, check_chain, component
 from .surfaces import ClaimSurfaces, build_surfaces, parse_batch_ahead
 from .text import last_turns, with_context
-from .decision import NO_EVIDENCE, ClaimEvidence, Decision, DecisionMethod, WindowDecision
 from .windows import Window, top_windows
+
+__all__ = ["GIVEN", "CheckWorthyStage", "ClaimState", "GateStage", "Phases", "GoldEvidenceStage", "Retrieval", "RetrieveStage", "Stage",
+           "StageChainError", "SurfaceStage", "VerifyStage", "check_chain", "claim_evidence", "component", "premise",
+           "surfaces_of", "topic_of"]
 
 # R4 alternatives (salience order) the gate chooses among. Measured on DialFact with the antecedent
 # proxy (lab/probes/measure_r4.py): salience top-1 53.0%, gate's pick of the top 3 49.6%,
 # recency 49.6%, so the gate only accepts or rejects the most salient candidate.
 GATE_CANDIDATES = 1
-
-
-@dataclass
-class Retrieval:
-    """Ranked passages per retrieval step, for the IR protocol's metrics."""
-    bm25: list[Passage] = field(default_factory=list)
-    dense: list[Passage] = field(default_factory=list)
-
-
-@dataclass
-class ClaimState:
-    """One claim on its way through the stages."""
-    item: CheckItem
-    surfaces: ClaimSurfaces | None = None
-    fv_surface: Surface | None = None  # what the verifier reads (τ_FV decision)
-    ir_surface: Surface | None = None  # what retrieval reads (τ_IR decision)
-    retrieval: Retrieval | None = None
-    passages: list[Passage] = field(default_factory=list)
-    windows: list[Window] = field(default_factory=list)
-    decisions: list[WindowDecision] = field(default_factory=list)
-    decision: Decision | None = None  # what the verify stage's decision method decided
-    # the published answer: the decision's (or "not check-worthy" → NEI), unless a later stage overrides it
-    label: str | None = None
-    label_probs: dict[str, float] | None = None
-    best: WindowDecision | None = None  # the window shown first as evidence
-    skip_reason: str = ""  # set when the claim is answered without checking (not check-worthy)
-    problems: list[tuple[str, str]] = field(default_factory=list)  # (degraded | error, reason)
-    timings: dict[str, float] = field(default_factory=dict)
-    evidence: ClaimEvidence | None = None  # what the decision read (windows, probabilities, topical coverage)
-    notes: dict = field(default_factory=dict)  # extra rationale entries (the LLM steps: r5, edits)
-
-    def use_original(self) -> None:
-        self.fv_surface = self.ir_surface = Surface("r0", self.item.claim)
-
-
-CLAIM_FIELDS = frozenset(f.name for f in fields(ClaimState))
-# what every state has before any stage ran: the item, and the lists every stage may append to
-GIVEN = frozenset({"item", "problems", "timings", "notes"})
-
-
-class Stage(Protocol):
-    name: str
-    reads: ClassVar[frozenset[str]]  # ClaimState fields it reads
-    writes: ClassVar[frozenset[str]]  # ClaimState fields it fills
-    batched: ClassVar[bool]  # one model or search call for the batch (else claim by claim)
-
-    def run(self, states: list[ClaimState]) -> None: ...
-
-    def on_outage(self, states: list[ClaimState], error: Exception) -> None: ...
-
-
-def component(*, reads: tuple[str, ...], writes: tuple[str, ...], batched: bool = True):
-    """Declare a stage's contract: the ClaimState fields it reads and writes, batched or per claim."""
-    def declare(cls):
-        unknown = (set(reads) | set(writes)) - CLAIM_FIELDS
-        if unknown:
-            raise TypeError(f"{cls.__name__} declares fields ClaimState does not have: {sorted(unknown)}")
-        cls.reads, cls.writes, cls.batched = frozenset(reads), frozenset(writes), batched
-        return cls
-    return declare
-
-
-class StageChainError(TypeError):
-    """A protocol whose stage reads a field that no earlier stage writes."""
-
-
-def check_chain(stages: list) -> None:
-    """Every field a stage reads is given or written by an earlier stage (checked when a Pipeline
-    is built, so a misordered protocol fails at start-up, not on the first claim)."""
-    available = set(GIVEN)
-    for stage in stages:
-        missing = stage.reads - available
-        if missing:
-            raise StageChainError(f"stage {stage.name!r} reads {sorted(missing)}, which no earlier stage writes "
-                                  f"(stages: {[st.name for st in stages]})")
-        available |= stage.writes
 
 
 class Phases:
@@ -133,10 +62,10 @@ class Phases:
         self._timed("postprocess", self.postprocess, states, inputs, outputs)
 
 
-@component(reads=("item",), writes=("skip_reason", "label", "label_probs", "notes"), batched=False)
+@component(reads=("item",), writes=("skip_reason", "notes"), batched=False)
 class CheckWorthyStage:
-    """Claim detection: a turn that states no checkable fact is answered NOT ENOUGH INFO here
-    ("not check-worthy"); the runner passes it to no later stage. `skip`: the turn kinds left
+    """Claim detection: a turn that states no checkable fact is answered here ("not check-worthy":
+    NOT ENOUGH INFO, nothing decided); the runner passes it to no later stage. `skip`: the turn kinds left
     unchecked (`verify.skip_turns`: questions, greetings, thanks by default), None for every kind
     of turn that states no fact (`verify.checkworthy`)."""
     name = "checkworthy"
@@ -150,7 +79,7 @@ class CheckWorthyStage:
         for s in states:
             w = check_worthiness(s.item.claim)
             if w.skipped_by(self.skip):
-                s.skip_reason, s.label, s.label_probs = w.reason, "NOT ENOUGH INFO", dict(NO_EVIDENCE)
+                s.skip_reason = w.reason
                 s.notes["kind"] = w.kind  # rationale {"rule": "not-check-worthy", "kind": "question", ...}
 
     def on_outage(self, states, error):  # pragma: no cover - no backend here
@@ -294,7 +223,7 @@ class GoldEvidenceStage:
 
 
 @component(reads=("item", "fv_surface", "passages", "surfaces"),
-           writes=("windows", "decisions", "evidence", "decision", "label", "label_probs", "best", "problems"))
+           writes=("windows", "decisions", "evidence", "decision", "problems"))
 class VerifyStage(Phases):
     """Windows → lexical pre-score top-k → one batched NLI call → the claim's `Decision` from the
     configured decision method (workers/decision/)."""
@@ -328,8 +257,7 @@ class VerifyStage(Phases):
             s.decisions = [WindowDecision(w, p) for w, p in zip(s.windows, probs)]
             s.evidence = claim_evidence(s)
         for s, d in zip(states, self.decision.decide_many([s.evidence for s in states])):
-            s.decision, s.label, s.label_probs = d, d.label, d.probabilities
-            s.best = s.decisions[d.window] if d.window is not None else None
+            s.decision = d
 
     def on_outage(self, states: list[ClaimState], error: Exception) -> None:
         for s in states:

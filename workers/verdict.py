@@ -12,8 +12,8 @@ from schemas.items import CheckItem
 from schemas.protocols import CONTRADICTION, ENTAILMENT, NEUTRAL
 
 from .decision import NO_EVIDENCE
-from .display import BadgeFacts, DisplayPolicy, display_for
-from .stages import ClaimState
+from .display import DisplayPolicy, display_of
+from .state import ClaimState
 from .windows import normalise
 
 # e2e: below this lexical pre-score the deciding window hardly mentions the claim's words; the
@@ -30,37 +30,28 @@ class VerdictContext:
 
 
 def assemble(st: ClaimState, ctx: VerdictContext) -> Verdict:
-    """The verdict of one claim: the decision rendered (label, probabilities, evidence shown,
+    """The verdict of one claim: its decision rendered (label, probabilities, evidence shown,
     status, rationale); no decision (an outage before or in verification, or a turn not checked)
     is rendered as nothing read."""
-    if st.label is not None:  # the verify stage's decision (or the check-worthiness stage's answer)
-        label, best, probs = st.label, st.best, st.label_probs
-    else:
-        label, best, probs = "NOT ENOUGH INFO", None, dict(NO_EVIDENCE)
+    d, best = st.decision, st.best
+    label, probs = (d.label, d.probabilities) if d is not None else ("NOT ENOUGH INFO", dict(NO_EVIDENCE))
     evidence = []
-    for d in shown_windows(best, st.decisions):
-        p = st.passages[d.window.passage_index]
-        evidence.append(Evidence(p.id, p.title, p.text, d.window.text, float(p.score) if p.score else None,
-                                 round(d.window.prescore, 4), float(d.probs[ENTAILMENT]),
-                                 float(d.probs[NEUTRAL]), float(d.probs[CONTRADICTION]), p.url))
+    for w in shown_windows(best, st.decisions):
+        p = st.passages[w.window.passage_index]
+        evidence.append(Evidence(p.id, p.title, p.text, w.window.text, float(p.score) if p.score else None,
+                                 round(w.window.prescore, 4), float(w.probs[ENTAILMENT]),
+                                 float(w.probs[NEUTRAL]), float(w.probs[CONTRADICTION]), p.url))
     assert label in LABELS
-    decided = st.decision if st.decision is not None and best is not None else None
+    decided = d if best is not None else None  # a decision on a window read
     state = status(st, ctx.protocol, decided.evidence if decided else "none")
+    basis = decided.basis if decided else None  # None when a later stage replaced the method's label
     return Verdict(rationale=rationale(st, label, best, ctx),
                    conversation_id=st.item.conversation_id, turn_id=st.item.turn_id,
                    claim_id=claim_id(st.item.conversation_id, st.item.turn_id, st.item.claim), claim=st.item.claim,
                    surface=st.fv_surface or Surface("r0", st.item.claim), label=label, probabilities=probs,
                    evidence=evidence, model_versions=dict(ctx.model_versions), timings_ms=dict(st.timings),
-                   status=state, display=display_for(label, probs, state, ctx.display, badge_facts(st, label)),
-                   uncovered=list(st.decision.uncovered) if decided and label == st.decision.label and
-                   st.decision.uncovered else None)
-
-
-def badge_facts(st: ClaimState, label: str) -> BadgeFacts | None:
-    """What a display policy's badge scorer reads of this claim: its decision's facts, when the
-    published label is the decision's (a label a later stage overrode has none)."""
-    decided = st.decision if st.decision is not None and st.best is not None else None
-    return BadgeFacts.of(decided, st.evidence) if decided is not None and label == decided.label else None
+                   status=state, display=display_of(d, st.evidence, state, ctx.display),
+                   uncovered=list(basis.uncovered) if basis is not None and basis.uncovered else None)
 
 
 def status(st: ClaimState, protocol: str, evidence: str = "none") -> Status:
@@ -131,12 +122,3 @@ def shown_windows(best, decisions: list, n: int = 3) -> list:
     for d in ([best] if best else []) + ranked:
         first_by_text.setdefault(tuple(normalise(d.window.text)) or d.window.text, d)
     return list(first_by_text.values())[:n]
-
-
-def deciding_coverage(st: ClaimState, best) -> float | None:
-    """How far the deciding window is about the claim (the decision's coverage); None when nothing
-    was decided or read."""
-    if best is None or st.decision is None or st.evidence is None:
-        return None
-    i = next((k for k, d in enumerate(st.decisions) if d is best), None)
-    return float(st.evidence.on_topic[i]) if i is not None else None

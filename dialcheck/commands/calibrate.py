@@ -69,7 +69,7 @@ def _base_display(args):
             return DisplayPolicy.load(args.display), args.display
         except (ValueError, KeyError) as e:
             raise UsageError(f"--display {args.display}: {e}") from None
-    from workers.decision import load_display  # H1 may move it: wherever workers.decision exports it
+    from workers.display import load_display
 
     settings = load_settings()
     policy = load_display(settings.verify)

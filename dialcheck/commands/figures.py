@@ -263,7 +263,7 @@ def _feedback_curve(store: str | None) -> dict | None:
     except ModuleNotFoundError:
         return None
     from lab.tuning.calibrate import curve, from_feedback, shown_stats
-    from workers.decision import load_display
+    from workers.display import load_display
 
     policy = load_display(load_settings().verify)
     if policy is None:

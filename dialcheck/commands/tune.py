@@ -141,8 +141,8 @@ def run_decision(args) -> int:
 
 def run_lodo(args) -> int:
     from dialcheck.errors import UsageError
-    from workers.decision import load_decision, load_display
-    from workers.display import CONSTANT
+    from workers.decision import load_decision
+    from workers.display import CONSTANT, load_display
     from lab.tuning.datasets import SETS, load_set
     from lab.tuning.lodo import E2E_SETS, e2e_evidence, lodo_report
 

@@ -362,7 +362,8 @@ def yardstick_report(limit_per_set: int | None = 500, target: float = 0.85, conf
       the scorer was fitted on), the shipped thresholds' point and the point of those certified on
       the chat-response sets without that set."""
     from schemas.settings import load_settings
-    from workers.decision import load_decision, load_display
+    from workers.decision import load_decision
+    from workers.display import load_display
 
     from .datasets import CHAT_RESPONSE_SETS, SETS, badge_right, begin_generic, load_set, set_metrics
     from .display_fit import displays

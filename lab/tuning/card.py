@@ -6,6 +6,7 @@ import datetime as dt
 from pathlib import Path
 
 from workers.decision import DecisionMethod
+from workers.display import display_path_for
 from lab.evaluation.scoring import macro_f1
 
 from .fit import fit_decision
@@ -171,7 +172,7 @@ def fit_union_and_write(tuner, sets: list, out: str | Path, k: int = 5, by_set: 
     display.meta.update({"nli_model": layer.meta["nli_model"], "decision": Path(out).name, "variant": variant,
                          "lodo": {name: row[variant]["shown"] for name, row in report["left_out"].items()},
                          "date": layer.meta["date"]})
-    display.save(Path(out).with_name(f"display{stem[len('decision'):]}.json"))
+    display.save(display_path_for(out))
     if guide is not None:
         write_guide_table(Path(guide), display, report, variant)
     card = Path(out).with_name(f"DECISION_CARD{stem[len('decision'):]}.md")

@@ -28,9 +28,9 @@ class VerifySettings(Section):
     decision_params: str = env("DECISION_PARAMS", str(REPO_ROOT / "workers" / "decision" / "params" / "decision.json"),
                                 "Decision layer JSON (dialcheck-decision v1, `dialcheck tune fit`); a file named "
                                 "decision-<protocol>.json next to it is preferred for that protocol.")
-    display_params: str = env("DISPLAY_PARAMS", str(REPO_ROOT / "workers" / "decision" / "params" / "display.json"),
+    display_params: str = env("DISPLAY_PARAMS", str(REPO_ROOT / "workers" / "display" / "params" / "display.json"),
                                "Display policy JSON (dialcheck-display v1, written by `dialcheck tune fit --method guarded`): when a badge is "
-                               "shown and how confident; empty or missing file: the constant rule of workers/display.py.")
+                               "shown and how confident; empty or missing file: the constant rule of workers/display/policy.py.")
     checkworthy: bool = env("CHECKWORTHY", False,
                              "Skip every kind of turn that states no checkable fact (also first-person opinions and "
                              "short reactions, not only skip_turns).")

@@ -3,11 +3,11 @@ loaded by decider.py; the window rule and aggregation (rule.py), claim features 
 evidence sufficiency (sufficiency.py). Fitting the parameters is offline work: lab/tuning/fit.py."""
 from schemas import LABELS
 
-from .decider import DecisionModelMismatch, load_decision, load_display
+from .decider import DecisionModelMismatch, load_decision
 from .features import FEATURES, ClaimEvidence, features
 from .methods import METHODS, RULES, Decision, DecisionMethod, method
 from .rule import NO_EVIDENCE, WindowDecision, aggregate, decide_window, label_probs
 
 __all__ = ["ClaimEvidence", "Decision", "DecisionMethod", "DecisionModelMismatch", "FEATURES", "LABELS", "METHODS",
            "NO_EVIDENCE", "RULES", "WindowDecision", "aggregate", "decide_window", "features", "label_probs",
-           "load_decision", "load_display", "method"]
+           "load_decision", "method"]

@@ -1,5 +1,6 @@
 """The configured decision: `verify.decision` = layer (the fitted JSON in `verify.decision_params`)
-| threshold | argmax (the per-window rules with the settings' threshold and gap).
+| threshold | argmax (the per-window rules with the settings' threshold and gap). The display policy
+fitted with it is loaded by workers/display/loader.py.
 
 A fitted decision is refused for an NLI model it was not fitted on: its thresholds and weights
 are about another model's probabilities."""
@@ -45,23 +46,3 @@ def load_decision(settings: VerifySettings, protocol: str = "e2e", nli_version: 
     decision = load(path)
     check_nli(decision, str(path), nli_version)
     return decision
-
-
-def load_display(settings: VerifySettings, nli_version: str | None = None, protocol: str = "e2e"):
-    """The display policy beside the decision (None: the constant rule), refused like the
-    decision when it was fitted for another NLI model's probabilities. `display_params` names it;
-    left at its default, the policy beside the configured decision file is used when there is one
-    (an adopted model's DIR/decision.json comes with DIR/display.json)."""
-    from ..display import DisplayPolicy
-
-    default = VerifySettings.model_fields["display_params"].default
-    path = Path(settings.display_params or "")
-    if settings.display_params and settings.display_params == default and settings.decision == "layer":
-        decision = decision_path(settings, protocol)
-        beside = decision.with_name(f"display{decision.stem[len('decision'):]}.json")
-        path = beside if beside.is_file() else path
-    if not settings.display_params or not path.is_file():
-        return None
-    policy = DisplayPolicy.load(path)
-    check_nli(policy, str(path), nli_version)
-    return policy

@@ -15,7 +15,7 @@ scikit-learn at inference); fitting them is offline work, in `lab/tuning/fit.py`
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import ClassVar, Protocol, Sequence
 
@@ -47,6 +47,21 @@ class Decision:
     note: str = ""  # a sentence the rationale's summary adds (why a contradiction could not refute, a reply too thin)
     rule: str = ""  # what decided, as the rationale names it ("layer:guarded", "threshold")
     uncovered: tuple[str, ...] = ()  # the claim's terms the windows the label rests on do not state
+    # the decision method's own decision when a later stage (the LLM judge) re-judged label and window;
+    # None: this is the method's. The rule, numbers, note, coverage and evidence strength stay the method's.
+    method_decision: "Decision | None" = None
+
+    def rejudged(self, label: str, window: int) -> "Decision":
+        """This decision with another label and deciding window (the LLM judge's answer); the
+        probabilities stay the method's (the judge gives no calibrated number)."""
+        return replace(self, label=label, window=window, method_decision=self.method_decision or self)
+
+    @property
+    def basis(self) -> "Decision | None":
+        """The method's decision whose facts (deciding window, coverage, uncovered terms) stand behind
+        the published label: None when a later stage replaced the label."""
+        own = self.method_decision or self
+        return own if own.label == self.label else None
 
 
 class DecisionMethod(Protocol):

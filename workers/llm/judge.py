@@ -1,12 +1,13 @@
 """The cascade judge (issue 31, item 3): after verification, an LLM re-judges the claims the
 verifier is unsure about, citing one of the verifier's own windows.
 
-Which claims: those whose verdict would not be shown to end users (`workers/display.py`
-`display_for(label, probs, status).show` is False, computed as workers/verdict.py computes it) and
-that the NLI labelled SUPPORTS or REFUTES (a low-confidence or weak-evidence verdict), plus the NOT
-ENOUGH INFO verdicts whose deciding window is on the claim's topic (`evidence.on_topic` ≥ the
-decision's on-topic level, 0.5 by default). An NEI is never shown, so NEI on off-topic evidence is
-left alone: there is nothing on the claim's subject for a judge to read. Claims with no window read,
+Which claims: those whose verdict would not be shown to end users (the display hint of their
+`Decision`, `workers/display` `display_of`, the one the verdict publishes, is not shown) and that the
+NLI labelled SUPPORTS or REFUTES (a low-confidence or weak-evidence verdict), plus the NOT ENOUGH INFO
+verdicts whose deciding window is on the claim's topic (`Decision.coverage` ≥ the decision's
+on-topic level, 0.5 by default). The judge reads the decision; it works none of it out again.
+An NEI is never shown, so NEI on off-topic evidence is left alone: there is nothing on the claim's
+subject for a judge to read. Claims with no window read,
 not check-worthy claims and claims a backend failed on are never asked.
 
 What it is shown: the claim, the last `CONTEXT_TURNS` dialogue turns, and the verifier's top windows
@@ -14,14 +15,15 @@ What it is shown: the claim, the last `CONTEXT_TURNS` dialogue turns, and the ve
 asked to reason step by step and end with exactly two lines, `LABEL: SUPPORTS|REFUTES|NOT ENOUGH
 INFO` and `WINDOW: <n>`. `parse_answer` is strict: anything else is ignored.
 
-What changes: only a parsed answer citing an existing window (1..k) is used; then the claim's label
-is the judge's and the deciding window (`best`, the evidence shown first) is the cited one. The
-probabilities are left as the NLI computed them (`label_probs`): the judge gives no calibrated
-number, so a replaced label's confidence is the NLI's probability of that label, and the display
-rule decides on it as before. `s.decision` (the NLI decision method's) is left as it was, so the
-rationale's rule and numbers and `status.evidence` still describe what the NLI decided. Every asked claim (and every claim the stage saw) gets
-`notes["judge"]` = {label, window, nli_label, used, reason, answer (truncated), model}: the NLI's own
-label is always recoverable from the verdict's rationale.
+What changes: only a parsed answer citing an existing window (1..k) is used; then the claim's
+decision is `Decision.rejudged`: the judge's label and the cited window (the evidence shown first).
+The probabilities are left as the NLI computed them: the judge gives no calibrated number, so a
+replaced label's confidence is the NLI's probability of that label, and the display rule decides on
+it as before. The rule, numbers, coverage and evidence strength stay the NLI decision method's (kept
+whole in `method_decision`), so the rationale and `status.evidence` still describe what the NLI
+decided. Every asked claim (and every claim the stage saw) gets `notes["judge"]` = {label, window,
+nli_label, used, reason, answer (truncated), model}: the NLI's own label is always recoverable from
+the verdict's rationale.
 
 What fails how: at most `llm.judge_max_calls_per_batch` requests per batch (the rest, in batch
 order, keep the NLI verdict, status unchanged, reason "over the judge's budget"); a timeout, a
@@ -33,15 +35,14 @@ from __future__ import annotations
 
 import re
 
+from schemas import Status
 from schemas.protocols import CONTRADICTION, ENTAILMENT, LLM, LLMUnavailable
 from schemas.secrets import Scrubber, url_passwords
 from schemas.settings import LLMSettings
 
-from ..decision.sufficiency import strength
-from ..display import display_for
-from ..stages import ClaimState, component
+from ..display import display_of
+from ..state import ClaimState, component
 from ..text import last_turns
-from ..verdict import badge_facts, deciding_coverage, status
 from .client import client_for
 
 CONTEXT_TURNS = 3
@@ -103,49 +104,44 @@ def _tail(text: str, scrub: Scrubber) -> str:
     return text if len(text) <= ANSWER_CHARS else "…" + text[-ANSWER_CHARS:]
 
 
-@component(reads=("item", "decision", "decisions", "label", "label_probs", "best", "passages"),
-           writes=("label", "best", "notes", "problems"))
+@component(reads=("item", "decision", "decisions", "evidence", "passages", "skip_reason"),
+           writes=("decision", "notes", "problems"))
 class JudgeStage:
     """The cascade judge as a pipeline stage (workers/stages.py's interface), after VerifyStage."""
     name = "judge"
 
-    def __init__(self, llm: LLM | None, settings: LLMSettings, protocol: str, on_topic: float = 0.5, display=None):
-        self.llm, self.settings, self.protocol, self.on_topic = llm, settings, protocol, float(on_topic)
+    def __init__(self, llm: LLM | None, settings: LLMSettings, on_topic: float = 0.5, display=None):
+        self.llm, self.settings, self.on_topic = llm, settings, float(on_topic)
         self.display = display  # the pipeline's display policy (None: the constant rule)
         self.scrub = Scrubber([settings.api_key.get_secret_value(), *url_passwords(settings.url)])
 
     @classmethod
-    def of(cls, settings: LLMSettings, protocol: str, decision, display=None) -> "JudgeStage":
-        """The stage for a pipeline: its client, and the decision method's on-topic level (guarded's,
-        else 0.5)."""
-        on_topic = getattr(decision, "on_topic", None)
-        if on_topic is None:  # the ClaimDecider before the decision rewrite: its layer's parameters
-            on_topic = (getattr(getattr(decision, "layer", None), "params", None) or {}).get("on_topic", 0.5)
-        return cls(judge_client(settings), settings, protocol, float(on_topic), display)
+    def of(cls, settings: LLMSettings, decision, display=None) -> "JudgeStage":
+        """The stage for a pipeline: its client, and the decision method's on-topic level."""
+        return cls(judge_client(settings), settings, decision.on_topic, display)
 
     # ---- which claims ------------------------------------------------------------------------------
     def unsure(self, s: ClaimState) -> bool:
         """Would the verdict not be shown (S/R), or is it NEI on on-topic evidence? Only claims the
         verifier decided on windows it read, with no backend failure."""
-        if s.label is None or not s.decisions or s.skip_reason or any(k == "error" for k, _ in s.problems):
+        d = s.decision
+        if d is None or d.window is None or not s.decisions or s.skip_reason or \
+                any(k == "error" for k, _ in s.problems):
             return False
-        cov = deciding_coverage(s, s.best)
-        if s.label == "NOT ENOUGH INFO":
-            return cov is not None and cov >= self.on_topic
-        # as workers/verdict.py's assemble: status.evidence is the decision's, display from label, probs, status
-        decision = getattr(s, "decision", None)  # the decision method's (absent before the decision rewrite)
-        decided = decision if decision is not None and s.best is not None else None
-        evidence = decided.evidence if decided is not None else strength(cov, self.on_topic)
-        return not display_for(s.label, s.label_probs or {}, status(s, self.protocol, evidence), self.display,
-                               badge_facts(s, s.label)).show
+        if d.label == "NOT ENOUGH INFO":
+            return d.coverage is not None and d.coverage >= self.on_topic
+        # the status the verdict gives it: degraded by a problem (errors are never asked), else ok
+        state = Status("degraded" if s.problems else "ok", None, d.evidence)
+        return not display_of(d, s.evidence, state, self.display).show
 
     # ---- the stage ---------------------------------------------------------------------------------
     def run(self, states: list[ClaimState]) -> None:
         ask: list[tuple[ClaimState, list]] = []
         for s in states:
-            if s.label is None:
+            if s.decision is None:
                 continue  # nothing was decided (an outage before or in verification)
-            note = {"label": None, "window": None, "nli_label": s.label, "used": False, "reason": "", "answer": None}
+            note = {"label": None, "window": None, "nli_label": s.decision.label, "used": False, "reason": "",
+                    "answer": None}
             s.notes["judge"] = note
             if not self.unsure(s):
                 note["reason"] = "not asked: the NLI verdict is shown, or NEI on off-topic evidence or no evidence"
@@ -181,7 +177,8 @@ class JudgeStage:
             if not 1 <= n <= len(wins):
                 note["reason"] = f"answer ignored: it cites window {n}, not one of 1..{len(wins)}; NLI verdict kept"
                 continue
-            s.label, s.best = label, wins[n - 1]
+            cited = next(k for k, d in enumerate(s.decisions) if d is wins[n - 1])
+            s.decision = s.decision.rejudged(label, cited)
             note["used"] = True
             note["reason"] = ("judge agrees with the NLI" if label == note["nli_label"] else
                               f"label replaced by the LLM judge (NLI said {note['nli_label']})") + \

@@ -13,7 +13,7 @@ from schemas.settings import GateSettings, LLMSettings, RetrievalSettings
 
 from ..gate import BiConGate, GateInput, gate_decision
 from ..retrieval.dense import dense_rescore
-from ..stages import ClaimState, component
+from ..state import ClaimState, component
 from ..text import last_turns
 from . import editing, r5
 

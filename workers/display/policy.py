@@ -35,6 +35,8 @@ from pathlib import Path
 from schemas import Display, Status
 from schemas.protocols import CONTRADICTION, ENTAILMENT
 
+from ..decision.rule import NO_EVIDENCE
+
 TONES = {"SUPPORTS": "supported", "REFUTES": "disputed", "NOT ENOUGH INFO": "unverified"}
 FORMAT, VERSION = "dialcheck-display", 2
 VERSIONS = (1, 2)  # 1: thresholds on p(label) only; 2: + a badge scorer and the completeness rule
@@ -196,3 +198,14 @@ def display_for(label: str, probabilities: dict[str, float], status: Status,
     """The display hint of a verdict with this label, calibrated probabilities, status and (for a
     policy with a badge scorer) the facts of its decision."""
     return (policy or CONSTANT).display(label, probabilities, status, facts)
+
+
+def display_of(decision, ev, status: Status, policy: DisplayPolicy | None = None) -> Display:
+    """The display hint of a claim's `Decision` (None: nothing decided, NOT ENOUGH INFO on no evidence)
+    under its status: what the verdict publishes and the judge asks about. The badge scorer reads the
+    facts of the method's decision behind the label (`Decision.basis`): none when the label was replaced."""
+    if decision is None:
+        return display_for("NOT ENOUGH INFO", dict(NO_EVIDENCE), status, policy)
+    basis = decision.basis
+    return display_for(decision.label, decision.probabilities, status, policy,
+                       BadgeFacts.of(basis, ev) if basis is not None else None)

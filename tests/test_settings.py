@@ -88,6 +88,7 @@ def test_the_decision_beside_the_nli_model_is_used_unless_one_is_named(monkeypat
     monkeypatch.delenv("DIALCHECK_DECISION_PARAMS", raising=False)
     s = load_settings()
     assert s.verify.decision_params == str(d / "decision.json") != shipped
+    assert "DIALCHECK_DECISION_PARAMS" not in s.env()  # a child given env() resolves it the same way
     # another model dir given later: its own decision, or the shipped one when it has none
     assert s.updated(models={"nli_model_dir": str(tmp_path)}).verify.decision_params == shipped
     assert load_settings(models={"nli_model_dir": str(tmp_path)}).verify.decision_params == shipped

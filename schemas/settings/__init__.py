@@ -81,6 +81,8 @@ class Settings(BaseModel):
                 elif isinstance(value, tuple):
                     value = ",".join(str(x) for x in value)
                 out[_env_name(info)] = str(value)
+        if not self._decision_named:  # the child resolves it from the model dir, as this one did
+            del out[_env_name(VerifySettings.model_fields["decision_params"])]
         return out
 
     def as_table(self) -> list[tuple[str, str, Any, str]]:

@@ -95,6 +95,25 @@ def test_the_dialogue_scopes_ask_a_standalone_claim_nothing_or_its_names():
     assert fitted.params["cover_scope"] == "dialogue+names" and fitted.predict([alone, plain]) == ["NOT ENOUGH INFO", "SUPPORTS"]
 
 
+def test_the_shipped_decision_with_a_standalone_level_from_lab():
+    """lab/tuning/variants.py `with_standalone`: the shipped thresholds, standalone claims asked their
+    names ("The Moon is made of cheese." against a Cheese passage is then NOT ENOUGH INFO)."""
+    from pathlib import Path
+
+    from lab.tuning.variants import with_standalone
+    from workers.decision.methods import load
+
+    shipped = load(Path(__file__).resolve().parent.parent / "workers" / "decision" / "params" / "decision.json")
+    alone = _ev("The Moon is made of cheese.", ["It is pressed into finished cheese."], [[0.9, 0.08, 0.02]],
+                title="Cheese")
+    assert shipped.decide(alone).label == "SUPPORTS"  # the shipped "dialogue" scope reads it as it stands
+    names = with_standalone(shipped, "names")
+    assert names.typed.t_supports == shipped.typed.t_supports and names.params["cover_scope"] == "dialogue+names"
+    assert (names.decide(alone).label, names.decide(alone).uncovered) == ("NOT ENOUGH INFO", ("Moon",))
+    with pytest.raises(ValueError, match="standalone level"):
+        with_standalone(shipped, "everything")
+
+
 def test_the_cli_offers_every_coverage_scope_the_rule_knows():
     from dialcheck.cli import build_parser
     from lab.tuning.variants import COVER_SCOPES

@@ -12,7 +12,7 @@
 
 `guarded_method(params)` is the guarded method for any of these parameter sets: the runtime's class
 when the shipped rule covers them, else `VariantGuardedMethod`; `STANDALONE` names the standalone
-levels ("names", "topic", "subject") a lab caller can select by name."""
+levels ("names", "topic", "subject") a lab caller can select by name (`with_standalone`)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -78,6 +78,14 @@ def guarded_method(params: dict, meta: dict | None = None) -> GuardedMethod:
         return VariantGuardedMethod(params, meta)
 
 
+def with_standalone(method: GuardedMethod, level: str) -> VariantGuardedMethod:
+    """This guarded method (the shipped one, loaded) with claims that came without dialogue context
+    asked `level` of STANDALONE ("names", "topic", "subject"); its thresholds and meta unchanged."""
+    if level not in STANDALONE:
+        raise ValueError(f"standalone level {level!r} not in {tuple(STANDALONE)}")
+    return VariantGuardedMethod({**method.params, "cover_scope": STANDALONE[level]}, method.meta, method.rule)
+
+
 def effective_cover(ev, cover: str, cover_scope: str = "all") -> str:
     """The coverage level asked of this claim under any scope (the fit groups claims by it)."""
     return VariantParams(0.0, 0.0, cover=cover, cover_scope=cover_scope).level(ev)
@@ -94,4 +102,4 @@ def slot_clash(ev, window: int) -> bool:
 
 
 __all__ = ["COVER_SCOPES", "GOLD_CODES", "NOT_S", "STANDALONE", "SUBJECT", "TOPIC", "VariantGuardedMethod",
-           "VariantParams", "covers", "effective_cover", "guarded_method", "slot_clash"]
+           "VariantParams", "covers", "effective_cover", "guarded_method", "slot_clash", "with_standalone"]

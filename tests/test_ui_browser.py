@@ -505,13 +505,18 @@ def test_feedback_buttons_store_judgements_and_the_page_shows_precision_in_chrom
         click(by_label["SUPPORTS"][0], "right")  # and back
 
         # the page: precision per badge from the judgements read back from chat.feedback, and the banner
-        row = lambda label: driver.find_element(By.CSS_SELECTOR, f'.precision-row[data-label="{label}"]')  # noqa: E731
-        wait.until(lambda d: row("REFUTES").get_attribute("data-n") == "2" and row("SUPPORTS").get_attribute("data-n") == "2")
+        # read in one script: each precision event redraws the rows (an element found before may be gone)
+        def rows() -> dict[str, dict]:
+            return driver.execute_script(
+                "const o = {}; for (const r of document.querySelectorAll('.precision-row'))"
+                " o[r.dataset.label] = {...r.dataset, text: r.textContent}; return o;")
+        wait.until(lambda d: rows().get("REFUTES", {}).get("n") == "2" and rows().get("SUPPORTS", {}).get("n") == "2")
         wait.until(lambda d: d.find_element(By.ID, "alarm").is_displayed())
-        assert row("REFUTES").get_attribute("data-alarm") == "true" and row("SUPPORTS").get_attribute("data-alarm") == "false"
-        assert float(row("SUPPORTS").get_attribute("data-precision")) == 1.0
-        assert "REFUTES" in driver.find_element(By.ID, "alarm").text and "85.0 %" in driver.find_element(By.ID, "alarm").text
-        assert "coverage" not in row("SUPPORTS").text and "shown 40.0 % of 5 verdicts" in row("SUPPORTS").text
+        got = rows()
+        assert got["REFUTES"]["alarm"] == "true" and got["SUPPORTS"]["alarm"] == "false"
+        assert float(got["SUPPORTS"]["precision"]) == 1.0 and "shown 40.0 % of 5 verdicts" in got["SUPPORTS"]["text"]
+        alarm = driver.find_element(By.ID, "alarm").text
+        assert "REFUTES" in alarm and "85.0 %" in alarm
         png = ARTIFACTS / "ui-feedback.png"
         assert driver.save_screenshot(str(png)) and png.stat().st_size > 10_000
         assert not [m for m in _severe_console(driver) if "favicon" not in m]
@@ -532,9 +537,13 @@ def test_feedback_buttons_store_judgements_and_the_page_shows_precision_in_chrom
         from prometheus_client.parser import text_string_to_metric_families
 
         def gauges():
-            with urllib.request.urlopen(metrics, timeout=10) as r:
-                return {(x.name, x.labels.get("label")): x.value for fam in text_string_to_metric_families(r.read().decode())
-                        for x in fam.samples}
+            try:  # a scrape on a loaded machine may time out: the wait asks again
+                with urllib.request.urlopen(metrics, timeout=30) as r:
+                    body = r.read().decode()
+            except OSError:
+                return {}
+            return {(x.name, x.labels.get("label")): x.value for fam in text_string_to_metric_families(body)
+                    for x in fam.samples}
         wait.until(lambda d: gauges().get(("dialcheck_precision_alarm", "REFUTES")) == 1)
         g = gauges()
         assert g[("dialcheck_shown_precision", "SUPPORTS")] == 1.0 and g[("dialcheck_shown_judged", "REFUTES")] == 2

@@ -154,6 +154,8 @@ def quiet_libraries() -> None:
         root.addHandler(handler)
     root.setLevel(min(root.level or logging.WARNING, logging.WARNING))
     logging.getLogger("bm25s").setLevel(logging.WARNING)
+    # kafka-python's event-loop timing note ("Task ... ran for 0.126s (>0.100s threshold)") on a busy machine
+    logging.getLogger("kafka.net.selector").setLevel(logging.ERROR)
 
 
 def run() -> None:

@@ -27,7 +27,7 @@ from .retrieval.dense import dense_rescore, merge_context_hits
 from .state import GIVEN, ClaimState, Retrieval, Stage, StageChainError, check_chain, component
 from .surfaces import ClaimSurfaces, build_surfaces, parse_batch_ahead
 from .text import last_turns, with_context
-from .windows import Window, top_windows
+from .windows import Window, quiet, read_in_rounds, top_windows
 
 __all__ = ["GIVEN", "CheckWorthyStage", "ClaimState", "GateStage", "Phases", "GoldEvidenceStage", "Retrieval", "RetrieveStage", "Stage",
            "StageChainError", "SurfaceStage", "VerifyStage", "check_chain", "claim_evidence", "component", "premise",
@@ -225,8 +225,12 @@ class GoldEvidenceStage:
 @component(reads=("item", "fv_surface", "passages", "surfaces"),
            writes=("windows", "decisions", "evidence", "decision", "problems"))
 class VerifyStage(Phases):
-    """Windows → lexical pre-score top-k → one batched NLI call → the claim's `Decision` from the
-    configured decision method (workers/decision/)."""
+    """Windows → lexical pre-score top-k → batched NLI calls → the claim's `Decision` from the
+    configured decision method (workers/decision/). With a window budget (`verify.window_first` > 0)
+    the windows are read best pre-score first in rounds, one NLI call per round for the whole batch,
+    and a claim whose windows read so far are all quiet (neither entailment nor contradiction near
+    any threshold: `windows.quiet`) reads no more; the top `max_windows` stays the upper bound. The
+    windows read are the claim's `decisions`; `windows` keeps every candidate."""
     name = "verify"
 
     def __init__(self, nli: NLIModel, settings: VerifySettings, decision: DecisionMethod, window_fn=top_windows):
@@ -251,10 +255,27 @@ class VerifyStage(Phases):
         premises, hyps = pairs
         return self.nli.predict(premises, hyps) if premises else np.zeros((0, 3))
 
-    def postprocess(self, states: list[ClaimState], pairs, probs: np.ndarray) -> None:
-        probs = iter(probs)
-        for s in states:
-            s.decisions = [WindowDecision(w, p) for w, p in zip(s.windows, probs)]
+    def run(self, states: list[ClaimState]) -> None:
+        pairs = self._timed("preprocess", self.preprocess, states)
+        probs = self._timed("forward", self.read, states, pairs)
+        self._timed("postprocess", self.postprocess, states, pairs, probs)
+
+    def read(self, states: list[ClaimState], pairs: tuple[list[str], list[str]]) -> list[np.ndarray]:
+        """Per claim, the probabilities of the windows read (`forward` once per round)."""
+        premises, hyps = pairs
+        counts = [len(s.windows) for s in states]
+        starts = np.cumsum([0, *counts])
+
+        def score(want: list[tuple[int, int]]) -> np.ndarray:
+            rows = [int(starts[i]) + j for i, j in want]
+            return self.forward(([premises[r] for r in rows], [hyps[r] for r in rows]))
+
+        return read_in_rounds(counts, score, lambda i, probs: quiet(probs), self.settings.window_first,
+                              self.settings.window_chunk)
+
+    def postprocess(self, states: list[ClaimState], pairs, probs: list[np.ndarray]) -> None:
+        for s, p in zip(states, probs):
+            s.decisions = [WindowDecision(w, q) for w, q in zip(s.windows, p)]
             s.evidence = claim_evidence(s)
         for s, d in zip(states, self.decision.decide_many([s.evidence for s in states])):
             s.decision = d

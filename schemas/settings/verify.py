@@ -14,6 +14,13 @@ class VerifySettings(Section):
                                          "claim alone).",
                                          ge=0, le=50)
     max_windows: int = env("MAX_WINDOWS", 24, "Windows kept by the lexical pre-score.", ge=1, le=1000)
+    window_first: int = env("WINDOW_FIRST", 8,
+                             "Adaptive window budget: the verifier reads this many of a claim's windows (best pre-score "
+                             "first), then WINDOW_CHUNK more at a time while any read window's entailment or "
+                             "contradiction reaches 0.20 (workers/windows.py QUIET); 0: all MAX_WINDOWS in one call.",
+                             ge=0, le=1000)
+    window_chunk: int = env("WINDOW_CHUNK", 8, "Windows read per later round of the adaptive window budget.",
+                             ge=1, le=1000)
     entail_threshold: float = env("ENTAIL_THRESHOLD", 0.55, "Minimum entailment (or contradiction) probability.",
                                    ge=0, le=1)
     title_in_premise: bool = env("TITLE_IN_PREMISE", False,

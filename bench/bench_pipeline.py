@@ -101,6 +101,19 @@ def shown(v) -> str:
     return f"{v.label}/{d.confidence}" if d is not None and d.show else ""
 
 
+def against_gold(verdicts, gold: list[str]) -> dict:
+    """Macro-F1 over the three labels and the shown badges' coverage and precision against the
+    records' own labels (the records are not held out from the shipped fit: a sanity check beside
+    the speed, not the yardstick)."""
+    from sklearn.metrics import f1_score
+
+    pred = [v.label for v in verdicts]
+    badges = [(v.label, g) for v, g in zip(verdicts, gold) if shown(v)]
+    return {"macro_f1": round(100 * f1_score(gold, pred, average="macro", labels=sorted(set(gold) | set(pred))), 2),
+            "shown_coverage": round(100 * len(badges) / max(len(gold), 1), 1),
+            "shown_precision": round(100 * sum(a == b for a, b in badges) / len(badges), 1) if badges else None}
+
+
 def searcher_for(base, searcher, changes):
     """The index as `load_searcher` hands it to the pipeline under these settings (BM25 hit cache or not)."""
     entries = changes.get("perf", {}).get("search_cache_entries", base.perf.search_cache_entries)
@@ -170,7 +183,8 @@ def main() -> int:
         out[name] = {"claims_per_second": round(len(items) / secs, 3), "seconds": round(secs, 1),
                      "model_seconds": round(in_models, 1), "stage_ms_per_claim": stage_ms(verdicts),
                      "windows_read_per_claim": round(sum(read) / max(len(read), 1), 2),
-                     "badges_shown": sum(bool(shown(v)) for v in verdicts)}
+                     "badges_shown": sum(bool(shown(v)) for v in verdicts),
+                     "against_record_labels": against_gold(verdicts, [r.label for r in records])}
         cache = getattr(pipe.searcher, "counts", None)
         if cache is not None:
             out[name]["search_cache"] = cache.as_dict()

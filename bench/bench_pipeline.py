@@ -8,7 +8,8 @@ process, on the same records, with the same encoder and index.
 artifact, every window of the pre-score top 24 read in one NLI call, no BM25 hit cache. "default"
 is what the settings give today (their surface, NLI artifact, window budget and caches; `--surface`
 overrides the surface of "default" only). `speedup_vs_previous_default` = claims/s default ÷
-previous. The two change verdicts on purpose (the yardstick for that is the badges, issue 39:
+previous. The runs are interleaved batch by batch (order flipped every batch), so load from other
+processes on a shared machine falls on both alike. The two change verdicts on purpose (the yardstick for that is the badges, issue 39:
 `dialcheck tune decision --lodo`), so the bench reports how many labels and shown badges differ,
 and the windows read per claim. Per-stage milliseconds per claim come from the verdicts' timings;
 `model_seconds` is the time inside the NLI model's `predict` and the encoder's `encode`.
@@ -74,14 +75,6 @@ class Timed:
 
     def __getattr__(self, name):
         return getattr(self.inner, name)
-
-
-def run(pipeline, items, batch: int) -> tuple[list, float]:
-    t = time.perf_counter()
-    verdicts = []
-    for s in range(0, len(items), batch):
-        verdicts += turn_verdicts(pipeline.check_turns(items[s:s + batch]))
-    return verdicts, time.perf_counter() - t
 
 
 def stage_ms(verdicts) -> dict[str, float]:
@@ -171,17 +164,33 @@ def main() -> int:
            "surfaces": {name: r[2] for name, r in runs.items()},
            "nli": {name: r[1].version for name, r in runs.items()}}
     verdicts_of = {}
-    for name, pipe in pipes.items():
-        set_parse_cache(0)  # a fresh (or no) parse cache for each run
-        set_parse_cache(runs[name][0].perf.cache_entries)
+    verdicts_of = {name: [] for name in pipes}
+    secs, in_models = dict.fromkeys(pipes, 0.0), dict.fromkeys(pipes, 0.0)
+
+    def timed_batch(name: str, chunk) -> None:
         models = (runs[name][1], encoder)
-        before = sum(x.seconds for x in models)
-        verdicts, secs = run(pipe, items, args.batch)
-        in_models = sum(x.seconds for x in models) - before
-        verdicts_of[name] = verdicts
+        before, t = sum(x.seconds for x in models), time.perf_counter()
+        verdicts_of[name].extend(turn_verdicts(pipes[name].check_turns(chunk)))
+        secs[name] += time.perf_counter() - t
+        in_models[name] += sum(x.seconds for x in models) - before
+
+    if "off" in pipes:  # alone, with no parse cache: the path before the perf optimisations
+        set_parse_cache(0)
+        for s in range(0, len(items), args.batch):
+            timed_batch("off", items[s:s + args.batch])
+    # the others interleaved batch by batch, the order flipped every batch: a neighbour's load on a
+    # shared machine falls on each run alike, so the ratio holds where absolute claims/s do not
+    interleaved = [name for name in pipes if name != "off"]
+    set_parse_cache(0)
+    set_parse_cache(base.perf.cache_entries)
+    for b, s in enumerate(range(0, len(items), args.batch)):
+        for name in (interleaved if b % 2 == 0 else interleaved[::-1]):
+            timed_batch(name, items[s:s + args.batch])
+    for name, pipe in pipes.items():
+        verdicts = verdicts_of[name]
         read = [windows_read(v) for v in verdicts]
-        out[name] = {"claims_per_second": round(len(items) / secs, 3), "seconds": round(secs, 1),
-                     "model_seconds": round(in_models, 1), "stage_ms_per_claim": stage_ms(verdicts),
+        out[name] = {"claims_per_second": round(len(items) / secs[name], 3), "seconds": round(secs[name], 1),
+                     "model_seconds": round(in_models[name], 1), "stage_ms_per_claim": stage_ms(verdicts),
                      "windows_read_per_claim": round(sum(read) / max(len(read), 1), 2),
                      "badges_shown": sum(bool(shown(v)) for v in verdicts),
                      "against_record_labels": against_gold(verdicts, [r.label for r in records])}

@@ -137,11 +137,19 @@ class FeedbackStore:
             except (OSError, sqlite3.Error) as e:
                 raise StoreUnavailable(f"cannot open the feedback store {path}: {e}") from None
             self.path = path
-        with self._tx() as cur:
-            for stmt in _SCHEMA:
-                cur.execute(stmt)
+        if not self._has_tables():  # readers (stats, calibrate) never need the write lock
+            with self._tx() as tx:
+                for stmt in _SCHEMA:
+                    tx.execute(stmt)
 
     # -- plumbing --------------------------------------------------------------------------------
+    def _has_tables(self) -> bool:
+        if self.postgres:
+            rows = self._query("SELECT table_name FROM information_schema.tables WHERE table_name IN ('feedback', 'verdicts')")
+        else:
+            rows = self._query("SELECT name FROM sqlite_master WHERE type = 'table' AND name IN ('feedback', 'verdicts')")
+        return len(rows) == 2
+
     def _sql(self, stmt: str) -> str:
         return stmt.replace("?", "%s") if self.postgres else stmt
 

@@ -137,6 +137,9 @@ class Observability:
 
     def attach_feedback(self, store, target: float, confidence: float) -> None:
         """The feedback store whose judgements the live-precision gauges read at scrape time."""
+        from .precision import preload
+
+        preload()  # before the worker says ready: a first scrape must not wait on scipy's import
         self.feedback = (store, target, confidence)
 
     def turn_in(self) -> None:

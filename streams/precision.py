@@ -9,7 +9,13 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-BUCKETS = ("SUPPORTS", "REFUTES", "high")  # per badge label, and the "high" confidence band of either
+BUCKETS = ("SUPPORTS", "REFUTES", "high")
+
+
+def preload() -> None:
+    """Import scipy.stats now (seconds on a busy machine): a worker or page calls this at start, so
+    the first scrape or feedback event never waits on the import."""
+    import scipy.stats  # noqa: F401  # per badge label, and the "high" confidence band of either
 DEFAULT_CONFIDENCE = 0.9
 
 

@@ -510,7 +510,11 @@ def test_feedback_buttons_store_judgements_and_the_page_shows_precision_in_chrom
             return driver.execute_script(
                 "const o = {}; for (const r of document.querySelectorAll('.precision-row'))"
                 " o[r.dataset.label] = {...r.dataset, text: r.textContent}; return o;")
-        wait.until(lambda d: rows().get("REFUTES", {}).get("n") == "2" and rows().get("SUPPORTS", {}).get("n") == "2")
+        def settled(d) -> bool:  # the last click (back to right) read back too
+            got = rows()
+            return (got.get("REFUTES", {}).get("n") == "2" and got.get("SUPPORTS", {}).get("n") == "2"
+                    and got["SUPPORTS"].get("precision") == "1")
+        wait.until(settled)
         wait.until(lambda d: d.find_element(By.ID, "alarm").is_displayed())
         got = rows()
         assert got["REFUTES"]["alarm"] == "true" and got["SUPPORTS"]["alarm"] == "false"

@@ -313,6 +313,9 @@ def create_app(settings: Settings, max_conversations: int | None = None, max_tur
                from_beginning: bool = True, consume: bool = True, bind_host: str | None = None) -> web.Application:
     """`consume=False`: no Kafka consumer (tests feed records through `handle_record`)."""
     ui = settings.ui if max_turns is None else settings.ui.model_copy(update={"max_turns": max_turns})
+    from ..precision import preload
+
+    preload()  # the live precision's scipy, before the page is served (not on the first judgement)
     app = web.Application(middlewares=[_host_check(allowed_hosts(ui, bind_host))])
     app[UI] = ui
     app[STORE] = Store.from_settings(settings.updated(ui={"max_turns": ui.max_turns}), max_conversations)

@@ -14,10 +14,13 @@ class VerifySettings(Section):
                                          "claim alone).",
                                          ge=0, le=50)
     max_windows: int = env("MAX_WINDOWS", 24, "Windows kept by the lexical pre-score.", ge=1, le=1000)
-    window_first: int = env("WINDOW_FIRST", 8,
+    window_first: int = env("WINDOW_FIRST", 0,
                              "Adaptive window budget: the verifier reads this many of a claim's windows (best pre-score "
                              "first), then WINDOW_CHUNK more at a time while any read window's entailment or "
-                             "contradiction reaches 0.20 (workers/windows.py QUIET); 0: all MAX_WINDOWS in one call.",
+                             "contradiction reaches 0.20 (workers/windows.py QUIET); 0 (default): all MAX_WINDOWS in one "
+                             "call. Off by default: 8 read 5-11 % fewer windows on the long-evidence sets with no label "
+                             "changed, but the badge scorer reads the windows-read count, and its leave-one-out refit "
+                             "moved shown coverage beyond the seed noise (TRUE-DialFact 35.0 -> 22.8 %).",
                              ge=0, le=1000)
     window_chunk: int = env("WINDOW_CHUNK", 8, "Windows read per later round of the adaptive window budget.",
                              ge=1, le=1000)

@@ -136,7 +136,13 @@ def _store(args):
 def run_yardstick(args) -> int:
     from lab.tuning.calibrate import yardstick_report
 
-    report = yardstick_report(args.limit_per_set, args.target, args.confidence, args.high_target)
+    if args.display and not Path(args.display).is_file():
+        raise UsageError(f"--display {args.display}: no such file")
+    try:
+        report = yardstick_report(args.limit_per_set, args.target, args.confidence, args.high_target,
+                                  display=args.display)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         Path(args.out).write_text(json.dumps(report, indent=1) + "\n")

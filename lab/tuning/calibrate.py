@@ -349,7 +349,7 @@ def curve(rows: BadgeRows, policy: DisplayPolicy, points: int = 60) -> dict:
 
 
 def yardstick_report(limit_per_set: int | None = 500, target: float = 0.85, confidence: float = 0.9,
-                     high_target: float | None = None, seed: int = 38) -> dict:
+                     high_target: float | None = None, seed: int = 38, display: str | None = None) -> dict:
     """`dialcheck calibrate --yardstick`: on the cached FV evidence of every yardstick set,
     - shipped: the shipped decision and display, certified on the chat-response sets' fit halves
       (conversations apart) and scored on their report halves; and certified with each chat set left
@@ -375,7 +375,9 @@ def yardstick_report(limit_per_set: int | None = 500, target: float = 0.85, conf
     sets = {n: load_set(n, tuner.settings.data.dir, limit_per_set) for n in SETS}
     evs = {n: set_evidence(tuner, s) for n, s in sets.items()}
     shipped = load_decision(settings.verify, "fv")
-    policy = load_display(settings.verify)
+    policy = DisplayPolicy.load(display) if display else load_display(settings.verify)
+    if policy is None or policy.scorer is None:
+        raise ValueError("the settings name no fitted display with a badge scorer: pass --display PATH")
     variant = shipped.meta.get("variant", "guarded")
     kw = {"target": target, "confidence": confidence, "high_target": high_target}
 

@@ -26,6 +26,7 @@ PLANTED = {
     "DIALCHECK_MODELS": ("triton://user:{pw}@127.0.0.1:9", "Tr1ton-p@ss:2"),
     "DIALCHECK_KAFKA_BOOTSTRAP": ("kafka://ku:{pw}@127.0.0.1:9", "K@fka-pass-3"),
     "DIALCHECK_LLM_URL": ("http://lu:{pw}@127.0.0.1:9/v1", "Llm-p@ss-4"),
+    "DIALCHECK_FEEDBACK_STORE": ("postgresql://fu:{pw}@127.0.0.1:9/dialcheck", "Fb-p@ss-7"),
 }
 SECRET_VALUES = {"DIALCHECK_KAFKA_SASL_PASSWORD": "Sasl-secret-5", "DIALCHECK_LLM_API_KEY": "sk-planted-key-6"}
 # the part of each password that a half-masking scrubber leaves visible (after the first '@')

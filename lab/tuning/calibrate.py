@@ -70,6 +70,7 @@ class Certificate:
     wrong: int
     bound: float  # upper bound on their error (1.0 when none certified)
     tested: int  # candidates tested before the sequence stopped
+    stopped: tuple | None = None  # the first test that failed: (threshold, n, wrong, bound)
 
     @property
     def precision(self) -> float | None:
@@ -97,6 +98,7 @@ def certify(scores, right, target: float, confidence: float, candidates=CANDIDAT
         b = error_bound(wrong, n, confidence)
         tested += 1
         if b > alpha:
+            best.stopped = (float(t), n, wrong, b)
             break
         best = Certificate(float(t), n, wrong, b, tested)
     best.tested = tested
@@ -134,7 +136,8 @@ def certify_policy(policy: DisplayPolicy, rows: BadgeRows, target: float = 0.85,
         m = ok & (rows.label == k)
         c = certify(rows.p[m], rows.right[m], target, confidence, candidates)
         show[label] = c.threshold if c.threshold is not None else NEVER
-        entry = {**c.to_dict(claims), "badges": int(m.sum())}
+        entry = {**c.to_dict(claims), "badges": int(m.sum()),
+                 **({"stopped": dict(zip(("threshold", "n", "wrong", "bound"), c.stopped))} if c.stopped else {})}
         hm = m & rows.strong & (rows.p >= show[label])
         hc = certify(rows.p[hm], rows.right[hm], high_target, confidence,
                      [t for t in candidates if t >= show[label]]) if c.threshold is not None else \
@@ -143,10 +146,16 @@ def certify_policy(policy: DisplayPolicy, rows: BadgeRows, target: float = 0.85,
         entry["high"] = hc.to_dict(claims)
         labels[label] = entry
     if all(show[label] == NEVER for label in BADGES):
-        parts = "; ".join(f"{lab}: {e['badges']} labelled badges" for lab, e in labels.items())
+        def why(lab: str, e: dict) -> str:
+            st = e.get("stopped")
+            if st is None:
+                return f"{lab}: {e['badges']} labelled badges"
+            return (f"{lab}: {e['badges']} labelled badges, at score >= {st['threshold']:.2f} {st['n']} shown with "
+                    f"{st['wrong']} wrong (error bound {100 * st['bound']:.1f} %)")
+        parts = "; ".join(why(lab, e) for lab, e in labels.items())
         raise NotCertified(f"too few labelled badges to certify any display threshold at target {target} and "
                            f"confidence {confidence} ({parts}; at least {min_testable(target, confidence)} "
-                           f"shown badges are needed, more when some are wrong): the current display is kept")
+                           f"shown badges all right are needed, more when some are wrong): the current display is kept")
     shown = shown_mask(rows, policy.evidence, show)
     certified = {"target": target, "high_target": high_target, "confidence": confidence, "method": METHOD,
                  "candidates": f"{candidates[0]} to {candidates[-1]} ({len(candidates)} points)",

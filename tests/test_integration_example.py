@@ -77,6 +77,37 @@ def worker(own_index, broker, tmp_path_factory):
         terminate(proc, grace_s=30)
 
 
+GUIDE = REPO / "docs" / "integration.md"
+
+
+def doc_json(after: str) -> dict:
+    """The first ```json block after the line starting `after` in docs/integration.md, parsed."""
+    text = GUIDE.read_text()
+    start = text.index("```json", text.index(after)) + len("```json")
+    return json.loads(text[start:text.index("```", start)])
+
+
+CONSUMER_EXAMPLE = "Real output of the consumer"
+VERDICT_EXAMPLE = "## A verdict"
+
+
+def same_as_documented(got: dict, documented: dict, keys: tuple[str, ...], close: tuple[str, ...] = ()) -> list[str]:
+    """The documented fields that a real run does not reproduce (`close`: numbers within 0.02)."""
+    bad = [k for k in keys if got.get(k) != documented.get(k)]
+    return bad + [k for k in close if abs(float(got[k]) - float(documented[k])) > 0.02]
+
+
+@pytest.mark.unit
+def test_the_documented_verdict_has_the_current_schema_version_and_validates():
+    from schemas.verdict import SCHEMA_VERSION
+    from schemas.wire import validate
+
+    v = doc_json(VERDICT_EXAMPLE)
+    assert v["schema_version"] == SCHEMA_VERSION, (v["schema_version"], SCHEMA_VERSION)
+    assert f'## A verdict (`schemas/verdict.schema.json`, `schema_version` "{SCHEMA_VERSION}")' in GUIDE.read_text()
+    validate("verdict", v)
+
+
 def _check_shown(shown: dict, conv: str) -> None:
     assert shown["turn_id"] == f"{conv}/2" and shown["status"] == "ok", shown
     assert shown["label"] == "SUPPORTS", shown  # "he was born in Tupelo, Mississippi" vs the Elvis passages
@@ -101,6 +132,11 @@ def test_python_example_gets_a_verdict(worker):
     lines = [json.loads(ln) for ln in consumed.stdout.splitlines()]
     assert len(lines) == 1, lines  # the user turn is context, not checked
     _check_shown(lines[0], conv)
+    # docs/integration.md shows this line from a real run: what it says must still come out
+    documented = doc_json(CONSUMER_EXAMPLE)
+    differ = same_as_documented(lines[0], documented, ("label", "status", "evidence_title", "checked_text", "display",
+                                                      "source_url", "reason"), ("confidence",))
+    assert not differ, {k: (lines[0].get(k), documented.get(k)) for k in differ} | {"line": json.dumps(lines[0])}
     # the producer's ts is echoed and the produce→publish latency is measured from it
     assert isinstance(lines[0]["ts"], float) and lines[0]["latency_ms"] > 0, lines[0]
 
@@ -236,3 +272,33 @@ def test_node_example_says_so_in_one_line_when_no_broker_answers():
         done.stderr
     bare = subprocess.run(["node", "chat_backend.js"], cwd=node_dir, capture_output=True, text=True, timeout=60, env=env)
     assert bare.returncode == 2 and bare.stderr.count("\n") == 1 and "DIALCHECK_KAFKA_BOOTSTRAP" in bare.stderr
+
+
+@pytest.mark.model
+def test_the_documented_verdict_comes_out_of_a_real_run(settings, nli, encoder, index_dir):
+    """The verdict in docs/integration.md, rerun as it says it was made: the worker's pipeline over
+    the benchmark index, the Elvis conversation's two assistant turns checked in one batch."""
+    from workers.pipeline import Pipeline
+    from workers.retrieval.factory import load_searcher
+
+    documented = doc_json(VERDICT_EXAMPLE)
+    s = settings.updated(retrieval={"index_dir": str(index_dir)})
+    pipe = Pipeline(s, nli, encoder, load_searcher(s, encoder), protocol="e2e", surface="r4g")
+    got = pipe.scrub.verdict(pipe.check_turns(doc_turns())[0].verdict).to_dict()
+    assert not same_as_documented(got, documented, ("schema_version", "claim", "label", "display", "status")), \
+        {k: got.get(k) for k in ("label", "display", "status", "probabilities")}
+    assert got["evidence"][0]["title"] == documented["evidence"][0]["title"]
+    assert got["surface"]["name"] == documented["surface"]["name"]
+    for label, p in documented["probabilities"].items():
+        assert abs(got["probabilities"][label] - p) <= 0.02, (label, got["probabilities"], documented["probabilities"])
+
+
+def doc_turns():
+    """The batch docs/integration.md's verdict comes from; the documented verdict is the first."""
+    from schemas.items import CheckItem
+
+    return [CheckItem("support-chat-51", "support-chat-51/3",
+                      ["Do you like Elvis Presley?", "I love his early records. When did his career start?"],
+                      "His music career began in 1964, recording at Motown Records."),
+            CheckItem("support-chat-42", "support-chat-42/2", ["Where was Elvis Presley born?"],
+                      "Yes, he was born in Tupelo, Mississippi.")]

@@ -201,9 +201,9 @@ def run_fit(args) -> int:
 
     t = _tuner(args)
     if args.method == "guarded":  # fitted across domains: the yardstick's sets, not one file
-        from lab.tuning.datasets import SETS, load_set
+        from lab.tuning.datasets import FIT_SETS, load_set
 
-        sets = [load_set(n, t.settings.data.dir, args.limit_per_set) for n in SETS]
+        sets = [load_set(n, t.settings.data.dir, args.limit_per_set) for n in FIT_SETS]
         variant = "guarded" + (f"+{args.cover}" if args.cover != "none" else "") + ("+slot" if args.slot_refutes else "") \
             + (args.cover_scope.replace("dialogue", "+chat", 1) if args.cover != "none" and args.cover_scope != "all" else "")
         from schemas.settings import REPO_ROOT

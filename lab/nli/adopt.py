@@ -259,11 +259,11 @@ def refit_decision(model_dir: Path, data_dir: str | Path, limit_per_set: int | N
     tune fit --method guarded` does for the shipped model): model_dir/decision.json + card."""
     from schemas.settings import load_settings
     from lab.tuning.card import fit_union_and_write
-    from lab.tuning.datasets import SETS, load_set
+    from lab.tuning.datasets import FIT_SETS, load_set
     from lab.tuning.tune import DEFAULT_DIR, Tuner
 
     tuner = Tuner(load_settings(data={"dir": str(data_dir)}), str(model_dir), cache_dir=Path(tune_cache or DEFAULT_DIR))
-    sets = [load_set(n, data_dir, limit_per_set) for n in SETS]
+    sets = [load_set(n, data_dir, limit_per_set) for n in FIT_SETS]
     layer = fit_union_and_write(tuner, sets, model_dir / "decision.json", folds)
     return {"path": "decision.json", "method": layer.name, "params": layer.params,
             "fitted_on": layer.meta["fitted_on"]["sets"], "nli_model": layer.meta["nli_model"]}

@@ -374,7 +374,7 @@ def yardstick_report(limit_per_set: int | None = 500, target: float = 0.85, conf
     from workers.decision import load_decision
     from workers.display import load_display
 
-    from .datasets import CHAT_RESPONSE_SETS, SETS, badge_right, begin_generic, load_set, set_metrics
+    from .datasets import CHAT_RESPONSE_SETS, FIT_SETS, SETS, badge_right, begin_generic, load_set, set_metrics
     from .display_fit import displays
     from .lodo import _display, _fit, set_evidence
     from .tune import Tuner, log
@@ -439,7 +439,7 @@ def yardstick_report(limit_per_set: int | None = 500, target: float = 0.85, conf
     # 3. leave-one-dataset-out with the certified display
     report["lodo"], report["curves"] = {}, {}
     for held, s in sets.items():
-        train = [(sets[n], evs[n]) for n in sets if n != held]
+        train = [(sets[n], evs[n]) for n in FIT_SETS if n != held]
         layer = _fit(variant, train)
         fitted = _display(layer, train)  # the shipped fit (fit_badges) on the other sets
         train_chat = {n: rows_of(sets[n], layer, evs[n], fitted) for n in CHAT_RESPONSE_SETS if n != held}

@@ -21,7 +21,7 @@ from .cv import folds
 from .fit import fit_decision
 from workers.display import CONSTANT
 
-from .datasets import IN_NLI_TRAINING, EvalSet, badge_right, set_metrics
+from .datasets import FIT_SETS, IN_NLI_TRAINING, EvalSet, badge_right, set_metrics
 from .display_fit import DISPLAY_FITS, SHIPPED_FIT, BadgeRows, displays
 from .tune import Tuner, log, nli_model_meta
 
@@ -131,7 +131,7 @@ def lodo_report(tuner: Tuner | None, sets: list[EvalSet], methods=("threshold", 
         report["sets"][es.name] = {"n": len(es), "labels": list(es.label_space), "protocol": "e2e",
                                    "scored_by_fits_without": name, "in_nli_training": False}
     for held in sets:
-        train = [(s, evs[s.name]) for s in sets if s.name != held.name]
+        train = [(s, evs[s.name]) for s in sets if s.name != held.name and s.name in FIT_SETS]
         layers = {m: _fit(m, train, refutes_floor) for m in methods}
         policies = {m: _display(layer, train) for m, layer in layers.items()}
         others = {m: {f: _display(layer, train, f) for f in DISPLAY_FITS if f != SHIPPED_FIT}

@@ -120,11 +120,13 @@ def main(argv: list[str] | None = None) -> int:
 
 
 class _LibraryNoise(logging.Filter):
-    """Advice meant for a library's developers, not for a dialcheck user (onnxruntime's quantizer
-    logs it on the root logger when the E5 export runs)."""
+    """Notes meant for a library's developers, not for a dialcheck user."""
+
+    NOTES = (("root", "Please consider"),  # onnxruntime's quantizer, when the E5 export runs
+             ("kafka.coordinator.consumer", "group_id is None"))  # a reader without a group (feedback, verdicts)
 
     def filter(self, record: logging.LogRecord) -> bool:
-        return not (record.name == "root" and str(record.msg).startswith("Please consider"))
+        return not any(record.name == name and str(record.msg).startswith(text) for name, text in self.NOTES)
 
 
 class _StderrHandler(logging.StreamHandler):

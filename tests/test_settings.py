@@ -81,7 +81,7 @@ def _model_folder(tmp_path, display: bool = True):
 
 def test_the_decision_beside_the_nli_model_is_used_unless_one_is_named(monkeypatch, tmp_path):
     """DIALCHECK_NLI_MODEL_DIR=DIR alone: DIR/decision.json is the decision (its display beside it
-    follows, workers/decision/decider.py load_display); a named decision always wins."""
+    follows, workers/display/loader.py load_display); a named decision always wins."""
     shipped = load_settings().verify.decision_params
     d = _model_folder(tmp_path)
     monkeypatch.setenv("DIALCHECK_NLI_MODEL_DIR", str(d))

@@ -68,7 +68,7 @@ class Status:
 
 @dataclass(frozen=True)
 class Display:
-    """Schema 2.1's display hint: what a chat app shows users (the rule: workers/display.py)."""
+    """Schema 2.1's display hint: what a chat app shows users (the rule: workers/display/)."""
     show: bool
     tone: Literal["supported", "disputed", "unverified"]
     confidence: Literal["high", "medium", "low"]
@@ -94,7 +94,7 @@ class Verdict:
     model_versions: dict[str, str]
     timings_ms: dict[str, float]
     status: Status
-    # what to show users (schema 2.1; workers/display.py sets it on every verdict the pipeline makes;
+    # what to show users (schema 2.1; workers/display/ sets it on every verdict the pipeline makes;
     # None in verdicts read from before 2.1)
     display: Display | None = None
     created_at: float = field(default_factory=time.time)

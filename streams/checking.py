@@ -81,7 +81,7 @@ def error_verdict(item, reason: str, max_reason_bytes: int = 1024) -> Verdict:
                    surface=Surface(name="r0", text=item.claim, candidate="r0", candidate_text=item.claim), label="NOT ENOUGH INFO",
                    probabilities={"SUPPORTS": 0.0, "REFUTES": 0.0, "NOT ENOUGH INFO": 1.0}, evidence=[],
                    model_versions={}, timings_ms={}, status=Status(state="error", reason=bound(reason, max_reason_bytes)),
-                   display=Display(show=False, tone="unverified", confidence="low"))  # workers/display.py's rule for an error NEI
+                   display=Display(show=False, tone="unverified", confidence="low"))  # workers/display/'s rule for an error NEI
 
 
 def check_safely(check_turns: CheckTurns, items: Sequence) -> list[TurnResult]:

@@ -26,7 +26,7 @@ class VerdictContext:
     """What a verdict says about how it was made (the same for every claim of a pipeline)."""
     protocol: str
     model_versions: dict
-    display: DisplayPolicy | None = None  # None: the constant rule (workers/display.py)
+    display: DisplayPolicy | None = None  # None: the constant rule (workers/display/)
 
 
 def assemble(st: ClaimState, ctx: VerdictContext) -> Verdict:

@@ -231,7 +231,7 @@ def plot_gate_sweep(rows: Sequence[dict], records: Sequence, out: Path, taus: di
 
 # ---- precision by display confidence band ----------------------------------------------------------
 BANDS = ("high", "medium", "low")
-SHOWN_LABELS = ("SUPPORTS", "REFUTES")  # the labels an app shows; NEI is never shown (workers/display.py)
+SHOWN_LABELS = ("SUPPORTS", "REFUTES")  # the labels an app shows; NEI is never shown (workers/display/)
 
 
 def row_confidence(row: dict) -> str:

@@ -1,4 +1,4 @@
-"""Fitting the display policy (workers/display.py): when is a badge shown, and when is it "high"?
+"""Fitting the display policy (workers/display/): when is a badge shown, and when is it "high"?
 
 The shipped fit (`fit_badges`) first fits a badge scorer — per badge label, a logistic regression of
 "this badge is right" on BADGE_FEATURES, each training set weighing the same (`fit_scorer`) — and

@@ -7,7 +7,6 @@ JSON Schema, then the rules the schema cannot say) and bad records are dead-lett
 same row instead of counting twice."""
 from __future__ import annotations
 
-import json
 import math
 import unicodedata
 from dataclasses import asdict, dataclass
@@ -15,8 +14,8 @@ from typing import Literal
 
 import orjson
 
-from schemas import InvalidEvent, Reason, clean_text, load_bounded_json, validate
-from schemas.wire import no_duplicate_keys
+from schemas import InvalidEvent, Reason, clean_text, validate
+from schemas.wire import decode_record
 
 FEEDBACK_VERSION = "1.0"
 JUDGEMENTS = ("right", "wrong", "unsure")
@@ -80,21 +79,7 @@ def feedback_from_dict(obj: dict) -> Feedback:
 def parse_feedback(raw: bytes | str, max_bytes: int = MAX_FEEDBACK_BYTES, max_depth: int = 16) -> Feedback:
     """Bytes from the wire → Feedback, or InvalidEvent with a short reason (nothing else escapes
     for any input: size and depth are checked before anything recursive runs)."""
-    if isinstance(raw, str):
-        raw = raw.encode("utf-8", "surrogatepass")
-    if len(raw) > max_bytes:
-        raise InvalidEvent(Reason.TOO_LARGE, f"feedback too large: {len(raw)} bytes > {max_bytes}")
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise InvalidEvent(Reason.INVALID_UTF8, f"invalid UTF-8 at byte {e.start}") from None
-    obj = load_bounded_json(raw, max_depth)
-    try:
-        json.loads(text, object_pairs_hook=no_duplicate_keys)
-    except InvalidEvent:
-        raise
-    except (ValueError, RecursionError) as e:
-        raise InvalidEvent(Reason.MALFORMED_JSON, f"malformed JSON: {str(e)[:200]}") from None
+    obj = decode_record(raw, max_bytes, max_depth, "feedback")
     if not isinstance(obj, dict):
         raise InvalidEvent(Reason.SCHEMA, "schema feedback: (root): not a JSON object")
     return feedback_from_dict(obj)

@@ -4,7 +4,6 @@ Validation happens at the boundary (`parse_turn`); inside, code passes the typed
 text and speaker are already normalised (what is checked is what a reader sees)."""
 from __future__ import annotations
 
-import json
 import math
 import re
 import unicodedata
@@ -13,7 +12,7 @@ from dataclasses import asdict, dataclass, field
 import orjson
 
 from schemas.errors import InvalidEvent, Reason
-from schemas.wire import no_duplicate_keys, load_bounded_json, validate
+from schemas.wire import decode_record, validate
 
 
 @dataclass(frozen=True)
@@ -60,21 +59,7 @@ def parse_turn(raw: bytes | str, max_text_chars: int = 4000, max_bytes: int | No
 
     Only InvalidEvent leaves this function: size and depth are checked before anything recursive
     or quadratic runs (a 1,000-deep array once crashed jsonschema's error formatting)."""
-    if isinstance(raw, str):
-        raw = raw.encode("utf-8", "surrogatepass")
-    if max_bytes is not None and len(raw) > max_bytes:
-        raise InvalidEvent(Reason.TOO_LARGE, f"event too large: {len(raw)} bytes > {max_bytes}")
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise InvalidEvent(Reason.INVALID_UTF8, f"invalid UTF-8 at byte {e.start}") from None
-    obj = load_bounded_json(raw, max_depth)
-    try:
-        json.loads(text, object_pairs_hook=no_duplicate_keys)
-    except InvalidEvent:
-        raise
-    except (ValueError, RecursionError) as e:  # orjson accepted it; json should too
-        raise InvalidEvent(Reason.MALFORMED_JSON, f"malformed JSON: {str(e)[:200]}") from None
+    obj = decode_record(raw, max_bytes, max_depth, "event")
     validate("chat_turn", obj)
     for name in ("conversation_id", "turn_id"):
         if any(_invisible(ch) or ch in "\n\t" for ch in obj[name]) or not obj[name].strip():

@@ -73,3 +73,24 @@ def known_fields(cls, d: dict) -> dict:
     names = {f.name for f in fields(cls)}
     return {k: v for k, v in d.items() if k in names}
 
+
+
+def decode_record(raw: bytes | str, max_bytes: int | None, max_depth: int, what: str = "event") -> Any:
+    """Wire bytes → the JSON value, or InvalidEvent with a short reason: size, UTF-8, depth (before
+    anything recursive runs), JSON syntax and duplicate keys, checked the same way for every topic."""
+    if isinstance(raw, str):
+        raw = raw.encode("utf-8", "surrogatepass")
+    if max_bytes is not None and len(raw) > max_bytes:
+        raise InvalidEvent(Reason.TOO_LARGE, f"{what} too large: {len(raw)} bytes > {max_bytes}")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise InvalidEvent(Reason.INVALID_UTF8, f"invalid UTF-8 at byte {e.start}") from None
+    obj = load_bounded_json(raw, max_depth)
+    try:
+        json.loads(text, object_pairs_hook=no_duplicate_keys)
+    except InvalidEvent:
+        raise
+    except (ValueError, RecursionError) as e:  # orjson accepted it; json should too
+        raise InvalidEvent(Reason.MALFORMED_JSON, f"malformed JSON: {str(e)[:200]}") from None
+    return obj

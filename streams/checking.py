@@ -10,7 +10,7 @@ import concurrent.futures
 import logging
 import queue
 import threading
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 from schemas import ChatTurn, Display, InvalidEvent, Reason, Status, Surface, Verdict, claim_id, parse_turn
 from schemas.protocols import TurnResult
@@ -52,26 +52,33 @@ class DaemonExecutor(concurrent.futures.Executor):
             self._thread.join()
 
 
-def validate_event(key: bytes | None, value: bytes | None, max_text_chars: int, max_bytes: int | None = None,
-                   max_depth: int = 16) -> ChatTurn:
-    """Wire bytes → ChatTurn, or InvalidEvent(code, reason); nothing else escapes. The key must be the
-    conversation id: the context table is partitioned like the input, so a turn keyed otherwise
-    would find another partition's (or no) context."""
+def validate_keyed(key: bytes | None, value: bytes | None, parse: Callable[[bytes], Any], max_bytes: int | None,
+                   what: str = "event") -> Any:
+    """Wire bytes → the parsed record, or InvalidEvent(code, reason); nothing else escapes. The key
+    must be the record's conversation id: one conversation's records stay in one partition, in order
+    (the context table is partitioned like the input)."""
     try:
         if value is None:
             raise InvalidEvent(Reason.TOMBSTONE, "null value (tombstone)")
         if max_bytes is not None and key is not None and len(key) > max_bytes:
             raise InvalidEvent(Reason.KEY, f"key too large: {len(key)} bytes > {max_bytes}")
-        turn = parse_turn(bytes(value), max_text_chars, max_bytes=max_bytes, max_depth=max_depth)
+        record = parse(bytes(value))
         if key is None:
             raise InvalidEvent(Reason.KEY, "missing key: the key must be the conversation_id")
-        if bytes(key) != turn.conversation_id.encode("utf-8"):
-            raise InvalidEvent(Reason.KEY, f"key {bytes(key)[:80]!r} does not match conversation_id {turn.conversation_id[:80]!r}")
-        return turn
+        if bytes(key) != record.conversation_id.encode("utf-8"):
+            raise InvalidEvent(Reason.KEY, f"key {bytes(key)[:80]!r} does not match conversation_id {record.conversation_id[:80]!r}")
+        return record
     except InvalidEvent:
         raise
     except Exception as e:  # noqa: BLE001 - validation raises only InvalidEvent, whatever the input did
-        raise InvalidEvent(Reason.UNREADABLE, f"unreadable event ({type(e).__name__})") from None
+        raise InvalidEvent(Reason.UNREADABLE, f"unreadable {what} ({type(e).__name__})") from None
+
+
+def validate_event(key: bytes | None, value: bytes | None, max_text_chars: int, max_bytes: int | None = None,
+                   max_depth: int = 16) -> ChatTurn:
+    """A chat turn from the wire (validate_keyed with parse_turn)."""
+    return validate_keyed(key, value, lambda raw: parse_turn(raw, max_text_chars, max_bytes=max_bytes, max_depth=max_depth),
+                          max_bytes)
 
 
 def error_verdict(item, reason: str, max_reason_bytes: int = 1024) -> Verdict:

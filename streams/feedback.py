@@ -18,7 +18,7 @@ import logging
 from schemas import InvalidEvent, Reason
 from schemas.feedback import parse_feedback
 
-from .checking import DaemonExecutor, bound
+from .checking import DaemonExecutor, bound, validate_keyed
 from .feedback_store import FeedbackStore
 from .turn_worker import fatal
 
@@ -28,21 +28,9 @@ STORE_RETRIES = 5
 
 
 def validate_feedback(key: bytes | None, value: bytes | None, max_bytes: int, max_depth: int):
-    """Wire bytes → Feedback, or InvalidEvent(code, reason); the key must be the conversation id (as
-    for turns: one conversation's records stay in one partition, in order)."""
-    try:
-        if value is None:
-            raise InvalidEvent(Reason.TOMBSTONE, "null value (tombstone)")
-        f = parse_feedback(bytes(value), max_bytes=max_bytes, max_depth=max_depth)
-        if key is None:
-            raise InvalidEvent(Reason.KEY, "missing key: the key must be the conversation_id")
-        if bytes(key) != f.conversation_id.encode("utf-8"):
-            raise InvalidEvent(Reason.KEY, f"key {bytes(key)[:80]!r} does not match conversation_id {f.conversation_id[:80]!r}")
-        return f
-    except InvalidEvent:
-        raise
-    except Exception as e:  # noqa: BLE001 - validation raises only InvalidEvent, whatever the input did
-        raise InvalidEvent(Reason.UNREADABLE, f"unreadable feedback ({type(e).__name__})") from None
+    """Wire bytes → Feedback, or InvalidEvent(code, reason); keyed by conversation id like turns."""
+    return validate_keyed(key, value, lambda raw: parse_feedback(raw, max_bytes=max_bytes, max_depth=max_depth),
+                          max_bytes, "feedback")
 
 
 class StoreWriter:

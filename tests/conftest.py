@@ -133,7 +133,7 @@ def broker_settings(broker):
 
 @pytest.fixture(scope="module")
 def start_worker(tmp_path_factory):
-    """A factory: `start_worker(settings, pipeline, env=None, ready_timeout_s=180)` starts a real
+    """A factory: `start_worker(settings, pipeline, env=None, ready_timeout_s=180, args=())` starts a real
     `dialcheck worker --pipeline PIPELINE` child (streams.worker.WorkerProcess, its log in a temp dir),
     waits until it is ready and returns it; every worker started is stopped when the module ends."""
     from contextlib import ExitStack
@@ -141,9 +141,10 @@ def start_worker(tmp_path_factory):
     from streams.worker import WorkerProcess
 
     with ExitStack() as stack:
-        def start(settings, pipeline: str, env: dict[str, str] | None = None, ready_timeout_s: float = 180.0):
+        def start(settings, pipeline: str, env: dict[str, str] | None = None, ready_timeout_s: float = 180.0,
+                  args: tuple[str, ...] = ()):
             w = stack.enter_context(WorkerProcess(settings, tmp_path_factory.mktemp("worker") / "worker.log",
-                                                  extra_args=["--pipeline", pipeline], env=env))
+                                                  extra_args=["--pipeline", pipeline, *args], env=env))
             w.wait_ready(timeout_s=ready_timeout_s)
             return w
 

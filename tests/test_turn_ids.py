@@ -64,7 +64,8 @@ def settings_turnids(broker_settings):
 
 @pytest.fixture(scope="module")
 def worker(settings_turnids, start_worker):
-    return start_worker(settings_turnids, STANDIN, env={"DIALCHECK_KAFKA_SASL_PASSWORD": SASL})
+    # --verbose: an edited turn's note is an INFO line (the worker logs warnings only by default)
+    return start_worker(settings_turnids, STANDIN, env={"DIALCHECK_KAFKA_SASL_PASSWORD": SASL}, args=("--verbose",))
 
 
 @pytest.mark.broker

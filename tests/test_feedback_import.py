@@ -35,11 +35,8 @@ def run_row(rec, label: str, show: bool, confidence: str = "medium", surface: st
 
 
 @pytest.fixture
-def records():
-    import os
-
-    if not os.path.isfile(DATA):
-        pytest.skip("the DialFact sample is not in the data dir")
+def records(data_dir):
+    """12 real DialFact records (data_dir marks the tests that use them `data`, never `unit`)."""
     return load_dialfact(DATA, 12)
 
 

@@ -22,6 +22,7 @@ from streams.replay import TurnProducer
 from streams.topics import ensure_topics
 from streams.verdicts import VerdictLog, collect_verdicts, end_offsets, read_dead_letters
 from streams.worker import WorkerProcess
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.broker
 
@@ -50,15 +51,6 @@ def send_feedback(s, records: list[tuple[bytes | None, bytes | None]], pause_s: 
             p.producer.send(s.kafka.topic_feedback, key=key, value=value).get(timeout=30)
             if pause_s:
                 time.sleep(pause_s)
-
-
-def wait_until(cond, timeout_s: float, what: str) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if cond():
-            return
-        time.sleep(0.2)
-    raise TimeoutError(what)
 
 
 def stored(s) -> int:

@@ -21,6 +21,7 @@ from streams.replay import TurnProducer
 from streams.topics import ensure_topics
 from streams.verdicts import TopicReader, VerdictLog, collect_verdicts, end_offsets
 from streams.worker import WorkerProcess
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.broker
 
@@ -38,15 +39,6 @@ def committed(settings, partition: int = 0) -> int:
         return c.committed(TopicPartition(settings.kafka.topic_turns, partition)) or 0
     finally:
         c.close()
-
-
-def wait_until(cond, timeout_s: float, what: str) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if cond():
-            return
-        time.sleep(0.2)
-    raise TimeoutError(what)
 
 
 def explain(claims: set[str], conv_of: dict, offsets: dict, at_kill: int, log) -> str:

@@ -23,6 +23,7 @@ from streams.topics import ensure_topics
 from streams.verdicts import VerdictLog, collect_verdicts, end_offsets, read_dead_letters
 from streams.worker import WorkerProcess
 from tests.stream_standin import context_digest
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.broker
 
@@ -41,15 +42,6 @@ def conversation(conv: str, n_ctx: int = 3) -> tuple[list[ChatTurn], ChatTurn]:
     ctx = [ChatTurn(conv, f"{conv}#c{i}", "user" if i % 2 == 0 else "assistant", f"{conv} context turn {i}.",
                     check=False) for i in range(n_ctx)]
     return ctx, ChatTurn(conv, f"{conv}#r", "assistant", f"{conv} makes a claim.", check=True)
-
-
-def wait_until(cond, timeout_s: float, what: str, step: float = 0.5) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if cond():
-            return
-        time.sleep(step)
-    raise TimeoutError(what)
 
 
 # kafka-python 3.0.x's test-side poll() was seen to block forever about 1 run in 10 here (the worker
@@ -71,7 +63,7 @@ def test_sigkilled_worker_partitions_taken_over_with_context_and_no_claim_lost(f
         def split() -> bool:
             pa, pb = a.owned_partitions() or set(), b.owned_partitions() or set()
             return bool(pa) and bool(pb) and not pa & pb and pa | pb == {0, 1, 2, 3}
-        wait_until(split, 90, "the two workers never split the 4 partitions")
+        wait_until(split, 90, "the two workers never split the 4 partitions", step=0.5)
         b_parts = b.owned_partitions()
         # 1. every conversation's context, processed (the table and its changelog hold it)
         with TurnProducer(s) as producer:
@@ -79,7 +71,7 @@ def test_sigkilled_worker_partitions_taken_over_with_context_and_no_claim_lost(f
                 for t in ctx:
                     producer.send_turn(t)
         wait_until(lambda: sum(w.last_status()["events"] for w in (a, b)) >= 3 * len(convs), 90,
-                   "context turns not processed")
+                   "context turns not processed", step=0.5)
         # 2. the claims, at a steady rate; SIGKILL b once a few verdicts are out
         vlog = VerdictLog()
 
@@ -102,7 +94,7 @@ def test_sigkilled_worker_partitions_taken_over_with_context_and_no_claim_lost(f
         taken_over = [c for c, (conv, _) in expected.items()
                       if partition_of(conv.encode(), 4) in b_parts and vlog.received_at[c] > killed_at]
         assert taken_over, "no claim of the killed worker's partitions was answered after the kill"
-        wait_until(lambda: a.owned_partitions() == {0, 1, 2, 3}, 30, "survivor does not own all partitions")
+        wait_until(lambda: a.owned_partitions() == {0, 1, 2, 3}, 30, "survivor does not own all partitions", step=0.5)
         assert a.alive()
 
 

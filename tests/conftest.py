@@ -15,6 +15,9 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("DIALCHECK_STARTER_KB", "0")
 
 REPO = Path(__file__).resolve().parent.parent
+# ...and it lives in a directory of its own: the tests never rebuild the user's artifacts/index (with
+# the starter base) into this smaller one, and the next `dialcheck demo` never has to rebuild it back
+os.environ.setdefault("DIALCHECK_INDEX_DIR", str(REPO / "artifacts" / "test-index"))
 HEAVY_MARKS = ("data", "model", "broker")
 # a test that asks for one of these fixtures gets the mark, whatever its module says
 FIXTURE_MARKS = {"data_dir": "data", "dialfact_records": "data", "index_dir": "model", "nli": "model",
@@ -88,8 +91,8 @@ def encoder(settings):
 
 @pytest.fixture(scope="session")
 def index_dir(settings, encoder, data_dir):
-    """The real default index (settings.retrieval.index_dir), built once if missing and then shared with the
-    stream tests and the demo, which load the same directory."""
+    """The real default index (its sources and encoder) in the tests' own directory (DIALCHECK_INDEX_DIR
+    above), built once if missing and then shared with the stream tests and the demo, which load it too."""
     from workers.retrieval.build import ensure_index
 
     ensure_index(settings, encoder)

@@ -136,7 +136,7 @@ def create_app(settings: Settings, checker: Checker, store: FeedbackStore | None
 
     app.dialcheck_table = table  # for tests and introspection
     app.dialcheck_worker = worker
-    obs.attach(app, table, worker.counters)
+    obs.attach(app, table, worker.counters, checker=checker)  # its cache hit rates on /metrics
     if feedback:
         obs.attach_feedback(store, st.precision_target, st.precision_confidence)
     app.dialcheck_obs = obs

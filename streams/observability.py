@@ -19,7 +19,7 @@ import threading
 import time
 from dataclasses import asdict
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Mapping, Protocol, runtime_checkable
 
 from schemas import TIMING_META_KEYS, Reason
 from schemas.settings import Settings, redact
@@ -67,6 +67,14 @@ def wait_for_broker(bootstrap: str, wait_s: float) -> bool:
         if time.monotonic() >= deadline:
             return False
         time.sleep(0.5)
+
+
+@runtime_checkable
+class CacheStats(Protocol):
+    """A checker that reports its caches (workers/pipeline.py `Pipeline.cache_stats`): per cache name,
+    `hits`, `misses`, `entries` and `capacity`. Read at scrape time; streams/ never imports workers/."""
+
+    def cache_stats(self) -> Mapping[str, Mapping[str, int]]: ...
 
 
 class MetricsBindError(RuntimeError):
@@ -123,16 +131,19 @@ class Observability:
         self.table = None
         self.counters = None  # the worker's Counters (a dataclass), exported as dialcheck_worker_events
         self.feedback = None  # (FeedbackStore, target, confidence) once attach_feedback ran
+        self.caches: CacheStats | None = None  # the checker, when it reports its caches
         self._server: ThreadingHTTPServer | None = None
         self.port: int | None = None
         r.register(_StateCollector(self))
         r.register(_PrecisionCollector(self))
+        r.register(_CacheCollector(self))
 
     # hooks (called on the event loop by streams/app.py)
-    def attach(self, app, table, counters=None) -> None:
-        """The Faust app, context table and worker counters the gauges and /readyz read; the
-        checker is already loaded."""
+    def attach(self, app, table, counters=None, checker=None) -> None:
+        """The Faust app, context table and worker counters the gauges and /readyz read, and the
+        checker (already loaded) whose cache hit rates /metrics exports if it reports them."""
         self.app, self.table, self.counters = app, table, counters
+        self.caches = checker if isinstance(checker, CacheStats) else None
         self.models_loaded = True
 
     def attach_feedback(self, store, target: float, confidence: float) -> None:
@@ -311,6 +322,38 @@ class _PrecisionCollector:
         for j, n in (counts.get("judgement") or {}).items():
             total.add_metric([j], n)
         yield from (*g.values(), total)
+
+
+class _CacheCollector:
+    """The checker's caches at scrape time (BM25 hits, windows, E5 vectors, surfaces, parses): hits and
+    misses as counters, entries held and the bound as gauges, labelled by `cache`. The hit rate is
+    rate(dialcheck_cache_hits_total) / (rate(hits) + rate(misses)); nothing when the checker has none."""
+
+    FIELDS = (("hits", "counter", "Lookups a cache answered, by cache."),
+              ("misses", "counter", "Lookups a cache did not hold (computed, then kept), by cache."),
+              ("entries", "gauge", "Entries a cache holds now, by cache."),
+              ("capacity", "gauge", "The most entries a cache keeps (least recently used go first), by cache."))
+
+    def __init__(self, obs: Observability):
+        self.obs = obs
+
+    def describe(self):
+        return []
+
+    def collect(self):
+        from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+
+        if self.obs.caches is None:
+            return
+        stats = _safe(lambda: dict(self.obs.caches.cache_stats()), {})
+        for field, kind, doc in self.FIELDS:
+            family = (CounterMetricFamily if kind == "counter" else GaugeMetricFamily)(
+                f"dialcheck_cache_{field}", doc, labels=["cache"])
+            for name, values in sorted(stats.items()):
+                value = values.get(field) if isinstance(values, Mapping) else None
+                if isinstance(value, (int, float)) and not isinstance(value, bool):
+                    family.add_metric([name], value)
+            yield family
 
 
 def _lags(app) -> list[tuple[Any, int]]:

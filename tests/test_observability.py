@@ -1,8 +1,8 @@
 """/metrics, /healthz and /readyz scraped from a real worker process on the embedded Tansu broker.
 
 The worker runs the model-free stand-in Checker (tests/stream_standin.py, through the worker's
-hidden `--pipeline` flag): what is under test is the worker's own accounting and endpoints, not
-the NLP. The broker is stopped at the end so /healthz must turn 503 (it really asks the broker).
+hidden `--pipeline` flag) with a real cached BM25 search (tests/test_speed_cache_metrics.py): what is
+under test is the worker's own accounting and endpoints, not the NLP. The broker is stopped at the end so /healthz must turn 503 (it really asks the broker).
 JSON logs are switched on for this worker, so its dead-letter warning must be a JSON line.
 """
 from __future__ import annotations
@@ -27,7 +27,7 @@ from streams.worker import WorkerProcess
 
 pytestmark = pytest.mark.broker
 
-PIPELINE = "tests.stream_standin:create"
+PIPELINE = "tests.test_speed_cache_metrics:create"  # the stand-in plus real caches
 N_RECORDS = 4
 
 
@@ -107,6 +107,14 @@ def test_metrics_count_what_the_worker_did(stack):
     assert _total(s, lat + "_count") - _total(before, lat + "_count") == N_RECORDS
     assert _total(s, lat + "_bucket", le="+Inf") == _total(s, lat + "_count")
     assert 0 < _total(s, lat + "_sum") - _total(before, lat + "_sum") < 600 * N_RECORDS
+    # the checker's caches (issue 39 item 4): every claim searched its context turns and itself once
+    hits, misses = _total(s, "dialcheck_cache_hits_total", cache="bm25"), _total(s, "dialcheck_cache_misses_total", cache="bm25")
+    assert misses >= 1 and hits + misses == n_turns  # each claim's context turns and the claim: n_turns searches
+    assert _total(s, "dialcheck_cache_entries", cache="bm25") == min(misses, 64)
+    assert _total(s, "dialcheck_cache_capacity", cache="bm25") == 64
+    assert _total(s, "dialcheck_cache_capacity", cache="windows") == 4096
+    assert _total(s, "dialcheck_cache_hits_total", cache="windows") + _total(s, "dialcheck_cache_misses_total",
+                                                                            cache="windows") >= 1
 
 
 def test_readyz_and_healthz_while_up(stack):

@@ -7,7 +7,8 @@ repeat. In a chat stream, follow-up turns of one conversation search the same co
 Each cache is keyed by exactly the inputs of a deterministic function, so a hit returns what a miss
 would have computed (the E5 engine's vectors do not depend on batch neighbours:
 bench/bench_pipeline.py compares labels with the caches off and on). Each keeps hit and miss counts
-(`cache_stats`, exported on the worker's /metrics)."""
+(`cache_stats`: hits, misses, entries and capacity per cache, exported on the worker's /metrics
+as dialcheck_cache_*)."""
 from __future__ import annotations
 
 from typing import Callable, Sequence
@@ -26,6 +27,10 @@ class Counts:
 
     def as_dict(self) -> dict[str, int]:
         return {"hits": self.hits, "misses": self.misses}
+
+    def stats(self, cache: LRUCache) -> dict[str, int]:
+        """Hits, misses, entries held and the bound (what /metrics exports per cache)."""
+        return {**self.as_dict(), "entries": len(cache), "capacity": int(cache.maxsize)}
 
 
 class CachedEncoder:
@@ -49,6 +54,9 @@ class CachedEncoder:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         return np.stack([found[t] for t in texts])
+
+    def stats(self) -> dict[str, int]:
+        return self.counts.stats(self._cache)
 
     def __getattr__(self, name):  # ready(), close() ... of the wrapped backend
         return getattr(self.inner, name)
@@ -78,6 +86,9 @@ class CachedSearcher:
     def search(self, query: str, k: int) -> list[Passage]:
         return self.search_many([query], k)[0]
 
+    def stats(self) -> dict[str, int]:
+        return self.counts.stats(self._cache)
+
     def __getattr__(self, name):  # vectors(), dense_search(), ready(), meta ... of the wrapped backend
         return getattr(self.inner, name)
 
@@ -101,4 +112,19 @@ def memoize(fn: Callable, entries: int) -> Callable:
 
     cached.cache = cache  # so a batched producer can fill it ahead (see pronouns.parse_ahead)
     cached.counts = counts
+    cached.stats = lambda: counts.stats(cache)
     return cached
+
+
+def cache_stats(searcher=None, encoder=None, surface_builder=None, parse=None) -> dict[str, dict[str, int]]:
+    """Per cache that is on: hits, misses, entries and capacity. `bm25` (the searcher's hit cache),
+    `encoder` (E5 vectors), `surfaces` (claim surfaces) are the Pipeline's own; `parse` (spaCy parses,
+    the memoized `parse`) and `windows` (a passage's evidence windows) are per process. Read by the
+    worker's /metrics."""
+    from .windows import window_cache_stats
+
+    out = {name: part.stats() for name, part in (("bm25", searcher), ("encoder", encoder),
+                                                 ("surfaces", surface_builder), ("parse", parse))
+           if callable(getattr(part, "stats", None))}
+    out["windows"] = window_cache_stats()
+    return out

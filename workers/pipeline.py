@@ -29,7 +29,7 @@ from schemas.protocols import (LABEL_PROTOCOLS, PROTOCOLS, RETRIEVAL_PROTOCOLS, 
                               Searcher, SearchUnavailable, TurnResult)
 from schemas.settings import Settings
 
-from .caches import CachedEncoder, memoize
+from .caches import CachedEncoder, cache_stats, memoize
 from .decision import load_decision
 from .display import load_display
 from .gate import BiConGate
@@ -38,7 +38,7 @@ from .llm.stages import R5_SURFACES, EditStage, R5Stage, r5_cache
 from .retrieval.factory import load_searcher
 from .stages import CheckWorthyStage, GateStage, GoldEvidenceStage, RetrieveStage, SurfaceStage, VerifyStage, surfaces_of
 from .state import ClaimState, Stage, check_chain, checked
-from .surfaces.pronouns import set_parse_cache
+from .surfaces.pronouns import cached_parse, set_parse_cache
 from .verdict import VerdictContext, assemble, turn_summary
 
 SURFACES = ("r0", "r1", "r2", "r3", "r4", "r4g", "r5", "r5g")  # r5/r5g: workers/llm (fall back to r4/r4g)
@@ -234,6 +234,10 @@ class Pipeline:
 
     def decision_rule(self) -> str:
         return self.decision.rule if self.decision is not None else "none"
+
+    def cache_stats(self) -> dict[str, dict[str, int]]:
+        """Hits, misses, entries and capacity per cache (workers/caches.py), for the worker's /metrics."""
+        return cache_stats(self.searcher, self.encoder, self.surface_builder, cached_parse())
 
     def model_versions(self) -> dict[str, str]:
         v = {"nli": getattr(self.nli, "version", "?"), "encoder": getattr(self.encoder, "version", "?"),

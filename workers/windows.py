@@ -64,8 +64,9 @@ def _windows(passage: str, splitter: str) -> tuple[str, ...]:
 
 
 def window_cache_stats() -> dict[str, int]:
+    """Hits, misses, entries and capacity of the (per-process) window cache."""
     info = _windows.cache_info()
-    return {"hits": info.hits, "misses": info.misses}
+    return {"hits": info.hits, "misses": info.misses, "entries": info.currsize, "capacity": info.maxsize}
 
 
 def _suffix_lemma(w: str) -> str:

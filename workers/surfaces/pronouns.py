@@ -75,6 +75,11 @@ def parse_cache_on() -> bool:
     return _parse_cache() is not None
 
 
+def cached_parse():
+    """The memoized `parse` (its `stats()` for /metrics), or the plain one while caching is off."""
+    return _cached_parse
+
+
 def set_parse_cache(entries: int) -> None:
     """Size the cache; unchanged size keeps it (eval builds a Pipeline per surface mode)."""
     global _cached_parse, _parse_cache_entries

@@ -105,3 +105,19 @@ def test_a_failing_cache_report_never_fails_a_scrape():
     obs.attach(None, None, checker=Broken())
     s = samples(generate_latest(obs.registry).decode())
     assert ("dialcheck_ready", ()) in s and not any(n.startswith("dialcheck_cache") for n, _ in s)
+
+
+@pytest.mark.model  # spaCy's English pipeline
+def test_parses_made_ahead_count_as_misses():
+    """parse_ahead fills the parse cache in one spaCy pass: those parses are misses, the later
+    `parse` of the same turn a hit (else /metrics showed more entries than misses)."""
+    from workers.surfaces import pronouns
+
+    pronouns.set_parse_cache(load_settings().perf.cache_entries)
+    cached, before = pronouns.cached_parse(), pronouns.cached_parse().stats()
+    texts = ["Cache metrics test: Elvis was born in Tupelo.", "Cache metrics test: he moved to Memphis."]
+    pronouns.parse_ahead(texts + texts[:1])
+    pronouns.parse(texts[0])
+    after = cached.stats()
+    assert (after["misses"] - before["misses"], after["hits"] - before["hits"]) == (2, 1)
+    assert after["entries"] - before["entries"] == 2

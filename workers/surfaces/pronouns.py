@@ -62,6 +62,7 @@ def parse_ahead(texts: Iterable[str]) -> None:
     if cache is None:
         return
     todo = [t for t in dict.fromkeys(texts) if (t,) not in cache]
+    _cached_parse.counts.misses += len(todo)  # parsed here, not found: misses on /metrics
     for text, doc in zip(todo, nlp().pipe(todo, batch_size=PARSE_BATCH)):
         cache[(text,)] = doc
 

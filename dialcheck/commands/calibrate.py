@@ -58,24 +58,49 @@ def _check(args) -> None:
             raise UsageError(f"--{opt} {path}: no such file")
     if not args.out:
         raise UsageError("--out is required: where to write the certified display (DISPLAY.json)")
+    if Path(args.out).is_dir():
+        raise UsageError(f"--out {args.out} is a directory: name the display file to write (DISPLAY.json)")
 
 
 def _base_display(args):
     from schemas.settings import load_settings
-    from workers.display import DisplayPolicy
 
     if args.display:
-        try:
-            return DisplayPolicy.load(args.display), args.display
-        except (ValueError, KeyError) as e:
-            raise UsageError(f"--display {args.display}: {e}") from None
+        return _load_display(args.display), args.display
     from workers.display import load_display
 
     settings = load_settings()
-    policy = load_display(settings.verify)
+    try:
+        policy = load_display(settings.verify)
+    except (ValueError, KeyError, TypeError, AttributeError) as e:  # UnicodeDecodeError is a ValueError
+        raise UsageError(f"the display file {settings.verify.display_params} (DIALCHECK_DISPLAY_PARAMS) is not a "
+                         f"display JSON file ({type(e).__name__})") from None
     if policy is None or policy.scorer is None:
         raise UsageError("the settings name no fitted display with a badge scorer: pass --display PATH")
     return policy, settings.verify.display_params
+
+
+def _load_display(path: str):
+    """--display PATH as a DisplayPolicy, or one line saying why it is not one."""
+    from workers.display import DisplayPolicy
+
+    try:
+        return DisplayPolicy.load(path)
+    except UnicodeDecodeError:
+        raise UsageError(f"--display {path}: not a display JSON file (not UTF-8 text)") from None
+    except KeyError as e:
+        raise UsageError(f"--display {path}: not a display JSON file (no {e} field)") from None
+    except ValueError as e:  # not JSON, or not the display format (it says which)
+        raise UsageError(f"--display {path}: not a display JSON file ({str(e).splitlines()[0]})") from None
+    except (TypeError, AttributeError):
+        raise UsageError(f"--display {path}: not a display JSON file (not an object of the display format)") from None
+
+
+def _write(path: str, write) -> None:
+    try:
+        write()
+    except OSError as e:
+        raise UsageError(f"--out {path}: cannot write it ({e.strerror or type(e).__name__})") from None
 
 
 def run(args) -> int:
@@ -97,7 +122,7 @@ def run(args) -> int:
         certified_policy, certified = certify_policy(policy, rows, args.target, args.confidence, args.high_target, data)
     except NotCertified as e:
         raise UsageError(str(e)) from None
-    write_display(args.out, certified_policy, certified)
+    _write(args.out, lambda: write_display(args.out, certified_policy, certified))
     if args.json:
         print(json.dumps(certified, indent=1))
     else:
@@ -138,13 +163,19 @@ def run_yardstick(args) -> int:
 
     if args.display and not Path(args.display).is_file():
         raise UsageError(f"--display {args.display}: no such file")
+    if args.display:
+        _load_display(args.display)  # a bad file is one line before the sets are read
+    if args.out and Path(args.out).is_dir():
+        raise UsageError(f"--out {args.out} is a directory: name the report file to write (REPORT.json)")
     try:
         report = yardstick_report(args.limit_per_set, args.target, args.confidence, args.high_target,
                                   display=args.display)
     except ValueError as e:
         raise UsageError(str(e)) from None
     if args.out:
-        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.out).write_text(json.dumps(report, indent=1) + "\n")
+        def write() -> None:
+            Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+            Path(args.out).write_text(json.dumps(report, indent=1) + "\n")
+        _write(args.out, write)
     print(json.dumps(report, indent=1) if args.json or not args.out else f"wrote {args.out}", file=sys.stdout)
     return 0

@@ -234,17 +234,35 @@ def _sha(path: Path) -> str:
     return hashlib.sha1(path.read_bytes()).hexdigest()[:12]
 
 
+def _objects(path: Path):
+    """One JSON object per non-blank line; a line that is not one is a ValueError naming file and line."""
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except UnicodeDecodeError:
+        raise ValueError(f"{path}: not a UTF-8 text file") from None
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except ValueError as e:
+            raise ValueError(f"{path}:{n}: not JSON ({getattr(e, 'msg', e)})") from None
+        if not isinstance(obj, dict):
+            raise ValueError(f"{path}:{n}: not a JSON object")
+        yield obj
+
+
 def from_run(policy: DisplayPolicy, run: str | Path, labels: str | Path, surface: str | None = None
              ) -> tuple[BadgeRows, dict]:
     """A `dialcheck eval --output` run file joined to a DialFact-format label file (`id`,
     `response_label`) on the record id. ValueError (a user mistake, one line) on a bad join."""
-    from workers.jsonl import read_jsonl
-
     run, labels = Path(run), Path(labels)
-    rows = [r for r in read_jsonl(run) if r.get("protocol") != "ir"]
+    rows = [r for r in _objects(run) if r.get("protocol") != "ir"]
     if not rows:
         raise ValueError(f"{run}: no verdict rows (make one with `dialcheck eval --output {run.name}`)")
-    modes = sorted({r.get("surface_mode", "?") for r in rows})
+    if not all(isinstance(r.get("surface_mode"), str) and "label" in r for r in rows):
+        raise ValueError(f"{run}: not a run file of `dialcheck eval --output` (rows without surface_mode or label)")
+    modes = sorted({r["surface_mode"] for r in rows})
     if surface is None:
         if len(modes) > 1:
             raise ValueError(f"{run} holds surfaces {','.join(modes)}: choose one with --surface")
@@ -255,7 +273,7 @@ def from_run(policy: DisplayPolicy, run: str | Path, labels: str | Path, surface
     if not any("rationale_numbers" in r for r in rows):
         raise ValueError(f"{run}: its rows lack the badge features (rationale_numbers): rerun `dialcheck eval --output`")
     gold = {}
-    for r in read_jsonl(labels):
+    for r in _objects(labels):
         if "id" not in r or "response_label" not in r:
             raise ValueError(f"{labels}: every line needs `id` and `response_label` (DialFact format)")
         if r["response_label"] not in (*LABELS, "NOT SUPPORTS"):
@@ -380,13 +398,13 @@ def yardstick_report(limit_per_set: int | None = 500, target: float = 0.85, conf
     from .tune import Tuner, log
 
     settings = load_settings()
+    policy = DisplayPolicy.load(display) if display else load_display(settings.verify)  # before any set is read
+    if policy is None or policy.scorer is None:
+        raise ValueError("the settings name no fitted display with a badge scorer: pass --display PATH")
     tuner = Tuner(settings)
     sets = {n: load_set(n, tuner.settings.data.dir, limit_per_set) for n in SETS}
     evs = {n: set_evidence(tuner, s) for n, s in sets.items()}
     shipped = load_decision(settings.verify, "fv")
-    policy = DisplayPolicy.load(display) if display else load_display(settings.verify)
-    if policy is None or policy.scorer is None:
-        raise ValueError("the settings name no fitted display with a badge scorer: pass --display PATH")
     variant = shipped.meta.get("variant", "guarded")
     kw = {"target": target, "confidence": confidence, "high_target": high_target}
 

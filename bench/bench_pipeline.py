@@ -17,7 +17,9 @@ and the windows read per claim. Per-stage milliseconds per claim come from the v
 `--off` adds "off": "previous" with settings section `perf` off (batch_query_encoding=false,
 cache_entries=0), the path before the verdict-preserving optimisations; their ratio
 (`speedup_perf`) must come with identical labels (exit 1 otherwise). `--variant-nli DIR` adds
-"variant": "default" with another NLI artifact.
+"variant": "default" with another NLI artifact, deciding and displaying with the shipped decision
+and display files applied as is (as the `shipped` row of `dialcheck tune decision --lodo --model-dir
+DIR` does; the Pipeline refuses files fitted for another model, so the bench relabels copies).
 """
 from __future__ import annotations
 
@@ -51,6 +53,31 @@ def previous_changes(base) -> dict[str, dict]:
         out.setdefault("verify", {})["window_first"] = 0
     out.setdefault("perf", {})["search_cache_entries"] = 0
     return out
+
+
+def shipped_files_for(base, nli_version: str, directory: Path) -> dict[str, dict]:
+    """Copies of the configured decision and display files relabelled for `nli_version` in
+    `directory`, as settings overrides: a variant artifact judged by the shipped files as they are."""
+    from schemas.settings import VerifySettings
+    from workers.decision.decider import decision_path
+    from workers.display.loader import display_path_for
+
+    decision = decision_path(base.verify, "e2e")
+    display = Path(base.verify.display_params or "")
+    if base.verify.display_params == VerifySettings.model_fields["display_params"].default \
+            and display_path_for(decision).is_file():  # the loader's choice (workers/display/loader.py)
+        display = display_path_for(decision)
+    out = {}
+    for key, src in (("decision_params", decision), ("display_params", display)):
+        if not src or not Path(src).is_file():
+            continue
+        doc = json.loads(Path(src).read_text())
+        doc.setdefault("meta", {})["nli_model"] = {**doc["meta"].get("nli_model", {}), "version": nli_version,
+                                                   "relabelled_from": str(src)}
+        dst = directory / Path(src).name
+        dst.write_text(json.dumps(doc))
+        out[key] = str(dst)
+    return {"verify": out}
 
 
 def default_surface(base) -> str:
@@ -155,7 +182,11 @@ def main() -> int:
         off = {**prev_changes, "perf": {**prev_changes.get("perf", {}), "batch_query_encoding": False, "cache_entries": 0}}
         runs["off"] = (base.updated(**off), prev_nli, PREVIOUS_SURFACE, off)
     if args.variant_nli:
-        runs["variant"] = (base, Timed(load_local_nli(args.variant_nli), "predict"), surface, {})
+        import tempfile
+
+        variant_nli = Timed(load_local_nli(args.variant_nli), "predict")
+        files = shipped_files_for(base, variant_nli.version, Path(tempfile.mkdtemp(prefix="bench-variant-")))
+        runs["variant"] = (base.updated(**files), variant_nli, surface, {})
     pipes = {name: Pipeline(s, model, encoder, searcher_for(base, raw, changes), args.protocol, surf)
              for name, (s, model, surf, changes) in runs.items()}
     for p in pipes.values():  # warm-up on records outside the timed set: not timed

@@ -133,3 +133,18 @@ class Checker(Protocol):
     `TurnResult` whose verdicts are all published."""
 
     def check_turns(self, items: list[CheckItem]) -> list[TurnResult]: ...
+
+
+class ReloadRefused(Exception):
+    """A display reload that kept the policy in use; the message says why (one line, for the log)."""
+
+
+@runtime_checkable
+class DisplayReload(Protocol):
+    """A checker that can re-read its display file while running (workers/pipeline.py
+    `Pipeline.reload_display`); the stream worker calls it on SIGHUP, streams/ never imports workers/."""
+
+    def reload_display(self) -> str:
+        """Re-read the display file and use it from the next batch; the policy now in use, in words.
+        Raises ReloadRefused (the old policy kept) for a missing, broken or mismatched file."""
+        ...

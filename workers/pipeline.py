@@ -15,9 +15,15 @@ shared) runs claim by claim and each claim gets its own milliseconds; a batched 
 or search call for the whole batch) cannot be split, so each claim gets the batch's time divided
 by the claims that shared it, and `timings_ms["batch_items"]` says by how many. Loading (models,
 index, spaCy, the first ONNX run) happens in `from_settings`, timed in `Pipeline.load_ms`, so it
-never lands inside a stage of the first verdict."""
+never lands inside a stage of the first verdict.
+
+The display policy can be re-read while running (`reload_display`, the worker's SIGHUP): what a
+batch reads of it (the judge stage's copy, the verdict context, model_versions) is one `_Shown`,
+swapped by one assignment and read once per `check_turns`, so a batch uses the old or the new
+policy, never a mix."""
 from __future__ import annotations
 
+import copy
 import time
 from dataclasses import dataclass
 from typing import Callable
@@ -26,12 +32,13 @@ from schemas import Verdict
 from schemas.items import CheckItem
 from schemas.secrets import Scrubber
 from schemas.protocols import (LABEL_PROTOCOLS, PROTOCOLS, RETRIEVAL_PROTOCOLS, Encoder, ModelUnavailable, NLIModel,
-                              Searcher, SearchUnavailable, TurnResult)
+                              ReloadRefused, Searcher, SearchUnavailable, TurnResult)
 from schemas.settings import Settings
 
 from .caches import CachedEncoder, cache_stats, memoize
 from .decision import load_decision
-from .display import load_display
+from .decision.decider import DecisionModelMismatch
+from .display import DisplayPolicy, display_file, load_display
 from .gate import BiConGate
 from .llm.client import client_for
 from .llm.stages import R5_SURFACES, EditStage, R5Stage, r5_cache
@@ -59,6 +66,14 @@ class PipelineHooks:
     verify_forward: Callable | None = None  # (premises, hypotheses) → (n, 3) probabilities
 
 
+@dataclass(frozen=True)
+class _Shown:
+    """Everything a batch reads of the display policy, replaced as one by `reload_display`."""
+    display: DisplayPolicy | None
+    stages: tuple  # the stages, the judge's copy holding `display`
+    context: VerdictContext
+
+
 class Pipeline:
     """A Checker: `check_turns(list[CheckItem]) -> list[TurnResult]`, the call the stream worker,
     `dialcheck check` and `dialcheck eval` all make."""
@@ -81,15 +96,62 @@ class Pipeline:
         self.decision = load_decision(settings.verify, protocol, getattr(nli, "version", None)) \
             if protocol in LABEL_PROTOCOLS else None
         self.hooks = hooks or PipelineHooks()
-        self.display = load_display(settings.verify, getattr(nli, "version", None), protocol)
-        self.stages: list[Stage] = self._stages()
-        check_chain(self.stages)
-        self.verdict_context = VerdictContext(protocol, self.model_versions(), self.display)
+        display = load_display(settings.verify, getattr(nli, "version", None), protocol)
+        stages = self._stages(display)
+        check_chain(stages)
+        self._shown = _Shown(display, tuple(stages), VerdictContext(protocol, self._versions(display), display))
         # status reasons quote backends' errors (URLs, passwords): for the publish boundaries (`_verdict`)
         self.scrub = Scrubber.from_settings(settings)
         self.load_ms: dict[str, float] = {}  # from_settings: models, index and warm-up milliseconds
 
-    def _stages(self) -> list[Stage]:
+    @property
+    def display(self) -> DisplayPolicy | None:
+        return self._shown.display
+
+    @property
+    def stages(self) -> list[Stage]:
+        return list(self._shown.stages)
+
+    @property
+    def verdict_context(self) -> VerdictContext:
+        return self._shown.context
+
+    def reload_display(self, display_params: str | None = None) -> str:
+        """Re-read the display file (`verify.display_params`, overwritten in place by an operator, or
+        `display_params` to point at another file) through the loader the Pipeline was built with (the
+        same NLI-fingerprint check), and use it from the next batch. A missing, broken or mismatched
+        file raises ReloadRefused and the policy in use stays. Returns the policy now in use, in words."""
+        path = display_params or display_file(self.settings.verify, self.protocol)
+        try:
+            settings = self.settings if display_params is None else \
+                self.settings.updated(verify={"display_params": display_params})  # checks the file is there
+            display = load_display(settings.verify, getattr(self.nli, "version", None), self.protocol, required=True)
+        except DecisionModelMismatch as e:
+            raise ReloadRefused(f"display reload refused, the old policy kept: {e}") from e
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:  # SettingsInvalid is a ValueError
+            raise ReloadRefused(f"display reload refused, the old policy kept: {path} is missing or broken "
+                                f"({type(e).__name__}: {str(e)[:200]})") from e
+        stages = tuple(self._with_display(st, display) for st in self._shown.stages)
+        self._shown = _Shown(display, stages, VerdictContext(self.protocol, self._versions(display), display))
+        self.settings = settings
+        return self.display_in_use()
+
+    def display_in_use(self) -> str:
+        """The display policy in use, in words (the worker's log line after a reload)."""
+        if self.display is None:
+            return "display: the constant rule (no display file)"
+        return f"display: {display_file(self.settings.verify, self.protocol)} ({self._versions(self.display)['display']})"
+
+    @staticmethod
+    def _with_display(stage: Stage, display: DisplayPolicy | None) -> Stage:
+        """The stage itself, or for one that reads the display policy (the judge) a copy reading `display`."""
+        if not hasattr(stage, "display"):
+            return stage
+        stage = copy.copy(stage)
+        stage.display = display
+        return stage
+
+    def _stages(self, display: DisplayPolicy | None = None) -> list[Stage]:
         s = self.settings
         stages: list[Stage] = []
         skip = None if s.verify.checkworthy else frozenset(k for k in s.verify.skip_turns.split(",") if k)
@@ -115,7 +177,7 @@ class Pipeline:
             stages.append(verify)
             if s.llm.judge:  # the cascade judge (workers/llm/judge.py); the NLI's label stays in notes["judge"]
                 from .llm.judge import JudgeStage
-                stages.append(JudgeStage.of(s.llm, self.decision, self.display))
+                stages.append(JudgeStage.of(s.llm, self.decision, display))
         return stages
 
     @classmethod
@@ -163,9 +225,10 @@ class Pipeline:
         several claims gets one verdict per claim (own claim_id) and then the turn summary (the
         turn's claim_id, the worst label — REFUTES > SUPPORTS > NEI — its rationale saying so);
         otherwise the one verdict of the turn. `states` are the claims' stage fields (IR metrics,
-        tuning); under the IR protocol no label is decided."""
+        tuning); under the IR protocol no label is decided. The display policy is read once, here."""
+        shown = self._shown
         if not self.settings.verify.segment or self.protocol == "ir":
-            return [TurnResult(st.item, [self._verdict(st)], [st]) for st in self._run(items)]
+            return [TurnResult(st.item, [self._verdict(st, shown)], [st]) for st in self._run(items, shown)]
         from .segment import capped, segment, turn_label
 
         flat, owner, segs = [], [], []
@@ -175,28 +238,28 @@ class Pipeline:
             for seg in claims:
                 flat.append(CheckItem(it.conversation_id, it.turn_id, list(it.context), seg.text, it.gold_evidence))
                 owner.append(i)
-        states = self._run(flat) if flat else []
+        states = self._run(flat, shown) if flat else []
         per_item: list[list[ClaimState]] = [[] for _ in items]
         for i, st in zip(owner, states):
             per_item[i].append(st)
         out = []
         for item, claims, sts in zip(items, segs, per_item):
-            verdicts = [self._verdict(st) for st in sts]
+            verdicts = [self._verdict(st, shown) for st in sts]
             note = getattr(claims, "note", None)
             if len(verdicts) <= 1 and not note:
-                out.append(TurnResult(item, verdicts or [self._verdict(ClaimState(item))], sts))
+                out.append(TurnResult(item, verdicts or [self._verdict(ClaimState(item), shown)], sts))
                 continue
             summary = turn_summary(item, verdicts, turn_label(v.label for v in verdicts))
             out.append(TurnResult(item, verdicts + [capped(summary, claims)], sts, note))
         return out
 
-    def _run(self, items: list[CheckItem]) -> list[ClaimState]:
+    def _run(self, items: list[CheckItem], shown: _Shown | None = None) -> list[ClaimState]:
         """Every stage of the protocol over the batch, timed (module docstring): a per-claim stage
         claim by claim, a batched stage once, its time shared by `batch_items` claims. A claim a
         stage answered (not check-worthy) goes to no later stage."""
         states = [ClaimState(it) for it in items]
         shared: dict[int, int] = {}
-        for stage in self.stages:
+        for stage in (shown or self._shown).stages:
             todo = [st for st in states if not st.skip_reason]
             if not stage.batched:
                 for st in todo:
@@ -227,10 +290,10 @@ class Pipeline:
         return {k: round(v, 1) for st in self.stages for k, v in getattr(st, "phase_ms", {}).items()}
 
     # ---- verdict ------------------------------------------------------------------------------
-    def _verdict(self, st: ClaimState) -> Verdict:
+    def _verdict(self, st: ClaimState, shown: _Shown | None = None) -> Verdict:
         """Not scrubbed here: secrets are scrubbed once, where a verdict leaves the process (the
         stream's publish, `dialcheck check`'s output, a run file), with `self.scrub`."""
-        return assemble(st, self.verdict_context)
+        return assemble(st, (shown or self._shown).context)
 
     def decision_rule(self) -> str:
         return self.decision.rule if self.decision is not None else "none"
@@ -240,13 +303,16 @@ class Pipeline:
         return cache_stats(self.searcher, self.encoder, self.surface_builder, cached_parse())
 
     def model_versions(self) -> dict[str, str]:
+        return self._versions(self.display)
+
+    def _versions(self, display: DisplayPolicy | None) -> dict[str, str]:
         v = {"nli": getattr(self.nli, "version", "?"), "encoder": getattr(self.encoder, "version", "?"),
              "protocol": self.protocol, "surface_mode": self.surface}
         if self.searcher is not None:
             v["search"] = getattr(self.searcher, "name", "?")
         if self.decision is not None:
             v["decision"] = self.decision.version
-        if getattr(self, "display", None) is not None:
-            v["display"] = f"policy@{self.display.meta.get('date', 'fitted')}"
+        if display is not None:
+            v["display"] = f"policy@{display.meta.get('date', 'fitted')}"
         return v
 

@@ -24,16 +24,28 @@ def display_path_for(decision: str | Path) -> Path:
     return decision.with_name(f"display{decision.stem[len('decision'):]}.json")
 
 
-def load_display(settings: VerifySettings, nli_version: str | None = None, protocol: str = "e2e"):
-    """The display policy of this configuration (None: the constant rule). `display_params` names it;
-    left at its default, the policy fitted with the configured decision file is used when there is
-    one (an adopted model's DIR/decision.json comes with DIR/display.json)."""
+def display_file(settings: VerifySettings, protocol: str = "e2e") -> Path | None:
+    """The file `load_display` reads (None: `display_params` is empty, the constant rule). Left at its
+    default, the policy fitted with the configured decision file when there is one (an adopted model's
+    DIR/decision.json comes with DIR/display.json)."""
+    if not settings.display_params:
+        return None
     default = VerifySettings.model_fields["display_params"].default
-    path = Path(settings.display_params or "")
-    if settings.display_params and settings.display_params == default and settings.decision == "layer":
+    path = Path(settings.display_params)
+    if settings.display_params == default and settings.decision == "layer":
         fitted = display_path_for(decision_path(settings, protocol))
         path = fitted if fitted.is_file() else path
-    if not settings.display_params or not path.is_file():
+    return path
+
+
+def load_display(settings: VerifySettings, nli_version: str | None = None, protocol: str = "e2e",
+                 required: bool = False):
+    """The display policy of this configuration (None: the constant rule, also for a named file that is
+    not there unless `required`: a reload must not fall back silently, it raises FileNotFoundError).
+    A broken file raises ValueError (or KeyError/TypeError), one fitted for another NLI model
+    DecisionModelMismatch (a ValueError)."""
+    path = display_file(settings, protocol)
+    if path is None or (not required and not path.is_file()):
         return None
     policy = DisplayPolicy.load(path)
     check_nli(policy, str(path), nli_version)

@@ -1,9 +1,9 @@
 """The Faust app: chat.turns → validate → context table → batched pipeline call → chat.verdicts;
 chat.feedback → validate → the feedback store (streams/feedback.py).
 
-Only the wiring lives here (app settings, topics, tables, agent, task, timer); what happens to a
-batch, and every delivery guarantee (holds, awaited sends, attempts table, poison records), is
-streams/turn_worker.py's `TurnWorker`.
+Only the wiring lives here (app settings, topics, tables, agent, task, timer, the SIGHUP handler of
+streams/reload.py); what happens to a batch, and every delivery guarantee (holds, awaited sends,
+attempts table, poison records), is streams/turn_worker.py's `TurnWorker`.
 
 Why these settings (see shared/docs/local-stack.md, all verified against Tansu):
 - at_least_once only; outputs are idempotent instead (stable claim ids, downstream dedups).
@@ -16,13 +16,15 @@ Why these settings (see shared/docs/local-stack.md, all verified against Tansu):
 """
 from __future__ import annotations
 
+import asyncio
+
 import faust
 from mode.utils.objects import cached_property
 
 from schemas.protocols import Checker
 from schemas.settings import Settings
 
-from . import transport
+from . import reload, transport
 from .feedback import FeedbackWorker, StoreWriter
 from .feedback_store import FeedbackStore
 from .kafka_config import faust_broker_kwargs
@@ -120,6 +122,7 @@ def create_app(settings: Settings, checker: Checker, store: FeedbackStore | None
     @app.task
     async def announce_ready():
         worker.install_scrubber()
+        reload.install(asyncio.get_running_loop(), checker, worker.scrub)  # SIGHUP: re-read the display file
         await app.tables.recovery.completed.wait()
         worker.install_scrubber()
         print(f"{READY_MARKER}: app={st.app_id} broker={worker.scrub(settings.kafka.bootstrap)} "

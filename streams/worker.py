@@ -26,8 +26,8 @@ from .turn_worker import STATUS_MARKER
 
 def run_worker(settings: Settings, checker: Checker, loglevel: str = "info") -> int:
     """Blocks until SIGTERM/SIGINT; the topics are created first so their partition counts match.
-    The display policy is the checker's, loaded when it was built: a new display file is picked up
-    on restart (no reload signal)."""
+    The display policy is the checker's, loaded when it was built: a new display file is picked up on
+    restart, or on SIGHUP by a checker that can reload it (streams/reload.py)."""
     import faust
 
     ensure_topics(settings)

@@ -4,7 +4,8 @@ slow for that test (model loading and retrieval per worker start, twice); what i
 loop: verdicts → feedback → store → `dialcheck calibrate` → the worker's display.
 
 What is real: the display policy is loaded at create time with `workers.display.load_display`
-from `verify.display_params` (DIALCHECK_DISPLAY_PARAMS), as the Pipeline loads it, and every
+from `verify.display_params` (DIALCHECK_DISPLAY_PARAMS), as the Pipeline loads it, and re-read by
+`reload_display` (the worker's SIGHUP) through the same loader, refused like the Pipeline's; every
 verdict's display is `workers.display.display_of` over a real `Decision` and `ClaimEvidence`. What is
 stood in: the NLI numbers. A claim ending in a tag `[SUPPORTS 0.62]` or `[REFUTES 0.62]` gets that
 label with p(label) = the number, on 20 windows read, the first deciding (entail / contradict = p,
@@ -21,7 +22,7 @@ import re
 import numpy as np
 
 from schemas import Evidence, Status, Surface, Verdict, claim_id
-from schemas.protocols import CONTRADICTION, ENTAILMENT, NEUTRAL, TurnResult
+from schemas.protocols import CONTRADICTION, ENTAILMENT, NEUTRAL, ReloadRefused, TurnResult
 from workers.decision.features import ClaimEvidence
 from workers.decision.methods import Decision
 from workers.display import BadgeFacts, display_of, load_display
@@ -39,9 +40,19 @@ def numbers_of(claim: str) -> tuple[str, float] | None:
 
 class PolicyStandIn:
     def __init__(self, settings, protocol: str = "e2e"):
-        self.settings = settings
+        self.settings, self.protocol = settings, protocol
         self.display = load_display(settings.verify, None, protocol)  # None: the constant rule, as the Pipeline
         self.display_file = settings.verify.display_params
+
+    def reload_display(self) -> str:
+        """The display file re-read in place (workers/pipeline.py `Pipeline.reload_display`'s contract)."""
+        try:
+            display = load_display(self.settings.verify, None, self.protocol, required=True)
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
+            raise ReloadRefused(f"{self.display_file} is missing or broken ({type(e).__name__}); "
+                                f"the old policy kept") from e
+        self.display = display  # one assignment; check_turns reads it once per batch
+        return f"{self.display_file} (policy@{display.meta.get('date', 'fitted') if display else 'constant'})"
 
     def _claim(self, it) -> tuple[Decision | None, ClaimEvidence | None, Status, list[Evidence], dict]:
         tagged = numbers_of(it.claim)
@@ -66,7 +77,7 @@ class PolicyStandIn:
         return d, ev, Status("ok", None, "strong"), evidence, quoted
 
     def check_turns(self, items):
-        out = []
+        out, display = [], self.display
         for it in items:
             d, ev, status, evidence, numbers = self._claim(it)
             v = Verdict(conversation_id=it.conversation_id, turn_id=it.turn_id,
@@ -74,7 +85,7 @@ class PolicyStandIn:
                         surface=Surface(name="r0", text=it.claim), label=d.label if d else "NOT ENOUGH INFO",
                         probabilities=d.probabilities if d else {"SUPPORTS": 0.0, "REFUTES": 0.0, "NOT ENOUGH INFO": 1.0},
                         evidence=evidence, model_versions={"standin": "policy"}, timings_ms={}, status=status,
-                        display=display_of(d, ev, status, self.display),
+                        display=display_of(d, ev, status, display),
                         rationale={"rule": "standin:policy", "numbers": numbers, "window": None,
                                    "summary": "stand-in numbers, real display policy"})
             if d is not None and BadgeFacts.of_verdict(v) != BadgeFacts.of(d, ev):

@@ -4,10 +4,13 @@ A real worker on a real embedded Tansu broker publishes verdicts under the shipp
 judge them with the live page's buttons in a real headless Chromium (source "user") and an
 annotation export comes in with `dialcheck feedback import` (source "annotator"); both land in the
 worker's feedback store, joined to the verdicts it published. `dialcheck calibrate --from-feedback`
-certifies new display thresholds from the store, and the worker, restarted with that file
-(DIALCHECK_DISPLAY_PARAMS, `verify.display_params`), publishes displays that follow the new policy:
-a SUPPORTS badge the shipped thresholds hid is shown (its score is above the certified threshold),
-and REFUTES badges, judged wrong every time, are no longer shown though the shipped policy showed them.
+certifies new display thresholds from the store. The running worker, its display file
+(DIALCHECK_DISPLAY_PARAMS, `verify.display_params`, a copy of the shipped one) overwritten in place
+with the certified file and sent SIGHUP, publishes displays that follow the new policy without a
+restart (a broken file sent first is refused and the old policy kept), and so does a worker restarted
+with that file: a SUPPORTS badge the shipped thresholds hid is shown (its score is above the certified
+threshold), and REFUTES badges, judged wrong every time, are no longer shown though the shipped policy
+showed them.
 
 The checker is tests/policy_standin.py: stand-in NLI numbers (the real pipeline is too slow for this
 test), the real display runtime (`load_display`, `display_of`). Which badges are right is the
@@ -19,6 +22,8 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
+import signal
 
 import pytest
 
@@ -26,6 +31,7 @@ from schemas import ChatTurn, Verdict, claim_id
 from schemas.settings import load_settings
 from streams.broker import EmbeddedBroker
 from streams.feedback_store import FeedbackStore
+from streams.reload import REFUSED, RELOADED
 from streams.replay import TurnProducer
 from streams.topics import ensure_topics
 from streams.verdicts import VerdictLog, collect_verdicts, end_offsets
@@ -78,6 +84,8 @@ def test_feedback_from_chromium_and_a_file_certifies_a_display_the_restarted_wor
 
     shipped = DisplayPolicy.load(SHIPPED)
     store_path, new_display = tmp_path / "feedback.sqlite3", tmp_path / "display-certified.json"
+    live_display = tmp_path / "display.json"  # the worker's display file, overwritten in place for SIGHUP
+    live_display.write_bytes(SHIPPED.read_bytes())
     traffic = ([("SUPPORTS", p, "right") for p in RIGHT_SUPPORTS] + [("SUPPORTS", p, "wrong") for p in WRONG_SUPPORTS]
                + [("REFUTES", p, "wrong") for p in WRONG_REFUTES])
     at = {(lab, p): i for i, (lab, p, _) in enumerate(traffic)}
@@ -89,8 +97,8 @@ def test_feedback_from_chromium_and_a_file_certifies_a_display_the_restarted_wor
     log = tmp_path / "worker.log"
     with contextlib.ExitStack() as stack:
         broker = stack.enter_context(EmbeddedBroker(log_path=str(tmp_path / "broker.log")))
-        settings = load_settings(kafka={"bootstrap": broker.bootstrap}, stream={"feedback_store": str(store_path)})
-        assert settings.verify.display_params == str(SHIPPED)
+        settings = load_settings(kafka={"bootstrap": broker.bootstrap}, stream={"feedback_store": str(store_path)},
+                                 verify={"display_params": str(live_display)})
         ensure_topics(settings)
         worker = stack.enter_context(WorkerProcess(settings, log, extra_args=STANDIN))
         ui = stack.enter_context(UIProcess(broker.bootstrap, tmp_path / "ui.log"))
@@ -157,7 +165,30 @@ def test_feedback_from_chromium_and_a_file_certifies_a_display_the_restarted_wor
         assert wrong_s < new.show["SUPPORTS"] < shipped.show["SUPPORTS"] and new.show["REFUTES"] > 1.0
         assert new.scorer == shipped.scorer  # the runtime's scorer kept, only the thresholds certified
 
-        # 4. the worker restarted on the certified file publishes the new policy's displays
+        # 4. SIGHUP: the running worker re-reads its file; a broken one is refused, the old policy kept
+        def reloaded(content: bytes, marker: str, run: str) -> tuple[str, dict[str, Verdict]]:
+            live_display.write_bytes(content)
+            os.kill(worker.pid, signal.SIGHUP)
+            line = worker.wait_for(marker, WAIT_S)
+            sent = probes(run)
+            got_run = {v.claim: v for v in publish(settings, worker, list(sent.values())).values()}
+            return line, {k: got_run[t.text] for k, t in sent.items()}
+
+        pid = worker.pid
+        line, kept = reloaded(b"{not json", REFUSED, "kept")
+        assert str(live_display) in line and "old policy kept" in line, line
+        assert RELOADED not in worker.log_text()
+        for k in "ABCD":
+            assert kept[k].display == expected_display(shipped, kept[k]) == old[k].display, k
+        line, hup = reloaded(new_display.read_bytes(), RELOADED, "hup")
+        assert str(live_display) in line, line
+        assert worker.alive() and worker.pid == pid  # the same process: reloaded, not restarted
+        for k in "ABCD":
+            assert hup[k].display == expected_display(new, hup[k]), k
+            assert hup[k].probabilities == old[k].probabilities
+        assert [hup[k].display.show for k in "ABCD"] == [True, False, False, True]
+
+        # 5. the worker restarted on the certified file publishes the new policy's displays
         worker.stop()
         restarted = settings.updated(verify={"display_params": str(new_display)})
         assert restarted.env()["DIALCHECK_DISPLAY_PARAMS"] == str(new_display)

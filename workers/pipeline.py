@@ -127,10 +127,10 @@ class Pipeline:
                 self.settings.updated(verify={"display_params": display_params})  # checks the file is there
             display = load_display(settings.verify, getattr(self.nli, "version", None), self.protocol, required=True)
         except DecisionModelMismatch as e:
-            raise ReloadRefused(f"display reload refused, the old policy kept: {e}") from e
+            raise ReloadRefused(f"{e}; the old policy kept") from e
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:  # SettingsInvalid is a ValueError
-            raise ReloadRefused(f"display reload refused, the old policy kept: {path} is missing or broken "
-                                f"({type(e).__name__}: {str(e)[:200]})") from e
+            raise ReloadRefused(f"{path} is missing or broken ({type(e).__name__}: {str(e)[:200]}); "
+                                f"the old policy kept") from e
         stages = tuple(self._with_display(st, display) for st in self._shown.stages)
         self._shown = _Shown(display, stages, VerdictContext(self.protocol, self._versions(display), display))
         self.settings = settings
@@ -139,8 +139,8 @@ class Pipeline:
     def display_in_use(self) -> str:
         """The display policy in use, in words (the worker's log line after a reload)."""
         if self.display is None:
-            return "display: the constant rule (no display file)"
-        return f"display: {display_file(self.settings.verify, self.protocol)} ({self._versions(self.display)['display']})"
+            return "the constant rule (no display file)"
+        return f"{display_file(self.settings.verify, self.protocol)} ({self._versions(self.display)['display']})"
 
     @staticmethod
     def _with_display(stage: Stage, display: DisplayPolicy | None) -> Stage:

@@ -33,10 +33,9 @@ from streams.broker import EmbeddedBroker
 from streams.feedback_store import FeedbackStore
 from streams.reload import REFUSED, RELOADED
 from streams.replay import TurnProducer
-from streams.topics import ensure_topics
 from streams.verdicts import VerdictLog, collect_verdicts, end_offsets
 from streams.worker import WorkerProcess
-from tests.test_ui_browser import ARTIFACTS, UIProcess, _cli, headless_chromium
+from tests.test_ui_browser import ARTIFACTS, _cli, live_page
 from tests.waiting import wait_until
 from workers.display import SHIPPED, BadgeFacts, DisplayPolicy
 
@@ -79,8 +78,6 @@ def expected_display(policy: DisplayPolicy, v: Verdict):
 @pytest.mark.timeout(900)
 def test_feedback_from_chromium_and_a_file_certifies_a_display_the_restarted_worker_uses(tmp_path):
     from selenium.webdriver.common.by import By
-    from selenium.webdriver.support import expected_conditions as EC
-    from selenium.webdriver.support.ui import WebDriverWait
 
     shipped = DisplayPolicy.load(SHIPPED)
     store_path, new_display = tmp_path / "feedback.sqlite3", tmp_path / "display-certified.json"
@@ -99,14 +96,7 @@ def test_feedback_from_chromium_and_a_file_certifies_a_display_the_restarted_wor
         broker = stack.enter_context(EmbeddedBroker(log_path=str(tmp_path / "broker.log")))
         settings = load_settings(kafka={"bootstrap": broker.bootstrap}, stream={"feedback_store": str(store_path)},
                                  verify={"display_params": str(live_display)})
-        ensure_topics(settings)
-        worker = stack.enter_context(WorkerProcess(settings, log, extra_args=STANDIN))
-        ui = stack.enter_context(UIProcess(broker.bootstrap, tmp_path / "ui.log"))
-        driver = stack.enter_context(headless_chromium())
-        wait = WebDriverWait(driver, WAIT_S)
-        driver.get(ui.url)
-        wait.until(EC.text_to_be_present_in_element((By.ID, "status"), "live"))
-        worker.wait_ready(timeout_s=WAIT_S)
+        worker, ui, driver, wait = live_page(stack, settings, tmp_path, log, STANDIN)
 
         # 1. the shipped display on the traffic and on the probes
         old_probes = probes("old")

@@ -447,6 +447,24 @@ def _claims_by_label(prefix: str, want: dict[str, int]) -> list[tuple[str, str]]
     return out
 
 
+def live_page(stack: contextlib.ExitStack, settings, tmp_path: Path, worker_log: Path, worker_args: list[str]):
+    """The feedback tests' set-up on `stack`: the topics, a worker, the live page and a headless Chromium
+    showing it live; returns (worker, ui, driver, wait) once the worker is ready."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as EC
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    ensure_topics(settings)
+    worker = stack.enter_context(WorkerProcess(settings, worker_log, extra_args=worker_args))
+    ui = stack.enter_context(UIProcess(settings.kafka.bootstrap, tmp_path / "ui.log"))
+    driver = stack.enter_context(headless_chromium())
+    wait = WebDriverWait(driver, WAIT_S)
+    driver.get(ui.url)
+    wait.until(EC.text_to_be_present_in_element((By.ID, "status"), "live"))
+    worker.wait_ready(timeout_s=WAIT_S)
+    return worker, ui, driver, wait
+
+
 def test_feedback_buttons_store_judgements_and_the_page_shows_precision_in_chromium(tmp_path):
     """Issue 38: right / wrong on each verdict in a real Chromium → POST → chat.feedback → the worker's
     store, joined to the verdict it published (source "user"); a changed mind replaces the first click;
@@ -469,15 +487,8 @@ def test_feedback_buttons_store_judgements_and_the_page_shows_precision_in_chrom
         broker = stack.enter_context(EmbeddedBroker(log_path=str(tmp_path / "broker.log")))
         settings = load_settings(kafka={"bootstrap": broker.bootstrap},
                                  stream={"feedback_store": str(store_path), "trace_records": True})
-        ensure_topics(settings)
-        worker = stack.enter_context(WorkerProcess(settings, tmp_path / "worker.log",
-                                                   extra_args=["--pipeline", "tests.feedback_standin:create"]))
-        ui = stack.enter_context(UIProcess(broker.bootstrap, tmp_path / "ui.log"))
-        driver = stack.enter_context(headless_chromium())
-        wait = WebDriverWait(driver, WAIT_S)
-        driver.get(ui.url)
-        wait.until(EC.text_to_be_present_in_element((By.ID, "status"), "live"))
-        worker.wait_ready(timeout_s=WAIT_S)
+        worker, ui, driver, wait = live_page(stack, settings, tmp_path, tmp_path / "worker.log",
+                                             ["--pipeline", "tests.feedback_standin:create"])
         metrics = worker.wait_for(METRICS_MARKER, 30).split(METRICS_MARKER, 1)[1].strip()
         with TurnProducer(settings) as p:
             for i, (claim, _) in enumerate(claims):

@@ -7,7 +7,7 @@ any other exception is a bug and propagates to the stream's error-verdict path."
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol, Sequence, runtime_checkable
+from typing import Mapping, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
@@ -133,6 +133,14 @@ class Checker(Protocol):
     `TurnResult` whose verdicts are all published."""
 
     def check_turns(self, items: list[CheckItem]) -> list[TurnResult]: ...
+
+
+@runtime_checkable
+class CacheStats(Protocol):
+    """A checker that reports its caches (workers/pipeline.py `Pipeline.cache_stats`): per cache name,
+    `hits`, `misses`, `entries` and `capacity`. The worker's /metrics reads it at scrape time."""
+
+    def cache_stats(self) -> Mapping[str, Mapping[str, int]]: ...
 
 
 class ReloadRefused(Exception):

@@ -19,9 +19,10 @@ import threading
 import time
 from dataclasses import asdict
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable, Iterable, Mapping, Protocol, runtime_checkable
+from typing import Any, Callable, Iterable, Mapping
 
 from schemas import TIMING_META_KEYS, Reason
+from schemas.protocols import CacheStats
 from schemas.settings import Settings, redact
 
 log = logging.getLogger("dialcheck.observability")
@@ -67,14 +68,6 @@ def wait_for_broker(bootstrap: str, wait_s: float) -> bool:
         if time.monotonic() >= deadline:
             return False
         time.sleep(0.5)
-
-
-@runtime_checkable
-class CacheStats(Protocol):
-    """A checker that reports its caches (workers/pipeline.py `Pipeline.cache_stats`): per cache name,
-    `hits`, `misses`, `entries` and `capacity`. Read at scrape time; streams/ never imports workers/."""
-
-    def cache_stats(self) -> Mapping[str, Mapping[str, int]]: ...
 
 
 class MetricsBindError(RuntimeError):

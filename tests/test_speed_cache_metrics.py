@@ -12,7 +12,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from schemas.protocols import Passage
 from schemas.settings import load_settings
-from streams.observability import CacheStats, Observability
+from schemas.protocols import CacheStats
+from streams.observability import Observability
 from workers.caches import CachedSearcher, cache_stats, memoize
 from workers.retrieval.bm25 import EmbeddedIndex
 from workers.windows import top_windows, window_cache_stats

@@ -55,7 +55,7 @@ def test_a_long_turn_beside_another_conversations_turn(pipeline):
 
     seen: list[int] = []
     run = pipeline._run
-    pipeline._run = lambda items, *rest: seen.append(len(items)) or run(items, *rest)
+    pipeline._run = lambda items, shown: seen.append(len(items)) or run(items, shown)
     try:
         long_turn_result, other_result = pipeline.check_turns([long_turn, other])
     finally:

@@ -253,13 +253,13 @@ class Pipeline:
             out.append(TurnResult(item, verdicts + [capped(summary, claims)], sts, note))
         return out
 
-    def _run(self, items: list[CheckItem], shown: _Shown | None = None) -> list[ClaimState]:
+    def _run(self, items: list[CheckItem], shown: _Shown) -> list[ClaimState]:
         """Every stage of the protocol over the batch, timed (module docstring): a per-claim stage
         claim by claim, a batched stage once, its time shared by `batch_items` claims. A claim a
         stage answered (not check-worthy) goes to no later stage."""
         states = [ClaimState(it) for it in items]
         shared: dict[int, int] = {}
-        for stage in (shown or self._shown).stages:
+        for stage in shown.stages:
             todo = [st for st in states if not st.skip_reason]
             if not stage.batched:
                 for st in todo:
@@ -290,10 +290,10 @@ class Pipeline:
         return {k: round(v, 1) for st in self.stages for k, v in getattr(st, "phase_ms", {}).items()}
 
     # ---- verdict ------------------------------------------------------------------------------
-    def _verdict(self, st: ClaimState, shown: _Shown | None = None) -> Verdict:
+    def _verdict(self, st: ClaimState, shown: _Shown) -> Verdict:
         """Not scrubbed here: secrets are scrubbed once, where a verdict leaves the process (the
         stream's publish, `dialcheck check`'s output, a run file), with `self.scrub`."""
-        return assemble(st, (shown or self._shown).context)
+        return assemble(st, shown.context)
 
     def decision_rule(self) -> str:
         return self.decision.rule if self.decision is not None else "none"

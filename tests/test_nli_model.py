@@ -46,3 +46,25 @@ def test_fact_pairs(nli):
 @pytest.mark.model
 def test_empty_batch(nli):
     assert nli.predict([], []).shape == (0, 3)
+
+
+@pytest.mark.model
+def test_chunking_and_sort_order_leave_the_logits_unchanged(settings, dialfact_records):
+    """settings models.ort_nli_chunk / ort_nli_sort only change how much padding each ONNX call
+    carries: the attention mask hides it, so 8 pairs sorted by tokens (the default) must give the
+    logits 32 sorted by characters (the previous release) gave, on pairs of mixed lengths."""
+    from workers.models.onnx_nli import OnnxNLI
+
+    d = settings.models.nli_model_dir
+    premises = [" ".join(r.context[-2:]) or r.response for r in dialfact_records[:48]]
+    hypotheses = [r.response for r in dialfact_records[:48]]
+    previous = OnnxNLI(d, batch_size=32, sort_by="chars")
+    default = OnnxNLI(d)
+    assert (default.batch_size, default.sort_by) == (8, "tokens")
+    lengths = default.pair_lengths(premises, hypotheses)
+    assert max(lengths) > 2 * min(lengths), "the sample must mix short and long pairs"
+    np.testing.assert_allclose(default.logits(premises, hypotheses), previous.logits(premises, hypotheses),
+                               rtol=0, atol=1e-4)
+    tokens = default.tokenizer(premises[:3], hypotheses[:3], truncation="longest_first",
+                               max_length=default.max_length)["input_ids"]
+    assert lengths[:3] == [len(t) for t in tokens]

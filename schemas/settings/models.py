@@ -25,6 +25,11 @@ class ModelSettings(Section):
                             ge=0, le=256)
     ort_graph_optimization: Literal["disable", "basic", "extended", "all"] = env(
         "ORT_GRAPH_OPTIMIZATION", "all", "ONNX Runtime graph optimisation level.")
+    ort_nli_chunk: int = env("ORT_NLI_CHUNK", 8, "NLI pairs per ONNX Runtime call (the previous release: 32); "
+                             "the logits do not depend on it.", ge=1, le=4096)
+    ort_nli_sort: Literal["tokens", "chars"] = env(
+        "ORT_NLI_SORT", "tokens", "What the NLI pairs are sorted by before chunking: token counts (less padding) "
+        "or characters (the previous release); the logits do not depend on it.")
 
     @field_validator("nli_model_dir")
     @classmethod

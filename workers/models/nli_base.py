@@ -48,6 +48,11 @@ class NLIClassifier:
     def forward(self, premises: list[str], hypotheses: list[str]) -> np.ndarray:
         raise NotImplementedError
 
+    def pair_lengths(self, premises: Sequence[str], hypotheses: Sequence[str]) -> list[int]:
+        """What `logits` sorts the pairs by before chunking: characters here; a backend with its
+        tokenizer at hand counts tokens, which pads less (OnnxNLI)."""
+        return [len(p) + len(h) for p, h in zip(premises, hypotheses)]
+
     def forward_sorted(self, premises: list[str], hypotheses: list[str]) -> np.ndarray:
         """Raw logits of length-sorted pairs, in chunks of `batch_size` (short pairs are not
         padded to long ones). Backends that parallelise requests override this."""
@@ -62,7 +67,8 @@ class NLIClassifier:
         n = len(premises)
         if n == 0:
             return np.zeros((0, 3), np.float32)
-        order = sorted(range(n), key=lambda i: len(premises[i]) + len(hypotheses[i]))
+        lengths = self.pair_lengths(premises, hypotheses)
+        order = sorted(range(n), key=lengths.__getitem__)
         sorted_logits = self.forward_sorted([premises[i] for i in order], [hypotheses[i] for i in order])
         out = np.zeros((n, sorted_logits.shape[1]), np.float32)
         out[order] = sorted_logits

@@ -12,6 +12,12 @@ from schemas.protocols import ModelUnavailable
 from .nli_base import NLIClassifier, label_columns
 
 MAX_LENGTH = 256
+# How the CPU path chunks a batch's pairs (settings `models.ort_nli_chunk` / `ort_nli_sort`): sorted
+# by token count, 8 at a time. On the stream's pairs (DialFact E2E windows, ~56 tokens) chunks of 32
+# sorted by characters padded 42 % more tokens than they held, chunks of 8 by tokens 9 %: the NLI
+# call ran 1.35-1.5x faster with bit-identical logits (the attention mask hides the padding).
+CHUNK_PAIRS = 8
+SORT_BY = "tokens"
 
 
 def read_calibration(model_dir: Path) -> dict:
@@ -24,8 +30,8 @@ class OnnxNLI(NLIClassifier):
     lab/nli/adopt.py) the model's max length from calibration.json. `max_length` given (the Triton
     config's parameter) wins; else calibration.json `max_length`, else MAX_LENGTH."""
 
-    def __init__(self, model_dir: str | Path, batch_size: int = 32, threads: int = 0, graph_optimization: str = "all",
-                 max_length: int | None = None):
+    def __init__(self, model_dir: str | Path, batch_size: int = CHUNK_PAIRS, threads: int = 0,
+                 graph_optimization: str = "all", max_length: int | None = None, sort_by: str = SORT_BY):
         import onnxruntime as ort
         from transformers import AutoTokenizer
 
@@ -49,6 +55,15 @@ class OnnxNLI(NLIClassifier):
         self.columns = label_columns(cal.get("label_order"))
         self.batch_size = batch_size
         self.max_length = int(max_length or cal.get("max_length") or MAX_LENGTH)
+        if sort_by not in ("tokens", "chars"):
+            raise ValueError(f"sort_by {sort_by!r}: 'tokens' or 'chars'")
+        self.sort_by = sort_by
+
+    def pair_lengths(self, premises, hypotheses) -> list[int]:
+        if self.sort_by == "chars":
+            return super().pair_lengths(premises, hypotheses)
+        enc = self.tokenizer(list(premises), list(hypotheses), truncation="longest_first", max_length=self.max_length)
+        return [len(ids) for ids in enc["input_ids"]]
 
     def forward(self, premises: list[str], hypotheses: list[str]) -> np.ndarray:
         enc = self.tokenizer(premises, hypotheses, padding=True, truncation="longest_first",
@@ -87,7 +102,8 @@ class HFNLI(NLIClassifier):
 
 
 def load_local_nli(model_dir: str | Path, threads: int = 0, graph_optimization: str = "all",
-                   device: str = "cpu", torch_dir: str | Path | None = None) -> NLIClassifier:
+                   device: str = "cpu", torch_dir: str | Path | None = None, chunk: int = CHUNK_PAIRS,
+                   sort_by: str = SORT_BY) -> NLIClassifier:
     """ONNX Runtime on CPU for the shipped artifact; torch for an HF checkpoint or on CUDA."""
     d = Path(model_dir)
     if device.startswith("cuda"):
@@ -96,4 +112,6 @@ def load_local_nli(model_dir: str | Path, threads: int = 0, graph_optimization: 
         nli = HFNLI(torch_dir, batch_size=256, device=device)
         nli.temperature = float(read_calibration(d).get("temperature", nli.temperature))  # the release's T
         return nli
-    return OnnxNLI(d, threads=threads, graph_optimization=graph_optimization) if (d / "model.onnx").exists() else HFNLI(d)
+    if (d / "model.onnx").exists():
+        return OnnxNLI(d, batch_size=chunk, threads=threads, graph_optimization=graph_optimization, sort_by=sort_by)
+    return HFNLI(d)

@@ -116,3 +116,28 @@ def test_a_turn_is_skipped_only_when_every_sentence_is_of_a_skipped_kind():
     assert check_worthiness("Thanks! Do you like it?").skipped_by(skip)
     assert not check_worthiness("Thanks! I love cheerleading.").skipped_by(skip)  # an opinion: checked by default
     assert check_worthiness("Thanks! I love cheerleading.").skipped_by(None)
+
+
+def test_batched_parsing_gives_the_same_kinds_and_fills_the_parse_cache(dialfact_records):
+    """CheckWorthyStage with `perf.batch_parsing` parses the batch's turns in one spaCy pass into
+    the parse cache: every turn's kinds must equal one `nlp()` call each, and the surfaces then
+    find the turns parsed."""
+    from types import SimpleNamespace
+
+    from workers.stages import CheckWorthyStage
+    from workers.surfaces import pronouns
+
+    turns = [r.response for r in dialfact_records[:60]] + ["Hello, how are you?", "Thanks so much!", "  "]
+    expected = [check_worthiness(t).kinds for t in turns]
+    pronouns.set_parse_cache(0)
+    pronouns.set_parse_cache(4096)
+    try:
+        states = [SimpleNamespace(item=SimpleNamespace(claim=t), skip_reason=None, notes={}) for t in turns]
+        CheckWorthyStage(frozenset({"question", "greeting", "thanks"}), batch_parse=True).run(states)
+        assert all((t,) in pronouns._cached_parse.cache for t in turns if t.strip())
+        hits = pronouns._cached_parse.counts.hits
+        assert [check_worthiness(t, pronouns.parse).kinds for t in turns] == expected
+        assert pronouns._cached_parse.counts.hits - hits == sum(1 for t in turns if t.strip())
+        assert [s.notes.get("kind") for s in states[-3:]] == ["greeting", "thanks", None]
+    finally:
+        pronouns.set_parse_cache(0)

@@ -181,10 +181,12 @@ def sentence_kind(sent) -> str:
     return "fact"
 
 
-def check_worthiness(turn: str) -> Worthiness:
+def check_worthiness(turn: str, parse=None) -> Worthiness:
+    """`parse`: text → spaCy Doc of the same model (the surfaces' cached `parse`, filled a batch at a
+    time by `parse_ahead`); one `nlp()` call by default."""
     if not turn.strip():
         return Worthiness(False, REASON, "empty", frozenset({"empty"}))
-    doc = _nlp()(turn)
+    doc = (parse or _nlp())(turn)
     kinds = frozenset(sentence_kind(s) for s in doc.sents)
     if "fact" in kinds:
         return Worthiness(True, kinds=kinds)

@@ -156,7 +156,7 @@ class Pipeline:
         stages: list[Stage] = []
         skip = None if s.verify.checkworthy else frozenset(k for k in s.verify.skip_turns.split(",") if k)
         if (skip is None or skip) and self.protocol != "ir":
-            stages.append(CheckWorthyStage(skip))
+            stages.append(CheckWorthyStage(skip, s.perf.batch_parsing))
         base = R5_SURFACES.get(self.surface, self.surface)  # r5 → r4, r5g → r4g: R5's fallback path
         stages.append(SurfaceStage(base, self.surface_builder))
         if base == "r4g":
@@ -170,7 +170,7 @@ class Pipeline:
         if self.protocol == "fv":
             stages.append(GoldEvidenceStage())
         if self.decision is not None:
-            verify = VerifyStage(self.nli, s.verify, self.decision, **(
+            verify = VerifyStage(self.nli, s.verify, self.decision, batch_parse=s.perf.batch_parsing, **(
                 {"window_fn": self.hooks.window_fn} if self.hooks.window_fn is not None else {}))
             if self.hooks.verify_forward is not None:
                 verify.forward = lambda pairs: self.hooks.verify_forward(*pairs)

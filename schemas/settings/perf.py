@@ -14,3 +14,6 @@ class PerfSettings(Section):
     search_cache_entries: int = env("SEARCH_CACHE_ENTRIES", 4096,
                                      "Entries of the BM25 hit cache, by (query, k): a conversation's follow-up turns "
                                      "search its context turns again (0: no cache).", ge=0, le=10_000_000)
+    batch_parsing: bool = env("BATCH_PARSING", True,
+                              "Parse a batch's turns and claim topics with one spaCy `pipe` pass each, into the parse "
+                              "cache (identical parses; needs cache_entries > 0).")

@@ -81,6 +81,14 @@ def cached_parse():
     return _cached_parse
 
 
+def swap_parse_cache(cached):
+    """Install `cached` (a memoized parse, as `cached_parse()` returns) and return the one it replaces:
+    bench/bench_pipeline.py gives each run it interleaves a cache of its own."""
+    global _cached_parse
+    old, _cached_parse = _cached_parse, cached
+    return old
+
+
 def set_parse_cache(entries: int) -> None:
     """Size the cache; unchanged size keeps it (eval builds a Pipeline per surface mode)."""
     global _cached_parse, _parse_cache_entries

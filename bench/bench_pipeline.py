@@ -5,7 +5,8 @@ process, on the same records, with the same encoder and index.
                                    [--surface SURFACE] [--off] [--variant-nli DIR]
 
 "previous" is the default of the last release (base commit 507bba7): surface R4 + gate, the fp32 NLI
-artifact, every window of the pre-score top 24 read in one NLI call, no BM25 hit cache. "default"
+artifact, every window of the pre-score top 24 read in one NLI call chunked 32 pairs at a time by
+characters, no BM25 hit cache. "default"
 is what the settings give today (their surface, NLI artifact, window budget and caches; `--surface`
 overrides the surface of "default" only). `speedup_vs_previous_default` = claims/s default ÷
 previous. The runs are interleaved batch by batch (order flipped every batch), so load from other
@@ -43,15 +44,21 @@ from schemas.settings import REPO_ROOT, load_settings  # noqa: E402
 PREVIOUS_SURFACE = "r4g"
 PREVIOUS_NLI_DIR = str(REPO_ROOT / "triton_models" / "nli" / "1")
 PREVIOUS_SETTINGS: dict[str, dict] = {"models": {"nli_model_dir": PREVIOUS_NLI_DIR}}
+# the NLI call's chunking of 507bba7 (32 pairs, sorted by characters): set where the settings have it
+PREVIOUS_NLI_CHUNKING = {"ort_nli_chunk": 32, "ort_nli_sort": "chars"}
 
 
 def previous_changes(base) -> dict[str, dict]:
     """Section overrides that give 507bba7's defaults, for the settings that exist in `base`."""
     out = {name: dict(fields) for name, fields in PREVIOUS_SETTINGS.items()}
+    models = type(base.models).model_fields
+    out["models"].update({k: v for k, v in PREVIOUS_NLI_CHUNKING.items() if k in models})
     verify = type(base.verify).model_fields
     if "window_first" in verify:  # the adaptive window budget: 0 reads the top k in one call, as before
         out.setdefault("verify", {})["window_first"] = 0
     out.setdefault("perf", {})["search_cache_entries"] = 0
+    if "batch_parsing" in type(base.perf).model_fields:  # one spaCy pass per batch for claims and topics
+        out["perf"]["batch_parsing"] = False
     return out
 
 
@@ -160,6 +167,8 @@ def main() -> int:
     from workers.models.onnx_nli import load_local_nli
     from workers.pipeline import Pipeline
     from workers.retrieval.factory import load_searcher
+    from workers.caches import memoize
+    from workers.surfaces import pronouns
     from workers.surfaces.pronouns import set_parse_cache
 
     base = load_settings()
@@ -168,8 +177,10 @@ def main() -> int:
     nli, encoder = load_models(base)
     nli, encoder = Timed(nli, "predict"), Timed(encoder, "encode")
     m = previous.models
-    prev_nli = nli if m.nli_model_dir == base.models.nli_model_dir else Timed(
-        load_local_nli(m.nli_model_dir, m.ort_threads, m.ort_graph_optimization), "predict")
+    prev_nli = nli if m == base.models else Timed(load_local_nli(
+        m.nli_model_dir, m.ort_threads, m.ort_graph_optimization,
+        **{k: getattr(m, f) for k, f in (("chunk", "ort_nli_chunk"), ("sort_by", "ort_nli_sort")) if hasattr(m, f)}),
+        "predict")
     raw = None
     if args.protocol == "e2e":
         raw = load_searcher(base.updated(perf={"search_cache_entries": 0}), encoder)
@@ -194,12 +205,16 @@ def main() -> int:
     out = {"protocol": args.protocol, "claims": len(items), "batch": args.batch,
            "surfaces": {name: r[2] for name, r in runs.items()},
            "nli": {name: r[1].version for name, r in runs.items()}}
-    verdicts_of = {}
     verdicts_of = {name: [] for name in pipes}
     secs, in_models = dict.fromkeys(pipes, 0.0), dict.fromkeys(pipes, 0.0)
 
+    # each run its own spaCy parse cache (the module keeps one): neither reads the other's parses
+    parse_caches = {name: memoize(pronouns._parse, base.perf.cache_entries) for name in pipes}
+
     def timed_batch(name: str, chunk) -> None:
         models = (runs[name][1], encoder)
+        if pronouns.parse_cache_on():
+            pronouns.swap_parse_cache(parse_caches[name])
         before, t = sum(x.seconds for x in models), time.perf_counter()
         verdicts_of[name].extend(turn_verdicts(pipes[name].check_turns(chunk)))
         secs[name] += time.perf_counter() - t

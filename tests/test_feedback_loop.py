@@ -35,7 +35,7 @@ from streams.reload import REFUSED, RELOADED
 from streams.replay import TurnProducer
 from streams.verdicts import VerdictLog, collect_verdicts, end_offsets
 from streams.worker import WorkerProcess
-from tests.test_ui_browser import ARTIFACTS, _cli, live_page
+from tests.test_ui_browser import ARTIFACTS, _cli, judge, live_page
 from tests.waiting import wait_until
 from workers.display import SHIPPED, BadgeFacts, DisplayPolicy
 
@@ -113,11 +113,7 @@ def test_feedback_from_chromium_and_a_file_certifies_a_display_the_restarted_wor
         clicked = []
         for (lab, p), judgement in CLICKED.items():
             cid = by_text[turns[at[(lab, p)]].text].claim_id
-            b = driver.find_element(By.CSS_SELECTOR, f'li.turn:has(button.badge[data-claim-id="{cid}"]) '
-                                                     f'button.fb[data-judgement="{judgement}"]')
-            driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", b)
-            b.click()
-            wait.until(lambda d: b.get_attribute("aria-pressed") == "true")
+            judge(driver, wait, cid, judgement)
             clicked.append(cid)
         rows = []
         for i, ((lab, p, judgement), t) in enumerate(zip(traffic, turns)):

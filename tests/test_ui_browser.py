@@ -465,6 +465,32 @@ def live_page(stack: contextlib.ExitStack, settings, tmp_path: Path, worker_log:
     return worker, ui, driver, wait
 
 
+JUDGE_TRIES = 3
+_JUDGED = """const g = document.querySelector(arguments[0]); if (!g) return null;
+const b = g.querySelector(`button.fb[data-judgement="${arguments[1]}"]`);
+if (b && b.getAttribute("aria-pressed") === "true") return "sent";
+return g.dataset.state === "error" ? "error: " + g.title : null;"""
+
+
+def judge(driver, wait, cid: str, judgement: str) -> None:
+    """Click right / wrong on claim `cid`'s turn as a person would: click, wait until the page says the
+    judgement was sent (aria-pressed) or not sent ("click again": the broker did not take it in time),
+    and click again then, at most JUDGE_TRIES times. Each look finds the buttons anew: a verdict event
+    may redraw the turn between the click and the answer."""
+    from selenium.webdriver.common.by import By
+
+    group = f'li.turn:has(button.badge[data-claim-id="{cid}"]) span.feedback'
+    outcome = None
+    for _ in range(JUDGE_TRIES):
+        b = driver.find_element(By.CSS_SELECTOR, f'{group} button.fb[data-judgement="{judgement}"]')
+        driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", b)
+        b.click()
+        outcome = wait.until(lambda d: d.execute_script(_JUDGED, group, judgement))
+        if outcome == "sent":
+            return
+    raise AssertionError(f"judgement {judgement} on {cid} not sent after {JUDGE_TRIES} clicks: {outcome}")
+
+
 def test_feedback_buttons_store_judgements_and_the_page_shows_precision_in_chromium(tmp_path):
     """Issue 38: right / wrong on each verdict in a real Chromium → POST → chat.feedback → the worker's
     store, joined to the verdict it published (source "user"); a changed mind replaces the first click;
@@ -498,11 +524,7 @@ def test_feedback_buttons_store_judgements_and_the_page_shows_precision_in_chrom
         assert not driver.find_element(By.ID, "alarm").is_displayed()
 
         def click(cid: str, judgement: str) -> None:
-            b = driver.find_element(By.CSS_SELECTOR, f'li.turn:has(button.badge[data-claim-id="{cid}"]) '
-                                                     f'button.fb[data-judgement="{judgement}"]')
-            driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", b)
-            b.click()
-            wait.until(lambda d: b.get_attribute("aria-pressed") == "true")
+            judge(driver, wait, cid, judgement)
 
         by_label: dict[str, list[str]] = {}
         for b in driver.find_elements(By.CSS_SELECTOR, badges_css):

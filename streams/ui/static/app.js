@@ -267,13 +267,22 @@ function sendFeedback(s, v, judgement, group) {
     .then((r) => r.json().catch(() => ({})).then((answer) => {
       if (!r.ok) throw new Error(str(answer.reason) || `HTTP ${r.status}`);
       s.judged = judgement;
-      s.feedbackState = group.dataset.state = "sent";
-      for (const b of group.querySelectorAll("button.fb")) b.setAttribute("aria-pressed", String(b.dataset.judgement === judgement));
-      group.title = `sent: ${judgement}`;
+      s.feedbackState = "sent";
+      // the turn may have been redrawn (a verdict event) since the click: mark its current buttons too
+      for (const g of new Set([group, s.li.querySelector(".feedback")])) {
+        if (!g) continue;
+        g.dataset.state = "sent";
+        for (const b of g.querySelectorAll("button.fb")) b.setAttribute("aria-pressed", String(b.dataset.judgement === judgement));
+        g.title = `sent: ${judgement}`;
+      }
     }))
     .catch((e) => {
-      s.feedbackState = group.dataset.state = "error";
-      group.title = `not sent (${e.message}); click again`;
+      s.feedbackState = "error";
+      for (const g of new Set([group, s.li.querySelector(".feedback")])) {
+        if (!g) continue;
+        g.dataset.state = "error";
+        g.title = `not sent (${e.message}); click again`;
+      }
     });
 }
 

@@ -37,7 +37,7 @@ def main() -> int:
     recs = load_dialfact(s.data.dialfact_sample)
     pairs = [(text, r.response) for r in recs for _, text in r.evidence][: args.pairs]
     prem, hyp = [p for p, _ in pairs], [h for _, h in pairs]
-    models = {cfg: OnnxNLI(s.models.nli_model_dir, threads=cfg[1], graph_optimization=cfg[0]) for cfg in CONFIGS}
+    models = {cfg: OnnxNLI(s.models.nli_model_dir, threads=cfg[1], graph_optimization=cfg[0], workers=1) for cfg in CONFIGS}
     ref = models[CONFIGS[0]].predict(prem[:8], hyp[:8])
     secs = {cfg: 0.0 for cfg in CONFIGS}
     for r in range(args.rounds):

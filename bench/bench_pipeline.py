@@ -44,8 +44,8 @@ from schemas.settings import REPO_ROOT, load_settings  # noqa: E402
 PREVIOUS_SURFACE = "r4g"
 PREVIOUS_NLI_DIR = str(REPO_ROOT / "triton_models" / "nli" / "1")
 PREVIOUS_SETTINGS: dict[str, dict] = {"models": {"nli_model_dir": PREVIOUS_NLI_DIR}}
-# the NLI call's chunking of 507bba7 (32 pairs, sorted by characters): set where the settings have it
-PREVIOUS_NLI_CHUNKING = {"ort_nli_chunk": 32, "ort_nli_sort": "chars"}
+# the NLI call of 507bba7 (chunks of 32 pairs sorted by characters, one at a time): set where the settings have it
+PREVIOUS_NLI_CHUNKING = {"ort_nli_chunk": 32, "ort_nli_sort": "chars", "ort_nli_workers": 1}
 
 
 def previous_changes(base) -> dict[str, dict]:
@@ -179,7 +179,8 @@ def main() -> int:
     m = previous.models
     prev_nli = nli if m == base.models else Timed(load_local_nli(
         m.nli_model_dir, m.ort_threads, m.ort_graph_optimization,
-        **{k: getattr(m, f) for k, f in (("chunk", "ort_nli_chunk"), ("sort_by", "ort_nli_sort")) if hasattr(m, f)}),
+        **{k: getattr(m, f) for k, f in (("chunk", "ort_nli_chunk"), ("sort_by", "ort_nli_sort"),
+                                         ("workers", "ort_nli_workers")) if hasattr(m, f)}),
         "predict")
     raw = None
     if args.protocol == "e2e":

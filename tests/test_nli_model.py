@@ -1,5 +1,6 @@
 """The shipped NLI artifact through the interface the pipeline uses (no training here)."""
 import json
+import os
 from pathlib import Path
 
 import numpy as np
@@ -50,17 +51,18 @@ def test_empty_batch(nli):
 
 @pytest.mark.model
 def test_chunking_and_sort_order_leave_the_logits_unchanged(settings, dialfact_records):
-    """settings models.ort_nli_chunk / ort_nli_sort only change how much padding each ONNX call
-    carries: the attention mask hides it, so 8 pairs sorted by tokens (the default) must give the
-    logits 32 sorted by characters (the previous release) gave, on pairs of mixed lengths."""
+    """settings models.ort_nli_chunk / ort_nli_sort / ort_nli_workers only change how much padding
+    each ONNX call carries and how many run at once: the attention mask hides the padding, so 4 pairs
+    sorted by tokens on parallel single-threaded runs (the default) must give the logits 32 sorted by
+    characters one call at a time (the previous release) gave, on pairs of mixed lengths."""
     from workers.models.onnx_nli import OnnxNLI
 
     d = settings.models.nli_model_dir
     premises = [" ".join(r.context[-2:]) or r.response for r in dialfact_records[:48]]
     hypotheses = [r.response for r in dialfact_records[:48]]
-    previous = OnnxNLI(d, batch_size=32, sort_by="chars")
+    previous = OnnxNLI(d, batch_size=32, sort_by="chars", workers=1)
     default = OnnxNLI(d)
-    assert (default.batch_size, default.sort_by) == (8, "tokens")
+    assert (default.batch_size, default.sort_by, default.workers) == (4, "tokens", len(os.sched_getaffinity(0)))
     lengths = default.pair_lengths(premises, hypotheses)
     assert max(lengths) > 2 * min(lengths), "the sample must mix short and long pairs"
     np.testing.assert_allclose(default.logits(premises, hypotheses), previous.logits(premises, hypotheses),

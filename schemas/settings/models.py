@@ -21,12 +21,15 @@ class ModelSettings(Section):
         "DEVICE", "cpu", "In-process models: 'cpu' (ONNX Runtime), 'cuda' (torch bf16 on a GPU, needs an HF checkpoint "
         "in DIALCHECK_NLI_TORCH_DIR) or 'auto' (cuda when torch sees a GPU).")
     nli_torch_dir: str = env("NLI_TORCH_DIR", "", "HF checkpoint of the same NLI model for the CUDA path (bf16).")
-    ort_threads: int = env("ORT_THREADS", 0, "ONNX Runtime intra-op threads (0: its default, one per core).",
+    ort_threads: int = env("ORT_THREADS", 0, "ONNX Runtime intra-op threads of the NLI model when ort_nli_workers is 1 (0: its default, one per core).",
                             ge=0, le=256)
     ort_graph_optimization: Literal["disable", "basic", "extended", "all"] = env(
         "ORT_GRAPH_OPTIMIZATION", "all", "ONNX Runtime graph optimisation level.")
-    ort_nli_chunk: int = env("ORT_NLI_CHUNK", 8, "NLI pairs per ONNX Runtime call (the previous release: 32); "
+    ort_nli_chunk: int = env("ORT_NLI_CHUNK", 4, "NLI pairs per ONNX Runtime call (the previous release: 32); "
                              "the logits do not depend on it.", ge=1, le=4096)
+    ort_nli_workers: int = env("ORT_NLI_WORKERS", 0, "NLI chunks run at once, one thread each (0: one per core; "
+                               "1: one at a time on ort_threads threads, the previous release); the logits do not "
+                               "depend on it.", ge=0, le=256)
     ort_nli_sort: Literal["tokens", "chars"] = env(
         "ORT_NLI_SORT", "tokens", "What the NLI pairs are sorted by before chunking: token counts (less padding) "
         "or characters (the previous release); the logits do not depend on it.")

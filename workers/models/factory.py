@@ -15,7 +15,7 @@ def load_models(settings: Settings) -> tuple[NLIModel, Encoder]:
         m = settings.models
         device = resolve_device(m.device)
         nli = load_local_nli(m.nli_model_dir, m.ort_threads, m.ort_graph_optimization, device, m.nli_torch_dir,
-                             m.ort_nli_chunk, m.ort_nli_sort)
+                             m.ort_nli_chunk, m.ort_nli_sort, m.ort_nli_workers)
         return nli, load_local_encoder(m.encoder, device)
     if settings.models.backend.startswith("triton"):
         from .triton import TritonEncoder, TritonNLI

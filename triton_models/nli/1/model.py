@@ -37,7 +37,7 @@ class TritonPythonModel:
         artifact = Path(args["model_repository"]) / args["model_version"]
         # max_length: the config's parameter, else the artifact's calibration.json (an adopted model)
         self.nli = onnx_nli.OnnxNLI(artifact, batch_size=int(params.get("batch_size", 32)),
-                                    threads=int(params.get("intra_op_threads", 0)),
+                                    threads=int(params.get("intra_op_threads", 0)), workers=1,
                                     max_length=int(params["max_length"]) if params.get("max_length") else None)
         self.temperature = np.float32(self.nli.temperature)
         self.version = str(self.nli.version).encode("utf-8")

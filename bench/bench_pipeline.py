@@ -6,7 +6,7 @@ process, on the same records, with the same encoder and index.
 
 "previous" is the default of the last release (base commit 507bba7): surface R4 + gate, the fp32 NLI
 artifact, every window of the pre-score top 24 read in one NLI call chunked 32 pairs at a time by
-characters, no BM25 hit cache. "default"
+characters, no BM25 hit cache, one spaCy call per text, the batch unsplit. "default"
 is what the settings give today (their surface, NLI artifact, window budget and caches; `--surface`
 overrides the surface of "default" only). `speedup_vs_previous_default` = claims/s default ÷
 previous. The runs are interleaved batch by batch (order flipped every batch), so load from other
@@ -59,6 +59,8 @@ def previous_changes(base) -> dict[str, dict]:
     out.setdefault("perf", {})["search_cache_entries"] = 0
     if "batch_parsing" in type(base.perf).model_fields:  # one spaCy pass per batch for claims and topics
         out["perf"]["batch_parsing"] = False
+    if "overlap_parts" in type(base.perf).model_fields:  # the NLI reads one part while the next is prepared
+        out["perf"]["overlap_parts"] = 1
     return out
 
 

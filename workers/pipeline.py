@@ -256,23 +256,108 @@ class Pipeline:
     def _run(self, items: list[CheckItem], shown: _Shown) -> list[ClaimState]:
         """Every stage of the protocol over the batch, timed (module docstring): a per-claim stage
         claim by claim, a batched stage once, its time shared by `batch_items` claims. A claim a
-        stage answered (not check-worthy) goes to no later stage."""
+        stage answered (not check-worthy) goes to no later stage. With `perf.overlap_parts` > 1 the
+        batch goes through in parts: while the NLI model reads one part (a thread), the stages before
+        it run on the next; each claim gets the same stages and the same numbers (`_overlap_at`)."""
         states = [ClaimState(it) for it in items]
         shared: dict[int, int] = {}
-        for stage in shown.stages:
+        at = self._overlap_at(shown.stages, len(states))
+        if at is None:
+            self._run_stages(shown.stages, states, shared)
+        else:
+            head, reader, tail = shown.stages[:at], shown.stages[at], shown.stages[at + 1:]
+            n = self.settings.perf.overlap_parts
+            finish = None
+            for part in (states[i * len(states) // n:(i + 1) * len(states) // n] for i in range(n)):
+                self._run_stages(head, part, shared)
+                if finish is not None:
+                    finish()
+                finish = self._begin(reader, tail, part, shared)
+            finish()
+        for st in states:
+            if id(st) in shared:
+                st.timings["batch_items"] = shared[id(st)]
+        return states
+
+    def _run_stages(self, stages, states: list[ClaimState], shared: dict[int, int]) -> None:
+        for stage in stages:
             todo = [st for st in states if not st.skip_reason]
             if not stage.batched:
                 for st in todo:
                     st.timings[stage.name] = round(self._timed(stage, [st]), 2)
             elif todo:
-                share = self._timed(stage, todo) / len(todo)
-                for st in todo:
-                    st.timings[stage.name] = round(share, 2)
-                    shared[id(st)] = len(todo)
-        for st in states:
-            if id(st) in shared:
-                st.timings["batch_items"] = shared[id(st)]
-        return states
+                self._share(stage, todo, self._timed(stage, todo), shared)
+
+    @staticmethod
+    def _share(stage: Stage, todo: list[ClaimState], ms: float, shared: dict[int, int]) -> None:
+        for st in todo:
+            st.timings[stage.name] = round(ms / len(todo), 2)
+            shared[id(st)] = len(todo)
+
+    def _overlap_at(self, stages, claims: int) -> int | None:
+        """Where the batch may be split (the index of the NLI reader), or None: only with
+        `perf.overlap_parts` > 1, a part of at least one claim, no hook swapping the reader's inputs,
+        and only when every stage before the reader declares `beside_nli` (never calls the NLI model:
+        the gate and R5 do, so r4g and r5 run unsplit)."""
+        parts = self.settings.perf.overlap_parts
+        if parts < 2 or claims < parts or self.hooks.window_fn is not None or self.hooks.verify_forward is not None:
+            return None
+        at = next((i for i, st in enumerate(stages) if hasattr(st, "begin")), None)
+        if at is None or not all(getattr(st, "beside_nli", False) for st in stages[:at]):
+            return None
+        return at
+
+    def _begin(self, stage, tail, part: list[ClaimState], shared: dict[int, int]) -> Callable[[], None]:
+        """Start `stage` (the NLI reader) on `part`, its reads on the overlap thread; the returned call
+        waits for them, postprocesses and runs the `tail` stages. The stage's time per claim is its own
+        work: preprocess, the reads (on the thread) and postprocess, not the wait."""
+        todo = [st for st in part if not st.skip_reason]
+        if not todo:
+            return lambda: self._run_stages(tail, part, shared)
+        views = checked(todo, stage) if self.settings.verify.check_contracts else todo
+        reads: list = []
+
+        def submit(fn):
+            def timed():
+                t = time.perf_counter()
+                try:
+                    return fn()
+                finally:
+                    reads.append((time.perf_counter() - t) * 1000)
+            future = self._overlap_pool().submit(timed)
+            reads.append(future)
+            return future
+
+        t = time.perf_counter()
+        try:
+            finish = stage.begin(views, submit)
+        except OUTAGES as e:
+            stage.on_outage(views, e)
+            finish = None
+        ms = (time.perf_counter() - t) * 1000
+
+        def done() -> None:
+            nonlocal ms
+            if finish is not None:
+                for f in [r for r in reads if not isinstance(r, float)]:
+                    f.exception()  # wait: the reads' time is counted on their thread
+                t = time.perf_counter()
+                try:
+                    finish()
+                except OUTAGES as e:
+                    stage.on_outage(views, e)
+                ms += (time.perf_counter() - t) * 1000 + sum(r for r in reads if isinstance(r, float))
+            self._share(stage, todo, ms, shared)
+            self._run_stages(tail, part, shared)
+        return done
+
+    def _overlap_pool(self):
+        """One thread for the NLI reads of `perf.overlap_parts`, started on first use."""
+        if getattr(self, "_pool", None) is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            self._pool = ThreadPoolExecutor(1, thread_name_prefix="dialcheck-overlap")
+        return self._pool
 
     def _timed(self, stage: Stage, states: list[ClaimState]) -> float:
         """Milliseconds of one stage call; a declared outage is the stage's to degrade."""

@@ -70,6 +70,7 @@ class CheckWorthyStage:
     of turn that states no fact (`verify.checkworthy`). `batch_parse` (settings `perf.batch_parsing`,
     with the parse cache on): the batch's turns are parsed in one `nlp.pipe` pass first (the same
     parses, 2.4x faster than one `nlp()` call each) and the surfaces reuse them."""
+    beside_nli = True  # never calls the NLI model: may run while it reads another part (Pipeline)
     name = "checkworthy"
 
     def __init__(self, skip: frozenset | None = None, batch_parse: bool = False):
@@ -95,6 +96,7 @@ class CheckWorthyStage:
 @component(reads=("item",), writes=("surfaces", "fv_surface", "ir_surface"))
 class SurfaceStage:
     """R0–R4 for every claim; the fixed surfaces (r0…r4) are chosen here, r4g by `GateStage`."""
+    beside_nli = True  # never calls the NLI model: may run while it reads another part (Pipeline)
     name = "surfaces"
 
     def __init__(self, surface: str, build=None):
@@ -171,6 +173,7 @@ class GateStage(Phases):
 class RetrieveStage:
     """BM25 for the query (last turns + surface) ∪ top-1 per context turn (one `search_many` for
     the batch), then dense re-scoring; the verifier reads the top `verify_top_passages`."""
+    beside_nli = True  # never calls the NLI model: may run while it reads another part (Pipeline)
     name = "retrieve"
 
     def __init__(self, searcher: Searcher | None, encoder: Encoder, settings: RetrievalSettings,
@@ -218,6 +221,7 @@ class RetrieveStage:
 @component(reads=("item",), writes=("passages",), batched=False)
 class GoldEvidenceStage:
     """FV protocol: the record's gold evidence is the verifier's passages."""
+    beside_nli = True  # never calls the NLI model: may run while it reads another part (Pipeline)
     name = "evidence"
 
     def run(self, states: list[ClaimState]) -> None:
@@ -264,9 +268,27 @@ class VerifyStage(Phases):
         return self.nli.predict(premises, hyps) if premises else np.zeros((0, 3))
 
     def run(self, states: list[ClaimState]) -> None:
+        self.begin(states)()
+
+    def begin(self, states: list[ClaimState], submit: Callable | None = None) -> Callable[[], None]:
+        """Preprocess now and start the NLI reads: here, or on `submit` (an executor's: the Pipeline
+        runs the next part's earlier stages meanwhile, settings `perf.overlap_parts`). Returns the
+        `finish` that waits for the reads and postprocesses; `run` is `begin(states)()`. Only the
+        NLI model is used off the caller's thread: no cache, parse or decision."""
         pairs = self._timed("preprocess", self.preprocess, states)
-        probs = self._timed("forward", self.read, states, pairs)
-        self._timed("postprocess", self.postprocess, states, pairs, probs)
+
+        def read() -> list[np.ndarray]:
+            return self._timed("forward", self.read, states, pairs)
+
+        if submit is None:
+            probs = read()
+            result = lambda: probs  # noqa: E731
+        else:
+            result = submit(read).result
+
+        def finish() -> None:
+            self._timed("postprocess", self.postprocess, states, pairs, result())
+        return finish
 
     def read(self, states: list[ClaimState], pairs: tuple[list[str], list[str]]) -> list[np.ndarray]:
         """Per claim, the probabilities of the windows read (`forward` once per round)."""

@@ -17,3 +17,8 @@ class PerfSettings(Section):
     batch_parsing: bool = env("BATCH_PARSING", True,
                               "Parse a batch's turns and claim topics with one spaCy `pipe` pass each, into the parse "
                               "cache (identical parses; needs cache_entries > 0).")
+    overlap_parts: int = env("OVERLAP_PARTS", 2,
+                             "Split a batch into this many parts and run a part's check-worthiness, surfaces and "
+                             "retrieval while the NLI model reads the part before (a thread; the same verdicts). "
+                             "1: one part, no overlap. Only on paths whose earlier stages never call the NLI model "
+                             "(not with the gate or R5).", ge=1, le=64)

@@ -37,9 +37,9 @@ def register(sub) -> None:
     p.add_argument("--protocol", choices=["e2e", "fv"], default="e2e",
                    help="e2e: retrieve evidence from the passage index (default); fv: check against --evidence")
     p.add_argument("--evidence", action="append", default=[], help="gold evidence text (protocol fv)")
-    p.add_argument("--surface", default="r4g",
+    p.add_argument("--surface", default=None,
                    help="the claim surface checked: r0 (as written) .. r4 (pronouns resolved), r4g (R1-R4 behind "
-                        "the gate, default, as the stream)")
+                        "the gate); default DIALCHECK_SURFACE (r0), as the stream")
     p.add_argument("--models", default=None,
                    help="'local' (in-process ONNX Runtime) or triton://HOST:PORT (default: DIALCHECK_MODELS)")
     p.add_argument("--format", choices=["text", "json"], default=None,
@@ -196,7 +196,7 @@ def run(args) -> int:
     from schemas.settings import load_settings
     from workers.pipeline import SURFACES, Pipeline
 
-    if args.surface not in SURFACES:
+    if args.surface is not None and args.surface not in SURFACES:
         raise UsageError(f"unknown --surface {args.surface}: choose from {','.join(SURFACES)}")
     claims, interactive = _claims(args)
     if not interactive:  # every mistake in the input before the models load
@@ -211,7 +211,7 @@ def run(args) -> int:
         require_index_sources(settings)
     fmt = args.format or ("text" if sys.stdout.isatty() else "json")
     with Status("loading models (NLI, encoder and spaCy: once for every claim)"):
-        pipe = Pipeline.from_settings(settings, protocol=args.protocol, surface=args.surface)
+        pipe = Pipeline.from_settings(settings, protocol=args.protocol, surface=args.surface or settings.verify.surface)
     if pipe.load_report():
         print(pipe.load_report(), file=sys.stderr)
     n = 0

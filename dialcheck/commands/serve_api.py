@@ -16,7 +16,7 @@ def register(sub) -> None:
     p.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT}; 0: any free one)")
     p.add_argument("--protocol", choices=["e2e", "fv"], default="e2e",
                    help="e2e: retrieve evidence from the passage index (default); fv: each request gives \"evidence\"")
-    p.add_argument("--surface", default="r4g", help="the claim surface checked (default r4g, as the stream)")
+    p.add_argument("--surface", default=None, help="the claim surface checked (default DIALCHECK_SURFACE, r0: as the stream)")
     p.add_argument("--models", default=None, help="'local' or triton://HOST:PORT (default: DIALCHECK_MODELS)")
     p.set_defaults(func=run)
 
@@ -27,7 +27,7 @@ def run(args) -> int:
     from schemas.settings import load_settings
     from workers.pipeline import SURFACES, Pipeline
 
-    if args.surface not in SURFACES:
+    if args.surface is not None and args.surface not in SURFACES:
         raise UsageError(f"unknown --surface {args.surface}: choose from {','.join(SURFACES)}")
     settings = load_settings(models={"backend": args.models})
     check_port_free(args.host, args.port, "--port")  # before minutes of loading
@@ -35,7 +35,7 @@ def run(args) -> int:
         from dialcheck.commands.data import require_index_sources
 
         require_index_sources(settings)
-    pipe = Pipeline.from_settings(settings, protocol=args.protocol, surface=args.surface)
+    pipe = Pipeline.from_settings(settings, protocol=args.protocol, surface=args.surface or settings.verify.surface)
     if pipe.load_report():
         print(pipe.load_report(), file=sys.stderr, flush=True)
     serve(pipe, settings, args.host, args.port, args.protocol)

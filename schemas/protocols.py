@@ -54,7 +54,8 @@ ENTAILMENT, NEUTRAL, CONTRADICTION = 0, 1, 2
 @runtime_checkable
 class NLIModel(Protocol):
     """Three-way NLI. Rows of the result are calibrated probabilities in `NLI_LABELS` order
-    (entailment, neutral, contradiction)."""
+    (entailment, neutral, contradiction). A model whose `predict` may run on another thread than its
+    caller's also sets `any_thread = True` (the Pipeline then overlaps its reads with other stages)."""
 
     version: str
 

@@ -51,7 +51,7 @@ def test_eval_ir_prints_recall(capsys, data_dir, index_dir):
 
 @pytest.mark.model
 def test_check_command(capsys, data_dir):
-    assert main(["check", "--protocol", "fv", "--context", "I love Elvis Presley.",
+    assert main(["check", "--protocol", "fv", "--surface", "r4g", "--context", "I love Elvis Presley.",
                  "--claim", "He was born in Tupelo", "--evidence", "Elvis Presley was born in Tupelo, Mississippi."]) == 0
     captured = capsys.readouterr()
     v = json.loads(captured.out)

@@ -78,3 +78,12 @@ def test_only_paths_whose_earlier_stages_never_call_the_nli_model_are_split(sett
     assert hooked._overlap_at(hooked.stages, 8) is None  # a hook's forward stays on the caller's thread
     off = Pipeline(settings.updated(perf={"overlap_parts": 1}), nli, encoder, None, "fv", "r0")
     assert off._overlap_at(off.stages, 8) is None
+
+    class ThreadBound:  # a wrapper that does not say its predict may run on another thread (the lab's cache)
+        version = nli.version
+
+        def predict(self, premises, hypotheses):
+            return nli.predict(premises, hypotheses)
+
+    bound = Pipeline(s, ThreadBound(), encoder, None, "fv", "r0")
+    assert bound._overlap_at(bound.stages, 8) is None

@@ -297,10 +297,12 @@ class Pipeline:
     def _overlap_at(self, stages, claims: int) -> int | None:
         """Where the batch may be split (the index of the NLI reader), or None: only with
         `perf.overlap_parts` > 1, a part of at least one claim, no hook swapping the reader's inputs,
+        an NLI model that may be called from another thread (`any_thread`, workers/models/nli_base.py),
         and only when every stage before the reader declares `beside_nli` (never calls the NLI model:
         the gate and R5 do, so r4g and r5 run unsplit)."""
         parts = self.settings.perf.overlap_parts
-        if parts < 2 or claims < parts or self.hooks.window_fn is not None or self.hooks.verify_forward is not None:
+        if parts < 2 or claims < parts or self.hooks.window_fn is not None or self.hooks.verify_forward is not None \
+                or not getattr(self.nli, "any_thread", False):
             return None
         at = next((i for i, st in enumerate(stages) if hasattr(st, "begin")), None)
         if at is None or not all(getattr(st, "beside_nli", False) for st in stages[:at]):

@@ -44,6 +44,10 @@ class NLIClassifier:
     temperature: float = 1.0
     batch_size: int = 32
     columns: list[int | None] = [0, 1, 2]
+    # `predict` may run on a thread other than its caller's, one call at a time (the Pipeline's
+    # overlap, settings perf.overlap_parts); a wrapper that keeps thread-bound state (the lab's
+    # SQLite pair cache) does not say so, and the Pipeline keeps it on the caller's thread
+    any_thread: bool = True
 
     def forward(self, premises: list[str], hypotheses: list[str]) -> np.ndarray:
         raise NotImplementedError

@@ -243,8 +243,9 @@ class TurnWorker:
         # stamped once: the published verdicts (ts, latency_ms) also feed the metrics below
         verdicts = [stamped(v, *stamps[k]) if (k := (v.conversation_id, v.turn_id)) in stamps else v for v in verdicts]
         records = [self.verdict_record(v) for v in verdicts]
-        await self.deliver(records)
-        await self.keep_verdicts([r[2] for r in records])
+        # both before the ack, at once: the store's thread writes while the broker acknowledges
+        # (one after the other they cost ~0.1 s a batch: bench/bench_stream.py, docs/results.md)
+        await asyncio.gather(self.deliver(records), self.keep_verdicts([r[2] for r in records]))
         if self.st.trace_records:
             log.info("trace delivered %s", " ".join(f"{v.turn_id}:{v.claim_id}" for v in verdicts))
         self.counters.verdicts += len(verdicts)

@@ -258,7 +258,8 @@ class Pipeline:
         claim by claim, a batched stage once, its time shared by `batch_items` claims. A claim a
         stage answered (not check-worthy) goes to no later stage. With `perf.overlap_parts` > 1 the
         batch goes through in parts: while the NLI model reads one part (a thread), the stages before
-        it run on the next; each claim gets the same stages and the same numbers (`_overlap_at`)."""
+        it run on the next, and the stages after it (the judge) run once on the whole batch; each claim
+        gets the same stages and the same numbers (`_overlap_at`)."""
         states = [ClaimState(it) for it in items]
         shared: dict[int, int] = {}
         at = self._overlap_at(shown.stages, len(states))
@@ -272,8 +273,9 @@ class Pipeline:
                 self._run_stages(head, part, shared)
                 if finish is not None:
                     finish()
-                finish = self._begin(reader, tail, part, shared)
+                finish = self._begin(reader, part, shared)
             finish()
+            self._run_stages(tail, states, shared)  # once for the whole batch (the judge's budget is per batch)
         for st in states:
             if id(st) in shared:
                 st.timings["batch_items"] = shared[id(st)]
@@ -309,13 +311,13 @@ class Pipeline:
             return None
         return at
 
-    def _begin(self, stage, tail, part: list[ClaimState], shared: dict[int, int]) -> Callable[[], None]:
+    def _begin(self, stage, part: list[ClaimState], shared: dict[int, int]) -> Callable[[], None]:
         """Start `stage` (the NLI reader) on `part`, its reads on the overlap thread; the returned call
-        waits for them, postprocesses and runs the `tail` stages. The stage's time per claim is its own
-        work: preprocess, the reads (on the thread) and postprocess, not the wait."""
+        waits for them and postprocesses. The stage's time per claim is its own work: preprocess, the
+        reads (on the thread) and postprocess, not the wait."""
         todo = [st for st in part if not st.skip_reason]
         if not todo:
-            return lambda: self._run_stages(tail, part, shared)
+            return lambda: None
         views = checked(todo, stage) if self.settings.verify.check_contracts else todo
         reads: list = []
 
@@ -350,7 +352,6 @@ class Pipeline:
                     stage.on_outage(views, e)
                 ms += (time.perf_counter() - t) * 1000 + sum(r for r in reads if isinstance(r, float))
             self._share(stage, todo, ms, shared)
-            self._run_stages(tail, part, shared)
         return done
 
     def _overlap_pool(self):

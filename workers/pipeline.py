@@ -13,7 +13,8 @@ for that batch. The stage chain is checked when the Pipeline is built (workers/s
 Timings (verdict `timings_ms`): a per-claim stage (`batched=False`: a loop over claims, nothing
 shared) runs claim by claim and each claim gets its own milliseconds; a batched stage (one model
 or search call for the whole batch) cannot be split, so each claim gets the batch's time divided
-by the claims that shared it, and `timings_ms["batch_items"]` says by how many. Loading (models,
+by the claims that shared it, and `timings_ms["batch_items"]` says by how many (with
+`perf.overlap_parts` the stages up to the NLI reader run per part: the part's size). Loading (models,
 index, spaCy, the first ONNX run) happens in `from_settings`, timed in `Pipeline.load_ms`, so it
 never lands inside a stage of the first verdict.
 

@@ -104,6 +104,7 @@ class Pipeline:
         # status reasons quote backends' errors (URLs, passwords): for the publish boundaries (`_verdict`)
         self.scrub = Scrubber.from_settings(settings)
         self.load_ms: dict[str, float] = {}  # from_settings: models, index and warm-up milliseconds
+        self._pool = None  # the overlap thread (perf.overlap_parts), started on first use
 
     @property
     def display(self) -> DisplayPolicy | None:
@@ -357,7 +358,7 @@ class Pipeline:
 
     def _overlap_pool(self):
         """One thread for the NLI reads of `perf.overlap_parts`, started on first use."""
-        if getattr(self, "_pool", None) is None:
+        if self._pool is None:
             from concurrent.futures import ThreadPoolExecutor
 
             self._pool = ThreadPoolExecutor(1, thread_name_prefix="dialcheck-overlap")

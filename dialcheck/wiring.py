@@ -13,6 +13,17 @@ from schemas.settings import Settings
 DEFAULT_CHECKER = "workers.pipeline:Pipeline.from_settings"
 
 
+def check_surface(surface: str | None) -> None:
+    """A `--surface` given on the command line must be one the Pipeline knows (None: the settings'
+    `verify.surface`, checked when the settings load); said before any model loads."""
+    from workers.pipeline import SURFACES
+
+    if surface is not None and surface not in SURFACES:
+        from dialcheck.errors import UsageError
+
+        raise UsageError(f"unknown --surface {surface}: choose from {','.join(SURFACES)}")
+
+
 def load_checker(settings: Settings, spec: str | None = None, protocol: str = "e2e", surface: str | None = None) -> Checker:
     """The checker `spec` builds (default: the Pipeline), at `surface` (None: `verify.surface`)."""
     surface = surface or settings.verify.surface

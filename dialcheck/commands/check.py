@@ -194,10 +194,9 @@ def _require_evidence(claim: Claim, protocol: str) -> None:
 def run(args) -> int:
     from schemas.items import CheckItem
     from schemas.settings import load_settings
-    from workers.pipeline import SURFACES, Pipeline
+    from dialcheck.wiring import check_surface, load_checker
 
-    if args.surface is not None and args.surface not in SURFACES:
-        raise UsageError(f"unknown --surface {args.surface}: choose from {','.join(SURFACES)}")
+    check_surface(args.surface)
     claims, interactive = _claims(args)
     if not interactive:  # every mistake in the input before the models load
         for c in claims:
@@ -211,7 +210,7 @@ def run(args) -> int:
         require_index_sources(settings)
     fmt = args.format or ("text" if sys.stdout.isatty() else "json")
     with Status("loading models (NLI, encoder and spaCy: once for every claim)"):
-        pipe = Pipeline.from_settings(settings, protocol=args.protocol, surface=args.surface or settings.verify.surface)
+        pipe = load_checker(settings, protocol=args.protocol, surface=args.surface)
     if pipe.load_report():
         print(pipe.load_report(), file=sys.stderr)
     n = 0

@@ -23,19 +23,18 @@ def register(sub) -> None:
 
 def run(args) -> int:
     from dialcheck.api import serve
-    from dialcheck.errors import UsageError, check_port_free
+    from dialcheck.errors import check_port_free
+    from dialcheck.wiring import check_surface, load_checker
     from schemas.settings import load_settings
-    from workers.pipeline import SURFACES, Pipeline
 
-    if args.surface is not None and args.surface not in SURFACES:
-        raise UsageError(f"unknown --surface {args.surface}: choose from {','.join(SURFACES)}")
+    check_surface(args.surface)
     settings = load_settings(models={"backend": args.models})
     check_port_free(args.host, args.port, "--port")  # before minutes of loading
     if args.protocol != "fv":  # the embedded index is built on first use (load_searcher): its sources first
         from dialcheck.commands.data import require_index_sources
 
         require_index_sources(settings)
-    pipe = Pipeline.from_settings(settings, protocol=args.protocol, surface=args.surface or settings.verify.surface)
+    pipe = load_checker(settings, protocol=args.protocol, surface=args.surface)
     if pipe.load_report():
         print(pipe.load_report(), file=sys.stderr, flush=True)
     serve(pipe, settings, args.host, args.port, args.protocol)

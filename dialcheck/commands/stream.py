@@ -23,17 +23,12 @@ def _need_broker(s: Settings) -> Settings:
 
 def cmd_worker(args) -> int:
     from streams.broker import kafka_for
-    from dialcheck.wiring import load_checker
+    from dialcheck.wiring import check_surface, load_checker
     from streams.worker import run_worker
 
     settings = _settings(args)
     if args.pipeline is None:
-        from workers.pipeline import SURFACES
-
-        if args.surface is not None and args.surface not in SURFACES:
-            from dialcheck.errors import UsageError
-
-            raise UsageError(f"unknown --surface {args.surface}: choose from {','.join(SURFACES)}")
+        check_surface(args.surface)
     # load models before joining the group: a 20 s load inside the worker would stall a rebalance
     checker = load_checker(settings, args.pipeline, protocol=args.protocol, surface=args.surface)
     report = getattr(checker, "load_report", None)

@@ -59,6 +59,20 @@ WARM_UP = CheckItem("dialcheck-warm-up", "0", ["Do you know where Elvis Presley 
 __all__ = ["CheckItem", "ClaimState", "Pipeline", "PipelineHooks", "PROTOCOLS", "SURFACES", "TurnResult"]
 
 
+def _views(settings: Settings, states: list[ClaimState], stage: Stage) -> list:
+    """The states as `stage` may touch them (checked views with `verify.check_contracts`)."""
+    return checked(states, stage) if settings.verify.check_contracts else states
+
+
+def _degrading(stage: Stage, states: list, call: Callable, *args):
+    """`call(*args)`; a declared outage (OUTAGES) is the stage's to degrade (`on_outage`): None."""
+    try:
+        return call(*args)
+    except OUTAGES as e:
+        stage.on_outage(states, e)
+        return None
+
+
 @dataclass(frozen=True)
 class PipelineHooks:
     """What a caller (tuning) may swap without finding a stage by name: the verify stage's window
@@ -317,11 +331,13 @@ class Pipeline:
         """Start `stage` (the NLI reader) on `part`, its reads on the overlap thread; the returned call
         waits for them and postprocesses. The stage's time per claim is its own work: preprocess, the
         reads (on the thread) and postprocess, not the wait."""
+        from concurrent.futures import wait
+
         todo = [st for st in part if not st.skip_reason]
         if not todo:
             return lambda: None
-        views = checked(todo, stage) if self.settings.verify.check_contracts else todo
-        reads: list = []
+        views = _views(self.settings, todo, stage)
+        reads, read_ms = [], []
 
         def submit(fn):
             def timed():
@@ -329,30 +345,21 @@ class Pipeline:
                 try:
                     return fn()
                 finally:
-                    reads.append((time.perf_counter() - t) * 1000)
-            future = self._overlap_pool().submit(timed)
-            reads.append(future)
-            return future
+                    read_ms.append((time.perf_counter() - t) * 1000)
+            reads.append(self._overlap_pool().submit(timed))
+            return reads[-1]
 
         t = time.perf_counter()
-        try:
-            finish = stage.begin(views, submit)
-        except OUTAGES as e:
-            stage.on_outage(views, e)
-            finish = None
+        finish = _degrading(stage, views, stage.begin, views, submit)
         ms = (time.perf_counter() - t) * 1000
 
         def done() -> None:
             nonlocal ms
             if finish is not None:
-                for f in [r for r in reads if not isinstance(r, float)]:
-                    f.exception()  # wait: the reads' time is counted on their thread
+                wait(reads)  # the reads' time is counted on their thread
                 t = time.perf_counter()
-                try:
-                    finish()
-                except OUTAGES as e:
-                    stage.on_outage(views, e)
-                ms += (time.perf_counter() - t) * 1000 + sum(r for r in reads if isinstance(r, float))
+                _degrading(stage, views, finish)
+                ms += (time.perf_counter() - t) * 1000 + sum(read_ms)
             self._share(stage, todo, ms, shared)
         return done
 
@@ -366,13 +373,9 @@ class Pipeline:
 
     def _timed(self, stage: Stage, states: list[ClaimState]) -> float:
         """Milliseconds of one stage call; a declared outage is the stage's to degrade."""
-        if self.settings.verify.check_contracts:
-            states = checked(states, stage)
+        states = _views(self.settings, states, stage)
         t = time.perf_counter()
-        try:
-            stage.run(states)
-        except OUTAGES as e:
-            stage.on_outage(states, e)
+        _degrading(stage, states, stage.run, states)
         return (time.perf_counter() - t) * 1000
 
     def phase_ms(self) -> dict[str, float]:

@@ -498,8 +498,6 @@ def test_feedback_buttons_store_judgements_and_the_page_shows_precision_in_chrom
     from the topic, and the worker's /metrics says the same. A file imported with `dialcheck feedback
     import` lands in the same store. Model-free checker with display hints (tests/feedback_standin.py)."""
     from selenium.webdriver.common.by import By
-    from selenium.webdriver.support import expected_conditions as EC
-    from selenium.webdriver.support.ui import WebDriverWait
 
     from schemas import ChatTurn
     from streams.feedback_store import FeedbackStore
@@ -523,19 +521,16 @@ def test_feedback_buttons_store_judgements_and_the_page_shows_precision_in_chrom
         wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, badges_css)) >= len(claims))
         assert not driver.find_element(By.ID, "alarm").is_displayed()
 
-        def click(cid: str, judgement: str) -> None:
-            judge(driver, wait, cid, judgement)
-
         by_label: dict[str, list[str]] = {}
         for b in driver.find_elements(By.CSS_SELECTOR, badges_css):
             by_label.setdefault(b.get_attribute("data-label"), []).append(b.get_attribute("data-claim-id"))
         assert sorted(map(len, by_label.values())) == [1, 2, 2]
         for cid in by_label["SUPPORTS"]:
-            click(cid, "right")
+            judge(driver, wait, cid, "right")
         for cid in by_label["REFUTES"]:
-            click(cid, "wrong")
-        click(by_label["SUPPORTS"][0], "wrong")  # a changed mind: replaces the first click
-        click(by_label["SUPPORTS"][0], "right")  # and back
+            judge(driver, wait, cid, "wrong")
+        judge(driver, wait, by_label["SUPPORTS"][0], "wrong")  # a changed mind: replaces the first click
+        judge(driver, wait, by_label["SUPPORTS"][0], "right")  # and back
 
         # the page: precision per badge from the judgements read back from chat.feedback, and the banner
         # read in one script: each precision event redraws the rows (an element found before may be gone)

@@ -267,23 +267,21 @@ function sendFeedback(s, v, judgement, group) {
     .then((r) => r.json().catch(() => ({})).then((answer) => {
       if (!r.ok) throw new Error(str(answer.reason) || `HTTP ${r.status}`);
       s.judged = judgement;
-      s.feedbackState = "sent";
-      // the turn may have been redrawn (a verdict event) since the click: mark its current buttons too
-      for (const g of new Set([group, s.li.querySelector(".feedback")])) {
-        if (!g) continue;
-        g.dataset.state = "sent";
-        for (const b of g.querySelectorAll("button.fb")) b.setAttribute("aria-pressed", String(b.dataset.judgement === judgement));
-        g.title = `sent: ${judgement}`;
-      }
+      markFeedback(s, group, "sent", `sent: ${judgement}`, judgement);
     }))
-    .catch((e) => {
-      s.feedbackState = "error";
-      for (const g of new Set([group, s.li.querySelector(".feedback")])) {
-        if (!g) continue;
-        g.dataset.state = "error";
-        g.title = `not sent (${e.message}); click again`;
-      }
-    });
+    .catch((e) => markFeedback(s, group, "error", `not sent (${e.message}); click again`));
+}
+
+// the answer to a click, on the clicked buttons and on the turn's current ones: a verdict event may
+// have redrawn the turn since the click
+function markFeedback(s, group, state, title, judgement = null) {
+  s.feedbackState = state;
+  for (const g of new Set([group, s.li.querySelector(".feedback")])) {
+    if (!g) continue;
+    g.dataset.state = state;
+    g.title = title;
+    if (judgement) for (const b of g.querySelectorAll("button.fb")) b.setAttribute("aria-pressed", String(b.dataset.judgement === judgement));
+  }
 }
 
 // live precision per badge (from the feedback so far) and the drift alarm's banner

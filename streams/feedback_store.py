@@ -28,7 +28,8 @@ import orjson
 from schemas.feedback import Feedback
 from schemas.settings import REPO_ROOT
 
-from .precision import DEFAULT_CONFIDENCE, Precision, buckets_of, precision_rows
+from .precision import (ALL_VERSIONS, DEFAULT_CONFIDENCE, UNKNOWN_VERSION, Precision, buckets_of, nli_version_of,
+                        rows_by_version)
 
 DEFAULT_PATH = REPO_ROOT / "artifacts" / "feedback.sqlite3"
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")
@@ -62,10 +63,14 @@ _JOIN = """FROM feedback f LEFT JOIN verdicts v ON v.claim_id = COALESCE(f.claim
 _JUDGED = """SELECT f.source, f.conversation_id, f.turn_id, f.claim_id, f.claim_index, f.label_shown, f.confidence_shown,
         f.shown, f.judgement, f.ts, f.received_at, v.claim_id, v.claim_index, v.shown, v.confidence, v.verdict, f.note
     """ + _JOIN
-# per (label, confidence, shown, judgement): the record's own confidence and shown, else the stored verdict's
+# per (label, confidence, shown, judgement, NLI version): the record's own confidence and shown, else the
+# stored verdict's; the version is the judged verdict's ({nli}: `_nli_version`'s SQL, NULL when not stored)
 _EFFECTIVE = """SELECT f.label_shown, COALESCE(f.confidence_shown, v.confidence), COALESCE(f.shown, v.shown),
-        f.judgement, COUNT(*) """ + _JOIN + """
-    GROUP BY f.label_shown, COALESCE(f.confidence_shown, v.confidence), COALESCE(f.shown, v.shown), f.judgement"""
+        f.judgement, {nli}, COUNT(*) """ + _JOIN + """
+    GROUP BY f.label_shown, COALESCE(f.confidence_shown, v.confidence), COALESCE(f.shown, v.shown), f.judgement, {nli}"""
+_SHOWN_BY_VERSION = """SELECT v.label, v.confidence, {nli}, COUNT(*) FROM verdicts v WHERE v.shown = 1
+    GROUP BY v.label, v.confidence, {nli}"""
+_VERDICTS_BY_VERSION = "SELECT {nli}, COUNT(*) FROM verdicts v GROUP BY {nli}"
 
 
 class StoreUnavailable(RuntimeError):
@@ -89,6 +94,12 @@ class JudgedVerdict:
     shown: bool | None = None  # the record's, else the stored verdict's display.show
     ts: float | None = None
     note: str | None = None
+
+    @property
+    def nli_version(self) -> str:
+        """The NLI model version of the judged verdict: feedback on an adapted model is told apart
+        from feedback on its base (UNKNOWN_VERSION when the verdict is not stored)."""
+        return nli_version_of(self.verdict)
 
 
 def _display(v: dict) -> tuple[int | None, str | None]:
@@ -264,20 +275,43 @@ class FeedbackStore:
         return {"feedback": sum(by_j.values()), "judgement": {j: int(by_j.get(j, 0)) for j in ("right", "wrong", "unsure")},
                 "source": {k: int(n) for k, n in by_s.items()}, "verdicts": int(verdicts), "unjoined": int(unjoined)}
 
+    def _nli_version(self) -> str:
+        """SQL for the NLI model version a stored verdict (alias v) names: its model_versions.nli."""
+        if self.postgres:
+            return "(v.verdict::json #>> '{model_versions,nli}')"
+        return "json_extract(v.verdict, '$.model_versions.nli')"
+
     def precision(self, target: float = 0.85, confidence: float = DEFAULT_CONFIDENCE) -> list[Precision]:
         """Per bucket (SUPPORTS, REFUTES, high): shown-badge precision from the judgements so far (right
         and wrong; unsure left out), its interval, and the coverage of the stored verdicts."""
-        judged: dict[str, list[int]] = {}
-        for label, conf, shown, judgement, n in self._query(_EFFECTIVE):
+        return self.precision_by_version(target, confidence)[ALL_VERSIONS]
+
+    def precision_by_version(self, target: float = 0.85,
+                             confidence: float = DEFAULT_CONFIDENCE) -> dict[str, list[Precision]]:
+        """`precision` per NLI model version of the judged verdicts (first stored first), and under
+        ALL_VERSIONS over all of them: a rollout judged before and after. A judgement whose verdict is
+        not stored counts under UNKNOWN_VERSION (and in ALL_VERSIONS), as the coverage of verdicts
+        that name no version."""
+        nli = self._nli_version()
+        judged: dict[str, dict[str, list[int]]] = {}
+        for label, conf, shown, judgement, version, n in self._query(_EFFECTIVE.format(nli=nli)):
             if judgement == "unsure":
                 continue
             for b in buckets_of(label, conf, None if shown is None else bool(shown)):
-                pair = judged.setdefault(b, [0, 0])
+                pair = judged.setdefault(_version(version), {}).setdefault(b, [0, 0])
                 pair[0 if judgement == "right" else 1] += int(n)
-        shown = {"SUPPORTS": 0, "REFUTES": 0, "high": 0}
-        for label, conf, n in self._query("SELECT label, confidence, COUNT(*) FROM verdicts WHERE shown = 1 "
-                                          "GROUP BY label, confidence"):
+        shown_by: dict[str, dict[str, int]] = {}
+        for label, conf, version, n in self._query(_SHOWN_BY_VERSION.format(nli=nli)):
             for b in buckets_of(label, conf, True):
-                shown[b] += int(n)
-        (total,), = self._query("SELECT COUNT(*) FROM verdicts")
-        return precision_rows({b: (r, w) for b, (r, w) in judged.items()}, shown, int(total), target, confidence)
+                per = shown_by.setdefault(_version(version), {})
+                per[b] = per.get(b, 0) + int(n)
+        verdicts: dict[str, int] = {}
+        for version, n in self._query(_VERDICTS_BY_VERSION.format(nli=nli) + " ORDER BY MIN(v.stored_at)"):
+            verdicts[_version(version)] = verdicts.get(_version(version), 0) + int(n)
+        return rows_by_version({v: {b: (r, w) for b, (r, w) in per.items()} for v, per in judged.items()},
+                               shown_by, verdicts, target, confidence)
+
+
+def _version(v) -> str:
+    """A version as SQL returned it (NULL: the verdict is not stored or names none)."""
+    return str(v) if v not in (None, "") else UNKNOWN_VERSION

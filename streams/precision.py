@@ -9,14 +9,18 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-BUCKETS = ("SUPPORTS", "REFUTES", "high")
+BUCKETS = ("SUPPORTS", "REFUTES", "high")  # per badge label, and the "high" confidence band of either
+DEFAULT_CONFIDENCE = 0.9
+# the model-version dimension: rows over every version, and the version of a judgement whose verdict
+# is not stored (yet) or names no NLI model
+ALL_VERSIONS = "all"
+UNKNOWN_VERSION = "unknown"
 
 
 def preload() -> None:
     """Import scipy.stats now (seconds on a busy machine): a worker or page calls this at start, so
     the first scrape or feedback event never waits on the import."""
-    import scipy.stats  # noqa: F401  # per badge label, and the "high" confidence band of either
-DEFAULT_CONFIDENCE = 0.9
+    import scipy.stats  # noqa: F401
 
 
 def clopper_pearson(k: int, n: int, confidence: float = DEFAULT_CONFIDENCE) -> tuple[float, float]:
@@ -94,3 +98,36 @@ def buckets_of(label: str, confidence: str | None, shown: bool | None) -> tuple[
     if shown is False:
         return ()
     return (label, "high") if confidence == "high" else (label,)
+
+
+def nli_version_of(verdict: dict | None) -> str:
+    """The NLI model version a published verdict names (`model_versions.nli`; an adapted model's
+    names its base and its data), UNKNOWN_VERSION when there is no verdict or it names none.
+    Why the NLI's: a model directory swaps the verifier with its decision and display, and the
+    verifier's version is the one that names the directory, so it tells a rollout's verdicts apart."""
+    versions = verdict.get("model_versions") if isinstance(verdict, dict) else None
+    nli = versions.get("nli") if isinstance(versions, dict) else None
+    return str(nli) if nli not in (None, "") else UNKNOWN_VERSION
+
+
+def rows_by_version(judged: dict[str, dict[str, tuple[int, int]]], shown: dict[str, dict[str, int]],
+                    verdicts: dict[str, int], target: float = 0.85,
+                    confidence: float = DEFAULT_CONFIDENCE) -> dict[str, list[Precision]]:
+    """`precision_rows` per model version (version → bucket → counts, as `precision_rows` takes them),
+    and under ALL_VERSIONS the rows over every version pooled (the drift alarm of all traffic). The
+    versions come in the order `verdicts` names them (first seen first), then those only judged."""
+    versions = list(dict.fromkeys([*verdicts, *judged, *shown]))
+    pooled_judged: dict[str, list[int]] = {}
+    pooled_shown = {b: 0 for b in BUCKETS}
+    for v in versions:
+        for b, (r, w) in judged.get(v, {}).items():
+            pair = pooled_judged.setdefault(b, [0, 0])
+            pair[0] += r
+            pair[1] += w
+        for b, n in shown.get(v, {}).items():
+            pooled_shown[b] = pooled_shown.get(b, 0) + n
+    out = {ALL_VERSIONS: precision_rows({b: (r, w) for b, (r, w) in pooled_judged.items()}, pooled_shown,
+                                        sum(verdicts.values()), target, confidence)}
+    for v in versions:
+        out[v] = precision_rows(judged.get(v, {}), shown.get(v, {}), verdicts.get(v, 0), target, confidence)
+    return out

@@ -14,7 +14,7 @@ from typing import Any, Callable, Sequence
 
 from schemas import ChatTurn, Display, InvalidEvent, Reason, Status, Surface, Verdict, claim_id, parse_turn
 from schemas.protocols import TurnResult
-from schemas.secrets import ELLIPSIS, Scrubber, ScrubbingFilter, bound  # noqa: F401 - the one scrubber, re-exported
+from schemas.secrets import Scrubber, ScrubbingFilter, bound  # noqa: F401 - the one scrubber, re-exported
 
 log = logging.getLogger("dialcheck.stream")
 

@@ -41,7 +41,8 @@ def assemble(st: ClaimState, ctx: VerdictContext) -> Verdict:
         evidence.append(Evidence(p.id, p.title, p.text, w.window.text, float(p.score) if p.score else None,
                                  round(w.window.prescore, 4), float(w.probs[ENTAILMENT]),
                                  float(w.probs[NEUTRAL]), float(w.probs[CONTRADICTION]), p.url))
-    assert label in LABELS
+    if label not in LABELS:  # a decision method or judge that made up a label: refused, not published
+        raise ValueError(f"decision label {label!r} is not one of {LABELS} (rule {getattr(d, 'rule', None)!r})")
     decided = d if best is not None else None  # a decision on a window read
     state = status(st, ctx.protocol, decided.evidence if decided else "none")
     basis = decided.basis if decided else None  # None when a later stage replaced the method's label

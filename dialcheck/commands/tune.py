@@ -74,7 +74,7 @@ def register(sub) -> None:
                    help="guarded: hold REFUTES precision on every set (shipped) or over all sets together "
                         "(more REFUTES found, fewer of them right: README, issue 18)")
     f.add_argument("--cover", choices=("none", "names", "half", "most", "all"), default="none",
-                   help="guarded: what a SUPPORTS window must state of the claim (workers/decision/guarded.py covers)")
+                   help="guarded: what a SUPPORTS window must state of the claim (workers/decision/guarded.py Coverage.covers)")
     f.add_argument("--slot-refutes", action="store_true",
                    help="guarded + --cover: a supported claim whose number the on-topic evidence states differently is REFUTES")
     # workers.decision.guarded.COVER_SCOPES' names, written out: importing it here costs every command ~2.7 s

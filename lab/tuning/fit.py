@@ -20,8 +20,9 @@ from schemas import LABELS
 from schemas.protocols import CONTRADICTION, ENTAILMENT
 from workers.decision import method
 from workers.decision.features import FEATURES, feature_matrix
-from workers.decision.guarded import NEI, ON_TOPIC_DEFAULT, R, S
+from workers.decision.guarded import NEI, R, S
 from workers.decision.methods import RULES, perclass_codes
+from workers.decision.sufficiency import ON_TOPIC
 
 from lab.evaluation.scoring import macro_f1
 from lab.tuning.variants import GOLD_CODES, NOT_S, covers, effective_cover, guarded_method, slot_clash
@@ -152,7 +153,7 @@ def _score(gold: np.ndarray, pred: np.ndarray, space: tuple[int, ...], floor: fl
 
 def fit_guarded(evs: Sequence, labels: Sequence[str], sets: Sequence[str] | None = None,
         spaces: dict[str, tuple[str, ...]] | None = None, min_refutes_precision: float = 0.60,
-        on_topic: tuple[float, ...] = ON_TOPIC_DEFAULT, refutes_floor: str = "per_set", cover: str = "none",
+        on_topic: tuple[float, ...] = (ON_TOPIC,), refutes_floor: str = "per_set", cover: str = "none",
         slot_refutes: bool = False, cover_scope: str = "all") -> dict:
     """The grid point with the best mean per-set macro-F1 among those keeping REFUTES precision
     ≥ the floor on every set (the least shortfall if none does); ties toward higher thresholds.

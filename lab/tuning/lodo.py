@@ -63,7 +63,7 @@ def e2e_evidence(tuner: Tuner, s: EvalSet, index_dir: str | None, surface: str =
     return e2e, [claim_evidence(st) for st in t.states(e2e.items, "e2e", surface)]
 
 
-# the guarded rule with its coverage guard (workers/decision/guarded.py `covers`), as named in reports
+# the guarded rule with its coverage guard (workers/decision/guarded.py `Coverage.covers`), as named in reports
 VARIANTS = {"guarded": {}, "guarded+names": {"cover": "names"}, "guarded+all": {"cover": "all"},
             "guarded+half": {"cover": "half"}, "guarded+most": {"cover": "most"},
             "guarded+half+slot": {"cover": "half", "slot_refutes": True},

@@ -21,6 +21,7 @@ from typing import ClassVar
 from workers.decision import guarded
 from workers.decision.guarded import COVER_LEVELS, NEI, R, S, Coverage, GuardedParams, GuardedRule
 from workers.decision.methods import GuardedMethod
+from workers.decision.sufficiency import ON_TOPIC
 
 NOT_S = 3
 GOLD_CODES = {"SUPPORTS": S, "REFUTES": R, "NOT ENOUGH INFO": NEI, "NOT SUPPORTS": NOT_S}
@@ -44,7 +45,7 @@ class VariantCoverage(Coverage):
 
     def covers(self, windows: tuple[int, ...]) -> bool:
         if self.level == TOPIC:
-            return any(float(self.ev.on_topic[i]) >= guarded.ON_TOPIC_DEFAULT[0] for i in windows)
+            return any(float(self.ev.on_topic[i]) >= ON_TOPIC for i in windows)
         if self.level == SUBJECT:
             return any(float(self.ev.coverage[i, 2]) > 0 for i in windows)
         return super().covers(windows)

@@ -10,9 +10,9 @@ is off the claim's topic (../shared/docs/verifier-recipes.md §6.1–6.2).
 - else NOT ENOUGH INFO.
 With all three at 0 this is the argmax rule with SUPPORTS first; the fit can only add guards.
 t_supports and t_refutes are fitted offline by a grid search (lab/tuning/fit.py `fit_guarded`);
-on_topic is fixed (below).
+on_topic is fixed (sufficiency.py `ON_TOPIC` says why).
 
-`decide` works the claim out once and returns a `Guarded`: label, deciding window, the windows it
+`GuardedRule.decide` works the claim out once and returns a `Guarded`: label, deciding window, the windows it
 rests on, coverage, the coverage level asked, uncovered terms, thinness, probabilities, the numbers
 the rationale quotes and its note. The method (methods.py), the verdict, the display and the judge
 read that; nothing recomputes it. Only the shipped variant lives here; the measured, unshipped ones
@@ -28,14 +28,9 @@ from schemas import LABELS
 from schemas.protocols import CONTRADICTION, ENTAILMENT
 
 from .rule import label_probs
-from .sufficiency import claim_terms, uncovered
+from .sufficiency import ON_TOPIC, claim_terms, uncovered
 
 S, R, NEI = 0, 1, 2
-# The on-topic level is fixed, not fitted: the yardstick's sets come with gold evidence, which is
-# on topic by construction, so they cannot show what the guard is for (retrieved passages about
-# something else, the Disneyland-for-Eiffel case). Half the claim's key terms (names and numbers
-# count twice) is the design value; the swap probe (`tune decision --lodo` report) measures it.
-ON_TOPIC_DEFAULT = (0.5,)
 
 
 # what a SUPPORTS window must state of the claim (see `Coverage.covers`): every name and number, and
@@ -56,7 +51,7 @@ class GuardedParams:
     """The guarded rule's parameters, as decision.json stores them (`params`)."""
     t_supports: float
     t_refutes: float
-    on_topic: float = ON_TOPIC_DEFAULT[0]
+    on_topic: float = ON_TOPIC  # fixed, not fitted (sufficiency.ON_TOPIC says why)
     min_refutes_precision: float | None = None  # the fit's REFUTES floor: a record of how it was fitted
     refutes_floor: str | None = None  # the fit's floor mode when not "per_set" (a record)
     cover: str = "none"  # COVER_LEVELS: what a SUPPORTS window must state
@@ -151,11 +146,6 @@ class Coverage:
         return bool(words) and sum(w not in missing for w in words) / len(words) >= self.share and self.share < 1.0
 
 
-def covers(ev, windows: tuple[int, ...], level: str) -> bool:
-    """`Coverage.covers` for one question (the fit's summaries ask it window by window)."""
-    return Coverage(ev, level).covers(windows)
-
-
 @dataclass(frozen=True)
 class Guarded:
     """What the guarded rule decided for one claim, computed once."""
@@ -239,8 +229,3 @@ class GuardedRule:
                     "so their contradiction cannot refute it.")
         missing = tuple(cov.missing(used)[0]) if cov.level != "none" else ()
         return Guarded(code, best, used, on_topic, cov.level, missing, cov.thin, probs, numbers, note)
-
-
-def decide(ev, params: GuardedParams) -> Guarded:
-    """The shipped rule's decision for one claim with at least one window."""
-    return GuardedRule(params).decide(ev)

@@ -28,11 +28,10 @@ from ..windows import Window
 from . import guarded
 from .features import FEATURES, ClaimEvidence, feature_matrix
 from .rule import DEFAULT_GAP, DEFAULT_THRESHOLD, NO_EVIDENCE, WindowDecision, aggregate, decide_window, label_probs
-from .sufficiency import strength
+from .sufficiency import ON_TOPIC, strength
 
 FORMAT = "dialcheck-decision"
 VERSION = 1
-DEFAULT_ON_TOPIC = 0.5  # coverage from which a window counts as about the claim, for methods without their own
 
 
 @dataclass(frozen=True)
@@ -91,7 +90,7 @@ class _Method:
 
     @property
     def on_topic(self) -> float:
-        return float(self.params.get("on_topic", DEFAULT_ON_TOPIC))
+        return float(self.params.get("on_topic", ON_TOPIC))
 
     @property
     def version(self) -> str:
@@ -230,7 +229,7 @@ class LogregMethod(_ClassScores):
 
 class GuardedMethod(_Method):
     """guarded.py's rule with fitted t_supports / t_refutes and the fixed on-topic level; its
-    parameters are typed (`guarded.GuardedParams`), its decision worked out once (`guarded.decide`)."""
+    parameters are typed (`guarded.GuardedParams`), its decision worked out once (`guarded.GuardedRule.decide`)."""
     name = "guarded"
     params_type: ClassVar[type[guarded.GuardedParams]] = guarded.GuardedParams
     rule_type: ClassVar[type[guarded.GuardedRule]] = guarded.GuardedRule

@@ -18,6 +18,13 @@ from ..windows import normalise
 _ORDINAL = re.compile(r"(?<=\d)(st|nd|rd|th)$")
 STOP = KEY_TERM_STOP  # workers/text.py: scikit-learn's English list plus chat fillers
 EVIDENCE_STRENGTHS = ("strong", "weak", "none")
+# The on-topic level: the coverage from which a window counts as about the claim (it may REFUTE, its
+# evidence is "strong"). Fixed, not fitted: the yardstick's sets come with gold evidence, which is on
+# topic by construction, so they cannot show what the guard is for (retrieved passages about
+# something else, the Disneyland-for-Eiffel case). Half the claim's key terms (names and numbers
+# count twice) is the design value; the swap probe (`tune decision --lodo` report) measures it.
+# Every method, the guarded rule, the LLM judge and the fit read it from here.
+ON_TOPIC = 0.5
 
 
 def _num(tok: str) -> str:

@@ -5,7 +5,7 @@ Which claims: those whose verdict would not be shown to end users (the display h
 `Decision`, `workers/display` `display_of`, the one the verdict publishes, is not shown) and that the
 NLI labelled SUPPORTS or REFUTES (a low-confidence or weak-evidence verdict), plus the NOT ENOUGH INFO
 verdicts whose deciding window is on the claim's topic (`Decision.coverage` ≥ the decision's
-on-topic level, 0.5 by default). The judge reads the decision; it works none of it out again.
+on-topic level, `decision.sufficiency.ON_TOPIC` by default). The judge reads the decision; it works none of it out again.
 An NEI is never shown, so NEI on off-topic evidence is left alone: there is nothing on the claim's
 subject for a judge to read. Claims with no window read,
 not check-worthy claims and claims a backend failed on are never asked.
@@ -40,6 +40,7 @@ from schemas.protocols import CONTRADICTION, ENTAILMENT, LLM, LLMUnavailable
 from schemas.secrets import Scrubber, url_passwords
 from schemas.settings import LLMSettings
 
+from ..decision.sufficiency import ON_TOPIC
 from ..display import display_of
 from ..state import ClaimState, component
 from ..text import last_turns
@@ -110,7 +111,7 @@ class JudgeStage:
     """The cascade judge as a pipeline stage (workers/stages.py's interface), after VerifyStage."""
     name = "judge"
 
-    def __init__(self, llm: LLM | None, settings: LLMSettings, on_topic: float = 0.5, display=None):
+    def __init__(self, llm: LLM | None, settings: LLMSettings, on_topic: float = ON_TOPIC, display=None):
         self.llm, self.settings, self.on_topic = llm, settings, float(on_topic)
         self.display = display  # the pipeline's display policy (None: the constant rule)
         self.scrub = Scrubber([settings.api_key.get_secret_value(), *url_passwords(settings.url)])

@@ -143,11 +143,9 @@ def _store(args):
         from streams.feedback_store import FeedbackStore
     except ModuleNotFoundError:
         raise UsageError("--from-feedback: this build has no feedback store (streams/feedback_store.py)") from None
-    import os
-
-    settings = load_settings()
-    where = (args.store or getattr(getattr(settings, "feedback", None), "store", None)
-             or os.environ.get("DIALCHECK_FEEDBACK_STORE") or "artifacts/feedback.sqlite3")
+    where = args.store or load_settings().stream.feedback_store  # the one default: DIALCHECK_FEEDBACK_STORE
+    if where.strip().lower() == "off":
+        raise UsageError("--from-feedback: the feedback store is off (DIALCHECK_FEEDBACK_STORE=off): name one with --store")
     if "://" not in str(where) and not Path(where).is_file():
         raise UsageError(f"--from-feedback: no feedback store at {where} (import labels with `dialcheck feedback import`)")
     try:

@@ -253,8 +253,9 @@ def risk_coverage_figure(report_path: str, out: Path, store: str | None) -> list
 def _feedback_curve(store: str | None) -> dict | None:
     from schemas.settings import load_settings
 
-    where = store or os.environ.get("DIALCHECK_FEEDBACK_STORE") or str(REPO_ROOT / "artifacts" / "feedback.sqlite3")
-    if "://" not in where and not Path(where).is_file():
+    settings = load_settings()
+    where = store or settings.stream.feedback_store  # the one default: DIALCHECK_FEEDBACK_STORE
+    if where.strip().lower() == "off" or ("://" not in where and not Path(where).is_file()):
         if store:
             raise UsageError(f"--store {store}: no feedback store there")
         return None
@@ -265,7 +266,7 @@ def _feedback_curve(store: str | None) -> dict | None:
     from lab.tuning.calibrate import curve, from_feedback, shown_stats
     from workers.display import load_display
 
-    policy = load_display(load_settings().verify)
+    policy = load_display(settings.verify)
     if policy is None:
         return None
     rows, _ = from_feedback(policy, FeedbackStore(where))

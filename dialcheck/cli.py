@@ -28,6 +28,9 @@ class _Parser(argparse.ArgumentParser):
     (argparse's own prints the usage block first). Subparsers inherit the class."""
 
     def error(self, message: str):
+        command = _unknown_command(self, _ARGV)
+        if command:
+            self.exit(2, f"dialcheck: {command}\n")
         prog, unknown = _unknown_option(self, _ARGV)
         where, message = prog.removeprefix("dialcheck").strip(), unknown or message
         self.exit(2, f"dialcheck: {where + ': ' if where else ''}{message} (--help for usage)\n")
@@ -61,6 +64,30 @@ def _unknown_option(parser: argparse.ArgumentParser, argv: list[str]) -> tuple[s
 
 
 _ROOT_OPTIONS = ("--version", "--debug", "-h", "--help")
+
+
+def _unknown_command(parser: argparse.ArgumentParser, argv: list[str]) -> str | None:
+    """"unknown command 'chek' (did you mean 'check'?)" (after its parent, "tune: unknown command
+    'fitt' ...") for the first word in argv that stands where a (sub)command of `parser` (the one
+    argparse reports from) belongs and is none; None when every one is known. Why: a misspelt
+    command fails on its first option instead (`chek --claim x` said "unknown option --claim"),
+    blaming what is right."""
+    import difflib
+
+    where = parser.prog.split()[1:]  # "dialcheck tune" → the words argv already went through
+    for word in where:
+        argv = argv[argv.index(word) + 1:] if word in argv else argv
+    while True:
+        sub = next((a for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)
+        word = next((t for t in argv if not t.startswith("-")), None)
+        if sub is None or word is None:
+            return None
+        if word not in sub.choices:
+            close = difflib.get_close_matches(word, sorted(sub.choices), n=1)
+            hint = f" (did you mean '{close[0]}'?)" if close else " (--help lists them)"
+            return f"{' '.join(where) + ': ' if where else ''}unknown command '{word}'{hint}"
+        where.append(word)
+        parser, argv = sub.choices[word], argv[argv.index(word) + 1:]
 
 
 def _deepest(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.ArgumentParser:

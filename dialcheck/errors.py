@@ -33,7 +33,9 @@ class ServiceUnreachable(UsageError):
 
 
 def port_in_use_line(host: str, port: int, option: str) -> str:
-    return f"port {host}:{port} is in use: pass {option} with another port (0: any free one) or stop what holds it"
+    """`option`: the command-line option or DIALCHECK_* setting that names the port."""
+    choose = f"set {option} to" if option.startswith("DIALCHECK_") else f"pass {option} with"
+    return f"port {host}:{port} is in use: {choose} another port (0: any free one) or stop what holds it"
 
 
 def check_port_free(host: str, port: int | None, option: str = "--port") -> None:
@@ -53,7 +55,7 @@ def check_port_free(host: str, port: int | None, option: str = "--port") -> None
         try:
             s.bind(addr)
         except PermissionError:
-            raise UsageError(f"port {host}:{port} needs privileges: pass {option} above 1023") from None
+            raise UsageError(f"port {host}:{port} needs privileges: choose one above 1023 ({option})") from None
         except OSError as e:
             import errno
 

@@ -49,6 +49,7 @@ CASES = [
     ("`--records 0`", ["replay", "--records", "0", "--broker", "127.0.0.1:9"], {}, 2),
     ("no claim", ["check"], {}, 2),
     ("misspelt option", ["check", "--claimm", "x is y"], {}, 2),
+    ("misspelt command", ["chek", "--claim", "x is y"], {}, 2),
     ("NLI model dir missing", ["check", "--claim", "x is y"], {"DIALCHECK_NLI_MODEL_DIR": "/nonexistent"}, 2),
     ("index dir is a file", ["check", "--claim", "x is y"], {"DIALCHECK_INDEX_DIR": "bad.json"}, 2),
     ("decision file missing", ["check", "--claim", "x is y"], {"DIALCHECK_DECISION_PARAMS": "decision.json"}, 2),

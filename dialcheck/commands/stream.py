@@ -23,12 +23,15 @@ def _need_broker(s: Settings) -> Settings:
 
 def cmd_worker(args) -> int:
     from streams.broker import kafka_for
+    from dialcheck.errors import check_port_free
     from dialcheck.wiring import check_surface, load_checker
     from streams.worker import run_worker
 
     settings = _settings(args)
     if args.pipeline is None:
         check_surface(args.surface)
+    # the /metrics port is bound after the models load (~15 s): a taken one is said before that
+    check_port_free(settings.stream.metrics_host, settings.stream.metrics_port, "DIALCHECK_METRICS_PORT")
     # load models before joining the group: a 20 s load inside the worker would stall a rebalance
     checker = load_checker(settings, args.pipeline, protocol=args.protocol, surface=args.surface)
     report = getattr(checker, "load_report", None)

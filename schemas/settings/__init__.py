@@ -15,7 +15,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, PrivateAttr, SecretStr, ValidationError
 from pydantic_settings import SettingsError
 
-from schemas.settings.base import ENV_PREFIX, REPO_ROOT, Section, SettingsInvalid, env, redact
+from schemas.settings.base import (ENV_PREFIX, REPO_ROOT, Section, SettingsInvalid, env, redact, variable_names,
+                                   warn_unknown_variables)
 from schemas.settings.data import SHARED_DATA_DIR, DataSettings, user_data_dir
 from schemas.settings.gate import GateSettings
 from schemas.settings.kafka import KafkaSettings
@@ -133,6 +134,7 @@ def _build(section: type[Section], values: dict[str, Any] | None = None) -> Sect
 
 def load_settings(**sections: dict[str, Any]) -> Settings:
     """Defaults ← DIALCHECK_* environment ← explicit overrides per section. Raises SettingsInvalid."""
+    warn_unknown_variables(n for cls in SECTIONS.values() for n in variable_names(cls))
     base = Settings(**{name: _build(cls) for name, cls in SECTIONS.items()})
     base = _decision_beside_model(base, named=ENV_PREFIX + "DECISION_PARAMS" in os.environ)
     return base.updated(**sections) if sections else base

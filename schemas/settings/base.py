@@ -5,8 +5,11 @@ becomes one line that names the variable (`SettingsInvalid`), and nothing is rea
 Secrets (SASL password, credentials inside URLs) are masked in every repr and in `as_table()`."""
 from __future__ import annotations
 
+import difflib
+import os
+import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable, Mapping, TextIO
 
 from pydantic import AliasChoices, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -32,6 +35,43 @@ def existing_path(value: str, kind: str, what: str) -> str:
 
 class SettingsInvalid(ValueError):
     """A setting that cannot be used; the message is one line naming the variable."""
+
+
+# DIALCHECK_* variables that are read outside the settings sections, so are not misspelt settings:
+# docker-compose.yml's (HOST_DATA_DIR, TRITON_HOST, UI_HOST_PORT), `dialcheck data fetch`'s mirror,
+# the embedded broker's log file, the bench scripts' and the tests' own.
+OTHER_VARIABLES = frozenset(ENV_PREFIX + n for n in (
+    "HOST_DATA_DIR", "TRITON_HOST", "UI_HOST_PORT", "DATA_BASE_URL", "BROKER_LOG", "GPU_CHECKPOINT",
+    "VERIFIER_BASE", "STANDIN_DELAY_S", "TEST_STREAM_PIPELINE"))
+_warned: set[str] = set()  # each unknown variable is told once per process, however often settings load
+
+
+def warn_unknown_variables(settings: Iterable[str], environ: Mapping[str, str] = os.environ,
+                           stream: TextIO | None = None, warned: set[str] = _warned) -> list[str]:
+    """One stderr line for each DIALCHECK_* variable that is no setting (`settings`: every section's
+    names), naming the nearest setting. Why: the sections ignore what they do not read (the
+    environment holds much else), so a misspelt DIALCHECK_METRICS_PROT left the default in force
+    without a word. A warning, not an error: a variable meant for another tool must not stop a run.
+    Returns the lines written."""
+    known = set(settings)
+    lines = []
+    for name in sorted(environ):
+        if not name.startswith(ENV_PREFIX) or name in known or name in OTHER_VARIABLES or name in warned:
+            continue
+        warned.add(name)
+        short = sorted(k.removeprefix(ENV_PREFIX) for k in known)  # the shared prefix would make any name "close"
+        near = difflib.get_close_matches(name.removeprefix(ENV_PREFIX), short, n=1, cutoff=0.75)
+        hint = f" (did you mean {ENV_PREFIX}{near[0]}?)" if near else " (`dialcheck config` lists the settings)"
+        lines.append(f"dialcheck: warning: {name} is not a setting and is ignored{hint}")
+    for line in lines:
+        print(line, file=stream or sys.stderr, flush=True)
+    return lines
+
+
+def variable_names(section: type["Section"]) -> list[str]:
+    """The DIALCHECK_* names a section reads."""
+    return [name for f in section.model_fields.values() if isinstance(f.validation_alias, AliasChoices)
+            for name in f.validation_alias.choices if isinstance(name, str)]
 
 
 def env(name: str, default: Any, doc: str, **constraints) -> Any:

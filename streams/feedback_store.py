@@ -8,8 +8,11 @@ read (`judged`), whichever arrived first.
 Why SQLite by default: one file (artifacts/feedback.sqlite3, setting DIALCHECK_FEEDBACK_STORE), the
 standard library, WAL (the worker writes while /metrics and `dialcheck feedback stats` read) and
 `synchronous=FULL` (a committed judgement survives a crash of the machine, not only of the process).
-A `postgresql://` URL uses psycopg 3 (`pip install "psycopg[binary]"`; docs/operations.md); only the
-embedded store is tested.
+A `postgresql://` URL uses psycopg 3 (in the `stream` extra; docs/operations.md): several workers and
+readers on other machines share one store. Both are tested by the same suite (tests/pg.py starts a
+real server). A PostgreSQL server that goes away is `StoreUnavailable` on every call until it is
+back (the next call connects again); the caller keeps the batch unacknowledged and retries. No
+error names the password: libpq's reason is quoted with the URL's userinfo and password removed.
 
 Idempotent: each judgement has a natural key (source, conversation, turn, claim, feedback id or time:
 `Feedback.key`), written with an UPSERT, so a redelivered record lands on its own row; a later
@@ -17,6 +20,7 @@ record with the same key replaces it only if it is not older (a changed mind, ne
 A verdict is kept as first stored (its claim id is the key)."""
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from dataclasses import dataclass
@@ -26,6 +30,7 @@ from typing import Iterable
 import orjson
 
 from schemas.feedback import Feedback
+from schemas.secrets import mask_urls
 from schemas.settings import REPO_ROOT
 
 from .precision import (ALL_VERSIONS, DEFAULT_CONFIDENCE, UNKNOWN_VERSION, Precision, buckets_of, nli_version_of,
@@ -33,6 +38,12 @@ from .precision import (ALL_VERSIONS, DEFAULT_CONFIDENCE, UNKNOWN_VERSION, Preci
 
 DEFAULT_PATH = REPO_ROOT / "artifacts" / "feedback.sqlite3"
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")
+SETTING = "DIALCHECK_FEEDBACK_STORE"
+# libpq options the URL does not set: a connect never hangs on an unreachable host, and a server that
+# vanishes without closing the connection (a partition) is noticed within about a minute
+PG_DEFAULTS = {"connect_timeout": "10", "keepalives_idle": "30", "keepalives_interval": "10",
+               "keepalives_count": "3"}
+_SCHEMA_LOCK = 720_365_001  # pg_advisory_xact_lock key: two processes creating the tables at once wait
 
 _SCHEMA = [
     """CREATE TABLE IF NOT EXISTS verdicts (
@@ -57,9 +68,10 @@ _UPSERT_FEEDBACK = """INSERT INTO feedback (source, conversation_id, turn_id, cl
 _INSERT_VERDICT = """INSERT INTO verdicts (claim_id, conversation_id, turn_id, claim_index, label, shown, confidence,
         verdict, stored_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (claim_id) DO NOTHING"""
 # each judgement with the verdict it names: by claim id, else by turn and claim index
+# (two verdicts at one index, e.g. a turn checked again by another model: the first stored, on both backends)
 _JOIN = """FROM feedback f LEFT JOIN verdicts v ON v.claim_id = COALESCE(f.claim_id,
         (SELECT w.claim_id FROM verdicts w WHERE w.conversation_id = f.conversation_id AND w.turn_id = f.turn_id
-         AND w.claim_index = f.claim_index))"""
+         AND w.claim_index = f.claim_index ORDER BY w.stored_at, w.claim_id LIMIT 1))"""
 _JUDGED = """SELECT f.source, f.conversation_id, f.turn_id, f.claim_id, f.claim_index, f.label_shown, f.confidence_shown,
         f.shown, f.judgement, f.ts, f.received_at, v.claim_id, v.claim_index, v.shown, v.confidence, v.verdict, f.note
     """ + _JOIN
@@ -74,7 +86,56 @@ _VERDICTS_BY_VERSION = "SELECT {nli}, COUNT(*) FROM verdicts v GROUP BY {nli}"
 
 
 class StoreUnavailable(RuntimeError):
-    """The store cannot be opened (a bad path, a missing driver): one line for the CLI."""
+    """The store cannot be opened or reached (a bad path or URL, bad credentials, a missing driver, a
+    PostgreSQL server down): one line naming the setting, never the password."""
+
+
+def public_url(url: str) -> str:
+    """The store's URL as it may be shown: userinfo masked (even a password holding '/'), query
+    (which may hold password=) dropped."""
+    text = url.split("?", 1)[0]
+    scheme, sep, rest = text.partition("://")
+    if sep and "@" in rest:
+        text = f"{scheme}://***@{rest.rpartition('@')[2]}"
+    return mask_urls(text)
+
+
+def _secrets_of(url: str) -> list[str]:
+    """Every form of the URL's credentials an error message might quote: userinfo, password (as
+    written and percent-decoded) and a password= query parameter."""
+    from urllib.parse import parse_qsl, unquote
+
+    rest = url.split("://", 1)[-1]
+    netloc, _, query = rest.partition("?")
+    userinfo = netloc.split("/", 1)[0].rpartition("@")[0] if "@" in netloc.split("/", 1)[0] else ""
+    if not userinfo and "@" in netloc:  # a password holding '/': everything up to the last '@'
+        userinfo = netloc.rpartition("@")[0]
+    found = [userinfo, userinfo.partition(":")[2]]
+    found += [v for k, v in parse_qsl(query, keep_blank_values=False) if k == "password"]
+    found += [unquote(x) for x in found]
+    return sorted({x for x in found if x}, key=len, reverse=True)
+
+
+def _reason(e: BaseException, url: str) -> str:
+    """libpq's reason on one line, without the URL's credentials."""
+    text = " ".join(str(e).split()) or type(e).__name__
+    for secret in _secrets_of(url):
+        text = text.replace(secret, "***")
+    return mask_urls(text)[:300]
+
+
+def _pg_connect(url: str):
+    try:
+        import psycopg
+    except ImportError:
+        raise StoreUnavailable("a postgresql:// feedback store needs psycopg 3: pip install \"psycopg[binary]\" "
+                               f"({SETTING}; docs/operations.md)") from None
+    options = {k: v for k, v in PG_DEFAULTS.items() if k not in url}
+    try:
+        return psycopg.connect(url, autocommit=False, **options)
+    except Exception as e:  # noqa: BLE001 - a bad URL is a ProgrammingError, a refused login an OperationalError
+        raise StoreUnavailable(f"cannot connect to the feedback store {public_url(url)} ({SETTING}): "
+                               f"{_reason(e, url)}") from None
 
 
 @dataclass(frozen=True)
@@ -126,15 +187,7 @@ class FeedbackStore:
         self.postgres = target.startswith(POSTGRES_SCHEMES)
         self._lock = threading.Lock()
         if self.postgres:
-            try:
-                import psycopg
-            except ImportError:
-                raise StoreUnavailable("a postgresql:// feedback store needs psycopg 3: pip install \"psycopg[binary]\" "
-                                       "(docs/operations.md)") from None
-            try:
-                self._conn = psycopg.connect(target, autocommit=False)
-            except Exception as e:  # noqa: BLE001 - the URL may carry a password: never quote it
-                raise StoreUnavailable(f"cannot connect to the feedback store ({type(e).__name__})") from None
+            self._conn = _pg_connect(target)
         else:
             import sqlite3
 
@@ -146,17 +199,20 @@ class FeedbackStore:
                 self._conn.execute("PRAGMA synchronous=FULL")
                 self._conn.execute("PRAGMA busy_timeout=30000")
             except (OSError, sqlite3.Error) as e:
-                raise StoreUnavailable(f"cannot open the feedback store {path}: {e}") from None
+                raise StoreUnavailable(f"cannot open the feedback store {path} ({SETTING}): {e}") from None
             self.path = path
         if not self._has_tables():  # readers (stats, calibrate) never need the write lock
             with self._tx() as tx:
+                if self.postgres:
+                    tx.execute(f"SELECT pg_advisory_xact_lock({_SCHEMA_LOCK})")
                 for stmt in _SCHEMA:
                     tx.execute(stmt)
 
     # -- plumbing --------------------------------------------------------------------------------
     def _has_tables(self) -> bool:
         if self.postgres:
-            rows = self._query("SELECT table_name FROM information_schema.tables WHERE table_name IN ('feedback', 'verdicts')")
+            rows = self._query("SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() "
+                               "AND table_name IN ('feedback', 'verdicts')")
         else:
             rows = self._query("SELECT name FROM sqlite_master WHERE type = 'table' AND name IN ('feedback', 'verdicts')")
         return len(rows) == 2
@@ -164,16 +220,35 @@ class FeedbackStore:
     def _sql(self, stmt: str) -> str:
         return stmt.replace("?", "%s") if self.postgres else stmt
 
-    class _Tx:
-        def __init__(self, store: "FeedbackStore"):
-            self.store = store
+    @property
+    def public_url(self) -> str:
+        return public_url(self.url)
 
-        def __enter__(self):
-            self.store._lock.acquire()
-            self.cur = self.store._conn.cursor()
-            if not self.store.postgres:
-                self.cur.execute("BEGIN IMMEDIATE")
-            return self
+    def _connection(self):
+        """The open connection; a PostgreSQL one lost (server restarted, network) is opened again."""
+        if self.postgres and (self._conn.closed or self._conn.broken):
+            with contextlib.suppress(Exception):
+                self._conn.close()
+            self._conn = _pg_connect(self.url)
+        return self._conn
+
+    @contextlib.contextmanager
+    def _reachable(self):
+        """A PostgreSQL connection error as StoreUnavailable (the server is down or gone), its reason scrubbed."""
+        if not self.postgres:
+            yield
+            return
+        import psycopg
+
+        try:
+            yield
+        except (psycopg.OperationalError, psycopg.InterfaceError) as e:
+            raise StoreUnavailable(f"the feedback store {self.public_url} is unreachable ({SETTING}): "
+                                   f"{_reason(e, self.url)}") from None
+
+    class _Tx:
+        def __init__(self, store: "FeedbackStore", cur):
+            self.store, self.cur = store, cur
 
         def execute(self, stmt: str, params=()):
             return self.cur.execute(self.store._sql(stmt), params)
@@ -181,30 +256,36 @@ class FeedbackStore:
         def executemany(self, stmt: str, rows):
             return self.cur.executemany(self.store._sql(stmt), rows)
 
-        def __exit__(self, exc_type, *exc):
+    @contextlib.contextmanager
+    def _tx(self):
+        """One write transaction: committed when the block ends, rolled back on any error."""
+        with self._lock, self._reachable():
+            conn = self._connection()
+            cur = conn.cursor()
             try:
-                if exc_type is None:
-                    self.store._conn.commit() if self.store.postgres else self.cur.execute("COMMIT")
-                else:
-                    self.store._conn.rollback() if self.store.postgres else self.cur.execute("ROLLBACK")
-            finally:
-                self.cur.close()
-                self.store._lock.release()
-
-    def _tx(self) -> "_Tx":
-        return FeedbackStore._Tx(self)
-
-    def _query(self, stmt: str, params=()) -> list[tuple]:
-        with self._lock:
-            cur = self._conn.cursor()
-            try:
-                cur.execute(self._sql(stmt), params)
-                rows = cur.fetchall()
+                if not self.postgres:
+                    cur.execute("BEGIN IMMEDIATE")
+                yield FeedbackStore._Tx(self, cur)
+                conn.commit() if self.postgres else cur.execute("COMMIT")
+            except BaseException:
+                with contextlib.suppress(Exception):  # a lost connection cannot roll back: the server did
+                    conn.rollback() if self.postgres else cur.execute("ROLLBACK")
+                raise
             finally:
                 cur.close()
-            if self.postgres:
-                self._conn.rollback()  # end the read transaction
-            return rows
+
+    def _query(self, stmt: str, params=()) -> list[tuple]:
+        with self._lock, self._reachable():
+            conn = self._connection()
+            cur = conn.cursor()
+            try:
+                cur.execute(self._sql(stmt), params)
+                return cur.fetchall()
+            finally:
+                cur.close()
+                if self.postgres:
+                    with contextlib.suppress(Exception):
+                        conn.rollback()  # end the read transaction (or the failed one)
 
     def close(self) -> None:
         with self._lock:
@@ -306,7 +387,7 @@ class FeedbackStore:
                 per = shown_by.setdefault(_version(version), {})
                 per[b] = per.get(b, 0) + int(n)
         verdicts: dict[str, int] = {}
-        for version, n in self._query(_VERDICTS_BY_VERSION.format(nli=nli) + " ORDER BY MIN(v.stored_at)"):
+        for version, n in self._query(_VERDICTS_BY_VERSION.format(nli=nli) + " ORDER BY MIN(v.stored_at), 1"):
             verdicts[_version(version)] = verdicts.get(_version(version), 0) + int(n)
         return rows_by_version({v: {b: (r, w) for b, (r, w) in per.items()} for v, per in judged.items()},
                                shown_by, verdicts, target, confidence)

@@ -44,9 +44,9 @@ def run_worker(settings: Settings, checker: Checker, loglevel: str = "info") -> 
         try:
             store = FeedbackStore(settings.stream.feedback_store)
         except StoreUnavailable as e:
-            print(f"dialcheck: {redact(str(e))} (DIALCHECK_FEEDBACK_STORE)", file=sys.stderr, flush=True)
+            print(f"dialcheck: {redact(str(e))}", file=sys.stderr, flush=True)  # names the setting
             return 2
-        print(f"feedback store: {redact(store.url)} (DIALCHECK_FEEDBACK_STORE; chat.feedback → judgements)", flush=True)
+        print(f"feedback store: {store.public_url} (DIALCHECK_FEEDBACK_STORE; chat.feedback → judgements)", flush=True)
     app = create_app(settings, checker, store=store)
     app.dialcheck_obs.serve()  # /metrics, /healthz, /readyz from now on (streams/observability.py)
     worker = faust.Worker(app, loglevel=loglevel, quiet=True, redirect_stdouts=False,

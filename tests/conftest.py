@@ -18,11 +18,12 @@ REPO = Path(__file__).resolve().parent.parent
 # ...and it lives in a directory of its own: the tests never rebuild the user's artifacts/index (with
 # the starter base) into this smaller one, and the next `dialcheck demo` never has to rebuild it back
 os.environ.setdefault("DIALCHECK_INDEX_DIR", str(REPO / "artifacts" / "test-index"))
-HEAVY_MARKS = ("data", "model", "broker")
+HEAVY_MARKS = ("data", "model", "broker", "postgres")
 # a test that asks for one of these fixtures gets the mark, whatever its module says
 FIXTURE_MARKS = {"data_dir": "data", "dialfact_records": "data", "index_dir": "model", "nli": "model",
                  "encoder": "model", "broker": "broker", "fresh_broker": "broker", "broker_settings": "broker",
-                 "start_worker": "broker", "served": "data", "mirror": "data"}  # mirrors serve copies of real data
+                 "start_worker": "broker", "served": "data", "mirror": "data",  # mirrors serve copies of real data
+                 "postgres_server": "postgres", "postgres_url": "postgres"}
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -152,3 +153,28 @@ def start_worker(tmp_path_factory):
             return w
 
         yield start
+
+
+# -- PostgreSQL: one real server per session (tests/pg.py), a fresh database per test ---------------
+@pytest.fixture(scope="session")
+def postgres_server():
+    """Debian's PostgreSQL in a temporary directory on a free loopback port, for the whole session."""
+    from tests.pg import PostgresServer
+
+    with PostgresServer() as server:
+        yield server
+
+
+@pytest.fixture
+def postgres_url(postgres_server) -> str:
+    """A new, empty database on the session's server: its postgresql:// URL (password included)."""
+    return postgres_server.database()
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+def feedback_store_url(request, tmp_path) -> str:
+    """The feedback store's setting on each backend: a SQLite file in tmp_path, then a fresh database
+    on the session's PostgreSQL server (started only when a test asks for this one)."""
+    if request.param == "sqlite":
+        return str(tmp_path / "feedback.sqlite3")
+    return request.getfixturevalue("postgres_url")

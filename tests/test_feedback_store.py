@@ -7,7 +7,9 @@ the certified thresholds silently. A real SQLite file in tmp_path; no mocks."""
 from __future__ import annotations
 
 import sqlite3
+import sys
 import time
+from urllib.parse import quote
 
 import orjson
 import pytest
@@ -16,6 +18,7 @@ from schemas import InvalidEvent, Reason
 from schemas.feedback import Feedback, parse_feedback
 from streams.feedback_store import FeedbackStore, StoreUnavailable
 from streams.precision import buckets_of, clopper_pearson, lower_bound, precision_row, upper_bound
+from tests.pg import free_port
 
 pytestmark = pytest.mark.unit
 
@@ -38,8 +41,9 @@ def fb(**kw) -> bytes:
 
 
 @pytest.fixture
-def store(tmp_path):
-    with FeedbackStore(tmp_path / "fb.sqlite3") as s:
+def store(feedback_store_url):
+    """The store on each backend (tests/conftest.py): a SQLite file, a fresh PostgreSQL database."""
+    with FeedbackStore(feedback_store_url) as s:
         yield s
 
 
@@ -103,6 +107,19 @@ def test_judgements_join_their_verdict_by_claim_id_or_index_whatever_came_first(
     assert store.judged()[0].verdict["label"] == "REFUTES" and store.counts()["verdicts"] == 3
 
 
+def test_two_verdicts_at_one_index_join_the_first_stored(store):
+    """A turn checked twice (another model, another claim split) leaves two verdicts at claim index
+    0: a judgement naming the index joins the first stored, on both backends (PostgreSQL would
+    refuse a scalar subquery with two rows)."""
+    store.add_verdicts([verdict("c1", "t3", "first")])
+    time.sleep(0.01)  # stored_at orders them
+    store.add_verdicts([verdict("c1", "t3", "second", label="REFUTES")])
+    store.add_feedback([parse_feedback(fb(turn_id="t3", claim_id=None, claim_index=0))])
+    (j,) = store.judged()
+    assert j.verdict["claim_id"] == "first" and store.counts()["unjoined"] == 0
+    assert store.precision()[0].n == 1
+
+
 def test_the_store_file_is_wal_and_survives_reopening(tmp_path):
     path = tmp_path / "fb.sqlite3"
     with FeedbackStore(path) as s:
@@ -112,15 +129,11 @@ def test_the_store_file_is_wal_and_survives_reopening(tmp_path):
         assert s.counts()["feedback"] == 1
 
 
-def test_a_postgres_url_without_its_driver_is_one_line():
-    pytest.importorskip("scipy")
-    try:
-        import psycopg  # noqa: F401
-        pytest.skip("psycopg is installed here")
-    except ImportError:
-        pass
-    with pytest.raises(StoreUnavailable, match="psycopg"):
+def test_a_postgres_url_without_its_driver_is_one_line(monkeypatch):
+    monkeypatch.setitem(sys.modules, "psycopg", None)  # an install without the stream extra: import fails
+    with pytest.raises(StoreUnavailable, match="needs psycopg 3") as e:
         FeedbackStore("postgresql://u:secret@db.example/dialcheck")
+    assert "DIALCHECK_FEEDBACK_STORE" in str(e.value) and "secret" not in str(e.value)
 
 
 def test_an_unwritable_store_is_one_line(tmp_path):
@@ -176,3 +189,50 @@ def test_feedback_is_a_frozen_value():
     f = Feedback("c", "t", "SUPPORTS", "right", "user", 1.0, claim_id="x")
     with pytest.raises(Exception):
         f.judgement = "wrong"  # type: ignore[misc]
+
+
+# -- PostgreSQL only: credentials, bad URLs, a server that goes away (a real server, tests/pg.py) -----------
+def test_wrong_password_or_bad_url_is_one_line_naming_the_setting_never_the_password(postgres_server, capsys):
+    from dialcheck.cli import main
+
+    wrong = "Wr0ng-p@ss:word%"
+    good_url = postgres_server.database()
+    bad_port = good_url.replace(f":{postgres_server.port}/", ":notaport/")
+    down = good_url.replace(f":{postgres_server.port}/", f":{free_port()}/")  # nothing listens there
+    cases = {postgres_server.url(password=wrong): "password authentication failed",
+             bad_port: "port", down: "refused",
+             "postgresql://dialcheck:50%zz@127.0.0.1/x": "percent",  # a password libpq cannot decode
+             "postgresql://dialcheck:sl/ash-pw@127.0.0.1:1/x": ""}  # '/' not encoded: no URL scrubber's userinfo
+    pw = postgres_server.password  # each whole, and the part a naive scrubber leaves (after the first '@')
+    secrets = [wrong, wrong.split("@")[-1], "50%zz", "sl/ash", pw, pw.split("@")[-1], quote(pw, safe=""), quote(wrong, safe="")]
+    for url, reason in cases.items():
+        with pytest.raises(StoreUnavailable) as e:
+            FeedbackStore(url)
+        msg = str(e.value)
+        assert reason in msg.lower() and "DIALCHECK_FEEDBACK_STORE" in msg and "\n" not in msg, msg
+        assert not [x for x in secrets if x in msg], msg
+        assert main(["feedback", "stats", "--store", url]) == 2  # the CLI: one `dialcheck:` line, exit 2
+        out, err = capsys.readouterr()
+        assert err.startswith("dialcheck: ") and err.count("\n") == 1 and "Traceback" not in err, err
+        assert not [x for x in secrets if x in err], err
+    with FeedbackStore(good_url) as st:  # the good URL (password with '@', ':' and '%', percent-encoded) works
+        assert st.counts()["feedback"] == 0
+        assert postgres_server.password not in st.public_url and "***@127.0.0.1" in st.public_url
+
+
+def test_a_store_whose_server_restarts_says_unreachable_then_reconnects(postgres_server):
+    """While the server is down every call is StoreUnavailable (the caller keeps its batch and retries);
+    once it is back the next call opens a new connection and nothing committed before is lost."""
+    with FeedbackStore(postgres_server.database()) as st:
+        st.add_feedback([parse_feedback(fb(ts=1.0))])
+        postgres_server.stop()
+        try:
+            with pytest.raises(StoreUnavailable, match="unreachable .*DIALCHECK_FEEDBACK_STORE") as e:
+                st.add_feedback([parse_feedback(fb(ts=2.0))])
+            assert postgres_server.password not in str(e.value)
+            with pytest.raises(StoreUnavailable):
+                st.counts()  # readers too (/metrics, stats)
+        finally:
+            postgres_server.start()
+        st.add_feedback([parse_feedback(fb(ts=2.0))])
+        assert st.counts()["feedback"] == 2

@@ -217,14 +217,14 @@ def test_curve_ranks_eligible_badges_by_score():
     assert c["precision"] == [100.0, 100.0, pytest.approx(66.67)]
 
 
-def test_cli_from_feedback_store(tmp_path, capsys):
-    """Judgements in the real feedback store (streams/feedback_store.py) → a certified display."""
+def test_cli_from_feedback_store(tmp_path, capsys, feedback_store_url):
+    """Judgements in the real feedback store (streams/feedback_store.py, SQLite and PostgreSQL) → a certified display."""
     from dialcheck.cli import main
     from schemas.feedback import Feedback
     from streams.feedback_store import FeedbackStore
 
     rng = np.random.default_rng(7)
-    store_path = tmp_path / "feedback.sqlite3"
+    store_path = feedback_store_url
     verdicts, feedback = [], []
     for i in range(300):
         p = float(rng.uniform(0.5, 1.0))

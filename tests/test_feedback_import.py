@@ -4,7 +4,7 @@ and DialFact gold labels joined to a run file's verdicts, into the store; bad ro
 Why: an annotation round is the first feedback most deployments get; a row silently dropped or
 joined to the wrong verdict would bias the certified display. The run rows here are written the
 way `dialcheck eval --output` writes them (lab.evaluation.scoring.verdict_row), on real DialFact
-sample records."""
+sample records. Each test runs on both backends: a SQLite file and a real PostgreSQL database."""
 from __future__ import annotations
 
 import csv
@@ -45,7 +45,7 @@ def write_jsonl(path, rows) -> str:
     return str(path)
 
 
-def test_dialfact_gold_joined_to_a_run(tmp_path, records, capsys):
+def test_dialfact_gold_joined_to_a_run(tmp_path, records, capsys, feedback_store_url):
     # the verdict agrees with gold on the first 8 records, not on the last 4
     flip = {"SUPPORTS": "REFUTES", "REFUTES": "SUPPORTS", "NOT ENOUGH INFO": "SUPPORTS"}
     rows = [run_row(r, r.label if i < 8 else flip[r.label], show=i % 2 == 0) for i, r in enumerate(records)]
@@ -53,7 +53,7 @@ def test_dialfact_gold_joined_to_a_run(tmp_path, records, capsys):
     gold = write_jsonl(tmp_path / "gold.jsonl", [{"id": r.id, "response_label": r.label, "context": r.context,
                                                   "response": r.response} for r in records]
                        + [{"id": "nobody", "response_label": "SUPPORTS"}, {"id": records[0].id, "response_label": "TRUE"}])
-    store = str(tmp_path / "fb.sqlite3")
+    store = feedback_store_url  # each backend (tests/conftest.py)
     assert main(["feedback", "import", gold, "--run", run, "--store", store]) == 0
     out, err = capsys.readouterr()
     assert "imported 12 judgements (8 right, 4 wrong, 0 unsure)" in out and "1 bad rows skipped" in out
@@ -75,9 +75,9 @@ def test_dialfact_gold_joined_to_a_run(tmp_path, records, capsys):
         assert facts is not None and facts.entail == pytest.approx(0.8) and facts.on_topic == 1.0 and j.verdict["display"]["show"] is (i % 2 == 0)
 
 
-def test_dialfact_rows_need_a_run_and_a_run_with_several_surfaces_needs_one_named(tmp_path, records, capsys):
+def test_dialfact_rows_need_a_run_and_a_run_with_several_surfaces_needs_one_named(tmp_path, records, capsys, feedback_store_url):
     gold = write_jsonl(tmp_path / "gold.jsonl", [{"id": r.id, "response_label": r.label} for r in records[:3]])
-    store = str(tmp_path / "fb.sqlite3")
+    store = feedback_store_url  # each backend (tests/conftest.py)
     assert main(["feedback", "import", gold, "--store", store]) == 2
     err = capsys.readouterr().err
     assert err.count("needs the verdicts it judges: --run") == 3 and "no usable row (3 bad)" in err
@@ -88,7 +88,7 @@ def test_dialfact_rows_need_a_run_and_a_run_with_several_surfaces_needs_one_name
     assert main(["feedback", "import", gold, "--run", run, "--surface", "r0", "--store", store]) == 0
 
 
-def test_an_annotation_export_in_the_feedback_schema_jsonl_and_csv(tmp_path, capsys):
+def test_an_annotation_export_in_the_feedback_schema_jsonl_and_csv(tmp_path, capsys, feedback_store_url):
     base = {"conversation_id": "c1", "label_shown": "SUPPORTS", "source": "moderator", "ts": 1700000000.0}
     verdict = {"conversation_id": "c1", "turn_id": "t1", "claim_id": "k1", "label": "SUPPORTS",
                "display": {"show": True, "tone": "supported", "confidence": "high"}}
@@ -97,7 +97,7 @@ def test_an_annotation_export_in_the_feedback_schema_jsonl_and_csv(tmp_path, cap
             {**base, "turn_id": "t3", "claim_index": 0, "judgement": "perhaps"}]
     jl = write_jsonl(tmp_path / "export.jsonl", rows)
     (tmp_path / "broken.jsonl").write_text("{nope\n")
-    store = str(tmp_path / "fb.sqlite3")
+    store = feedback_store_url  # each backend (tests/conftest.py)
     assert main(["feedback", "import", jl, "--store", store]) == 0
     out, err = capsys.readouterr()
     assert "imported 2 judgements (1 right, 1 wrong" in out and f"{jl}:3: schema feedback: judgement" in err
@@ -124,8 +124,8 @@ def test_an_annotation_export_in_the_feedback_schema_jsonl_and_csv(tmp_path, cap
     assert "no such file" in capsys.readouterr().err
 
 
-def test_stats_prints_precision_per_badge_and_json(tmp_path, capsys):
-    store = str(tmp_path / "fb.sqlite3")
+def test_stats_prints_precision_per_badge_and_json(tmp_path, capsys, feedback_store_url):
+    store = feedback_store_url  # each backend (tests/conftest.py)
     rows = [{"conversation_id": "c", "turn_id": f"t{i}", "claim_index": 0, "label_shown": "REFUTES", "shown": True,
              "judgement": "wrong" if i < 15 else "right", "source": "annotator", "ts": 1.0 + i} for i in range(20)]
     assert main(["feedback", "import", write_jsonl(tmp_path / "f.jsonl", rows), "--store", store]) == 0

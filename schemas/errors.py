@@ -23,6 +23,7 @@ class Reason(StrEnum):
     EMPTY_TEXT = "empty_text"          # nothing visible left after NFKC and invisibles removed
     INVALID_FIELD = "invalid_field"    # an id, speaker or ts the schema allows but the rules do not
     UNREADABLE = "unreadable"          # validation itself failed on the input (never seen; guarded)
+    UNDECODABLE = "undecodable"        # a record batch the consumer could not decode (unknown codec, bad CRC)
     POISON = "poison"                  # the pipeline call crashed the worker `poison_attempts` times
     DEADLINE = "deadline"              # a pipeline batch ran past `batch_deadline_s` (error verdicts, no dead letter)
 

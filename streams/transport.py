@@ -1,4 +1,4 @@
-"""Faust's aiokafka transport, with four changes; the broker URL scheme `dialcheck://` selects it.
+"""Faust's aiokafka transport, with five changes; the broker URL scheme `dialcheck://` selects it.
 
 1. The consumer's fetch wait is a setting (`stream.fetch_wait_ms`): faust-streaming 0.15.3
    hard-codes `fetch_max_wait_ms=1500`. A broker that holds every fetch for the full wait (Tansu
@@ -22,14 +22,36 @@
    out and skips re-fetched copies at or below it; the original events are acked as usual, and the
    read offset moves past a skipped copy so Faust does not mistake the skipped range for a gap
    (a gap counts as acked and could be committed over the originals still in flight).
+5. A record batch that cannot be decoded never crashes the worker nor sticks its partition
+   (`GuardedPartitionRecords`, `Consumer._dead_letter_undecodable`): aiokafka raises out of the
+   fetch for a batch whose codec it lacks or does not know, or whose CRC or framing is broken,
+   Faust crashes, and a restarted worker fetches the same batch and crashes again. The worker's
+   fetcher now decodes each batch up front; one that fails becomes a marker record at its first
+   offset, which `getmany` turns into dead letters (one per offset, reason code `undecodable`),
+   delivered before those offsets count as acked, so the commit moves past them only after the dead
+   letters are out. Every codec Kafka defines decodes with the [stream] extra's libraries (cramjam);
+   this is for unknown codec bits and corrupt batches. Only the worker's consumer is guarded (its
+   value deserializer is `KEEP_BYTES`): any other aiokafka consumer keeps aiokafka's behaviour.
 """
 from __future__ import annotations
 
+import logging
+from dataclasses import dataclass
+
+from aiokafka.consumer import fetcher as aiokafka_fetcher
+from aiokafka.errors import CorruptRecordException
+from aiokafka.structs import ConsumerRecord
 from faust.transport.drivers import TRANSPORTS
 from faust.transport.drivers import aiokafka as faust_aiokafka
+from faust.types.tuples import ack_lock
 from mode.utils.queues import FlowControlEvent
 
+from schemas import Reason
+
 SCHEME = "dialcheck"
+H_UNDECODABLE = "dialcheck.undecodable"        # marker record: why its batch did not decode
+H_UNDECODABLE_LAST = "dialcheck.undecodable.last"  # marker record: the batch's last offset
+log = logging.getLogger("dialcheck.transport")
 
 
 def _topic_of(item) -> str | None:
@@ -58,6 +80,132 @@ class KeepInputFlowControl(FlowControlEvent):
                 queue.clear()
 
 
+def KEEP_BYTES(value):  # noqa: N802 - a marker: the consumer whose fetcher guards its batches (point 5)
+    return value
+
+
+class _DecodedBatch:
+    """A record batch already decoded: its records in a list, every other attribute the batch's."""
+
+    def __init__(self, batch, records: list):
+        self._batch, self._records = batch, records
+
+    def __getattr__(self, name):
+        return getattr(self._batch, name)
+
+    def validate_crc(self) -> bool:
+        return True  # checked before decoding
+
+    def __iter__(self):
+        return iter(self._records)
+
+
+class _SkippedBatch(_DecodedBatch):
+    """An undecodable batch, shown to aiokafka's loop as a control batch: it moves past it."""
+
+    is_control_batch = True
+    is_transactional = False
+    producer_id = None
+
+    def __init__(self, batch, next_offset: int):
+        super().__init__(batch, [])
+        self.next_offset = next_offset
+
+
+@dataclass(frozen=True)
+class Undecodable:
+    first: int  # the batch's first offset not yet read
+    last: int
+    reason: str
+    timestamp: int
+
+
+def _batch_offsets(batch) -> tuple[int | None, int]:
+    """(base offset or None, next offset) from the batch header: no decoding needed."""
+    nxt = int(batch.next_offset)
+    base = getattr(batch, "base_offset", None)
+    return (None if base is None else int(base)), nxt
+
+
+class _CheckedBatches:
+    """aiokafka's MemoryRecords for one partition's fetch, whose batches are checked and decoded as
+    they are read: one that fails is skipped and noted in `owner.undecodable`."""
+
+    def __init__(self, records, owner: "GuardedPartitionRecords", check_crcs: bool):
+        self._records, self._owner, self._check_crcs = records, owner, check_crcs
+
+    def has_next(self) -> bool:
+        return self._records.has_next()
+
+    def next_batch(self):
+        batch = self._records.next_batch()
+        try:
+            if self._check_crcs and not batch.validate_crc():
+                raise CorruptRecordException("invalid CRC")
+            return _DecodedBatch(batch, list(batch))
+        except Exception as e:  # noqa: BLE001 - any failure to decode a batch is that batch's
+            base, nxt = _batch_offsets(batch)
+            first = max(self._owner.next_fetch_offset, base if base is not None else nxt - 1)
+            self._owner.undecodable.append(Undecodable(first, nxt - 1, f"{type(e).__name__}: {e}",
+                                                       int(getattr(batch, "first_timestamp", None) or -1)))
+            return _SkippedBatch(batch, nxt)
+
+
+class GuardedPartitionRecords(aiokafka_fetcher.PartitionRecords):
+    """aiokafka's PartitionRecords; for the worker's consumer (value deserializer KEEP_BYTES) a batch
+    that does not decode yields a marker record at its first offset instead of raising (point 5)."""
+
+    def __init__(self, tp, records, aborted, fetch_offset, key_deserializer, value_deserializer, check_crcs,
+                 isolation_level):
+        super().__init__(tp, records, aborted, fetch_offset, key_deserializer, value_deserializer, check_crcs,
+                         isolation_level)
+        if value_deserializer is KEEP_BYTES:
+            self.undecodable: list[Undecodable] = []
+            self._records = _CheckedBatches(records, self, check_crcs)
+            self._check_crcs = False  # checked by _CheckedBatches
+            self._records_iterator = self._with_markers(self._unpack_records())
+
+    def _with_markers(self, records):
+        for rec in records:
+            yield from self._markers()
+            yield rec
+        yield from self._markers()
+
+    def _markers(self):
+        while self.undecodable:
+            u = self.undecodable.pop(0)
+            if u.last < u.first:
+                continue
+            tp = self._tp
+            yield ConsumerRecord(tp.topic, tp.partition, u.first, u.timestamp, 0, None, None, None, -1, -1,
+                                 ((H_UNDECODABLE, u.reason.encode("utf-8", "replace")),
+                                  (H_UNDECODABLE_LAST, str(u.last).encode())))
+
+
+aiokafka_fetcher.PartitionRecords = GuardedPartitionRecords  # the name aiokafka's Fetcher builds them by
+
+
+def undecodable_marker(message) -> tuple[int, str] | None:
+    """(last offset, reason) when `message` is a GuardedPartitionRecords marker, else None."""
+    headers = getattr(message, "headers", None)
+    if not headers or message.value is not None:
+        return None
+    h = dict(headers) if not isinstance(headers, dict) else headers
+    if H_UNDECODABLE not in h or H_UNDECODABLE_LAST not in h:
+        return None
+    return int(h[H_UNDECODABLE_LAST]), bytes(h[H_UNDECODABLE]).decode("utf-8", "replace")
+
+
+@dataclass(frozen=True)
+class _Source:
+    """The coordinates of one undecodable offset, shaped like a message for TurnWorker.dead_letter."""
+    topic: str
+    partition: int
+    offset: int
+    key: bytes | None = None
+    value: bytes | None = None
+
+
 class ConsumerThread(faust_aiokafka.AIOKafkaConsumerThread):
     def _create_worker_consumer(self, transport):
         consumer = super()._create_worker_consumer(transport)
@@ -65,6 +213,7 @@ class ConsumerThread(faust_aiokafka.AIOKafkaConsumerThread):
         if wait_ms is not None:
             # aiokafka keeps the constructor argument here and hands it to its Fetcher at start()
             consumer._fetch_max_wait_ms = int(wait_ms)
+        consumer._value_deserializer = KEEP_BYTES  # its fetcher guards undecodable batches (point 5)
         return consumer
 
 
@@ -96,11 +245,50 @@ class Consumer(faust_aiokafka.Consumer):
     async def getmany(self, timeout: float):
         keep = getattr(self.app, "keep_topics", frozenset())
         async for tp, message in super().getmany(timeout):
+            if (marker := undecodable_marker(message)) is not None:
+                await self._dead_letter_undecodable(tp, message.offset, *marker)
+                continue
             if tp.topic in keep and is_refetched_copy(self._handed_out, tp, message.offset):
                 read = self._read_offset[tp]
                 self._read_offset[tp] = message.offset if read is None else max(read, message.offset)
                 continue
             yield tp, message
+
+    async def _dead_letter_undecodable(self, tp, first: int, last: int, reason: str) -> None:
+        """Dead letters for offsets first..last of `tp` (a batch that did not decode), delivered; only
+        then are those offsets acked, so the commit never moves past them before (point 5)."""
+        done = self._handed_out.get(tp)
+        first = first if done is None else max(first, done + 1)  # a re-fetched copy is dead-lettered once
+        if last < first:
+            return
+        worker = getattr(self.app, "dialcheck_worker", None)
+        outbox = getattr(worker, "outbox", worker)  # its dead_letter and deliver (streams/outbox.py)
+        if outbox is None:
+            raise RuntimeError(f"undecodable batch at {tp.topic}/{tp.partition}@{first}-{last} and no worker "
+                               f"to dead-letter it: {reason}")
+        why = f"undecodable record batch (offsets {first}-{last}): {reason}"
+        log.error("%s/%d@%d-%d: %s", tp.topic, tp.partition, first, last, why)
+        await outbox.deliver([outbox.dead_letter(_Source(tp.topic, tp.partition, off), Reason.UNDECODABLE, why)
+                              for off in range(first, last + 1)])
+        obs = getattr(self.app, "dialcheck_obs", None)
+        if obs is not None:
+            obs.undecodable(f"{tp.topic}/{tp.partition}@{first}-{last}: {reason}")
+        self._handed_out[tp] = last if done is None else max(done, last)
+        read = self._read_offset[tp]
+        self._read_offset[tp] = last if read is None else max(read, last)
+        if self.app.topics.acks_enabled_for(tp.topic):
+            self._ack_offsets(tp, range(first, last + 1))
+
+    def _ack_offsets(self, tp, offsets) -> None:
+        """Count offsets that have no message (dead-lettered batch) as acked, like Consumer.ack does."""
+        with ack_lock:
+            committed = self._committed_offset[tp]
+            index, acked = self._acked_index[tp], self._acked[tp]
+            for off in offsets:
+                if (committed is None or off >= committed) and off not in index:
+                    index.add(off)
+                    acked.append(off)
+                    self._n_acked += 1
 
     async def on_partitions_revoked(self, revoked) -> None:
         for tp in revoked:  # their queued events are cleared: the next assignment reads them again

@@ -46,7 +46,9 @@ def test_variant_files_are_the_shipped_ones_relabelled(tmp_path):
     assert copy["meta"]["nli_model"]["version"] == "some-other-nli"
     assert {k: v for k, v in copy.items() if k != "meta"} == {k: v for k, v in shipped.items() if k != "meta"}
     s = base.updated(verify=files)
-    assert load_decision(s.verify, "e2e", "some-other-nli") is not None
-    assert load_display(s.verify, "some-other-nli", "e2e") is not None
+    decision = load_decision(s.verify, "e2e", "some-other-nli")  # accepted for the other model ...
+    assert (decision.name, decision.params) == (shipped["method"], shipped["params"])  # ... and it is the shipped rule
+    display, shipped_display = load_display(s.verify, "some-other-nli", "e2e"), load_display(base.verify)
+    assert shipped_display is not None and display == shipped_display  # thresholds, scorer, evidence: the shipped ones
     with pytest.raises(ValueError):  # the originals still refuse another model
         load_decision(base.verify, "e2e", "some-other-nli")

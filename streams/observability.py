@@ -25,6 +25,8 @@ from schemas import TIMING_META_KEYS, Reason
 from schemas.protocols import CacheStats
 from schemas.settings import Settings, redact
 
+from .precision import ALL_VERSIONS
+
 log = logging.getLogger("dialcheck.observability")
 
 METRICS_MARKER = "dialcheck metrics at"
@@ -279,10 +281,11 @@ class _StateCollector:
 
 
 class _PrecisionCollector:
-    """Live shown-badge precision from the feedback store, per badge bucket (SUPPORTS, REFUTES, high):
-    precision and its Clopper–Pearson interval (streams/precision.py), judgements n, coverage, the
-    drift alarm (1 when the interval's upper end is below the target), and judgements by kind.
-    Read at scrape time, at most every PRECISION_CACHE_S (a query over the store)."""
+    """Live shown-badge precision from the feedback store, per badge bucket (SUPPORTS, REFUTES, high)
+    and NLI model version of the judged verdicts (`nli_version`; "all" pools every version): precision
+    and its Clopper–Pearson interval (streams/precision.py), judgements n, coverage, the drift alarm
+    (1 when the interval's upper end is below the target), and judgements by kind. Per version so a
+    rollout is judged before and after. Read at scrape time, at most every PRECISION_CACHE_S."""
 
     PRECISION_CACHE_S = 2.0
 
@@ -297,7 +300,7 @@ class _PrecisionCollector:
         now = time.monotonic()
         if self._cached is None or now - self._cached[0] > self.PRECISION_CACHE_S:
             store, target, confidence = self.obs.feedback
-            self._cached = (now, store.precision(target, confidence), store.counts())
+            self._cached = (now, store.precision_by_version(target, confidence), store.counts())
         return self._cached[1], self._cached[2]
 
     def collect(self):
@@ -305,30 +308,35 @@ class _PrecisionCollector:
 
         if self.obs.feedback is None:
             return
-        rows, counts = _safe(self._read, ([], {}))
-        g = {name: GaugeMetricFamily(f"dialcheck_{name}", doc, labels=["label"]) for name, doc in (
+        by_version, counts = _safe(self._read, ({}, {}))
+        g = {name: GaugeMetricFamily(f"dialcheck_{name}", doc, labels=["label", "nli_version"]) for name, doc in (
             ("shown_precision", "Share of judged shown badges judged right (feedback so far; unsure left out)."),
             ("shown_precision_lower", "Lower end of the shown-badge precision's Clopper-Pearson interval."),
             ("shown_precision_upper", "Upper end of the shown-badge precision's Clopper-Pearson interval."),
             ("shown_judged", "Judgements (right + wrong) of shown badges: the n of the precision."),
             ("shown_coverage", "Shown badges / verdicts kept in the feedback store."),
-            ("precision_alarm", "1 when the precision interval's upper end is below the target (drift alarm)."),
-            ("precision_target", "The precision target the alarm compares with (DIALCHECK_PRECISION_TARGET)."))}
-        for r in rows:
-            if r.precision is not None:
-                g["shown_precision"].add_metric([r.label], r.precision)
-                g["shown_precision_lower"].add_metric([r.label], r.lower)
-                g["shown_precision_upper"].add_metric([r.label], r.upper)
-            if r.coverage is not None:
-                g["shown_coverage"].add_metric([r.label], r.coverage)
-            g["shown_judged"].add_metric([r.label], r.n)
-            g["precision_alarm"].add_metric([r.label], 1.0 if r.alarm else 0.0)
-            g["precision_target"].add_metric([r.label], r.target)
+            ("precision_alarm", "1 when the precision interval's upper end is below the target (drift alarm)."))}
+        target = GaugeMetricFamily("dialcheck_precision_target", "The precision target the alarm compares with "
+                                   "(DIALCHECK_PRECISION_TARGET).", labels=["label"])
+        # each version's rows, then the pooled ones ("all"): the same buckets, one more label
+        for version, rows in sorted(by_version.items(), key=lambda kv: kv[0] == ALL_VERSIONS):
+            for r in rows:
+                labels = [r.label, version]
+                if r.precision is not None:
+                    g["shown_precision"].add_metric(labels, r.precision)
+                    g["shown_precision_lower"].add_metric(labels, r.lower)
+                    g["shown_precision_upper"].add_metric(labels, r.upper)
+                if r.coverage is not None:
+                    g["shown_coverage"].add_metric(labels, r.coverage)
+                g["shown_judged"].add_metric(labels, r.n)
+                g["precision_alarm"].add_metric(labels, 1.0 if r.alarm else 0.0)
+                if version == ALL_VERSIONS:
+                    target.add_metric([r.label], r.target)
         total = CounterMetricFamily("dialcheck_feedback", "Judgements in the feedback store, by judgement "
                                     "(redeliveries counted once).", labels=["judgement"])
         for j, n in (counts.get("judgement") or {}).items():
             total.add_metric([j], n)
-        yield from (*g.values(), total)
+        yield from (*g.values(), target, total)
 
 
 class _CacheCollector:

@@ -227,9 +227,10 @@ def test_live_precision_gauges_read_the_feedback_store(tmp_path, monkeypatch):
     assert not any(n.startswith("dialcheck_shown") for n, _ in samples(obs))  # no store attached: no gauges
     obs.attach_feedback(store, 0.85, 0.9)
     s = samples(obs)
-    assert ("dialcheck_shown_precision", (("label", "SUPPORTS"),)) not in s
-    assert s[("dialcheck_shown_judged", (("label", "SUPPORTS"),))] == 0
-    assert s[("dialcheck_precision_alarm", (("label", "REFUTES"),))] == 0
+    lab = lambda b: (("label", b), ("nli_version", "all"))  # noqa: E731  # pooled over every model version
+    assert ("dialcheck_shown_precision", lab("SUPPORTS")) not in s
+    assert s[("dialcheck_shown_judged", lab("SUPPORTS"))] == 0
+    assert s[("dialcheck_precision_alarm", lab("REFUTES"))] == 0
     verdicts = [{"conversation_id": "c", "turn_id": f"t{i}", "claim_id": f"k{i}", "label": "SUPPORTS" if i < 12 else "REFUTES",
                  "display": {"show": i < 16, "tone": "supported", "confidence": "high" if i < 4 else "medium"}}
                 for i in range(20)]
@@ -240,7 +241,6 @@ def test_live_precision_gauges_read_the_feedback_store(tmp_path, monkeypatch):
                         for i, v in enumerate(verdicts[:16])])
     monkeypatch.setattr(_PrecisionCollector, "PRECISION_CACHE_S", 0.0)
     s = samples(obs)
-    lab = lambda b: (("label", b),)  # noqa: E731
     lo, hi = clopper_pearson(11, 12, 0.9)
     assert s[("dialcheck_shown_precision", lab("SUPPORTS"))] == pytest.approx(11 / 12)
     assert (s[("dialcheck_shown_precision_lower", lab("SUPPORTS"))], s[("dialcheck_shown_precision_upper", lab("SUPPORTS"))]) \

@@ -23,7 +23,7 @@ import orjson
 
 from schemas.feedback import parse_feedback
 
-from ..precision import BUCKETS, buckets_of, precision_rows
+from ..precision import ALL_VERSIONS, UNKNOWN_VERSION, buckets_of, nli_version_of, rows_by_version
 from schemas import (LABELS, ChatTurn, Evidence, GateDecision, InvalidEvent, Reason, Status, Surface, Verdict, known_fields,
                      load_bounded_json, parse_turn, validate)
 
@@ -37,36 +37,64 @@ MAX_URL_CHARS = 2048
 CONVERSATION_OVERHEAD = 64 + 256
 MAX_REASON_KINDS = 64  # distinct kinds counted by name (a guard; schemas.Reason has fewer)
 MAX_JUDGEMENTS = 1_000_000  # judgements the live precision remembers by key (redelivery dedup; oldest forgotten)
+# the live precision per NLI model version: distinct versions kept apart (a guard: whoever can produce to
+# chat.verdicts names one; more count as OTHER_VERSIONS), their longest name, and the claim ids and turns
+# whose version is remembered for the judgements that name them (oldest forgotten)
+MAX_VERSIONS = 32
+MAX_VERSION_CHARS = 200
+OTHER_VERSIONS = "other"
+MAX_VERSION_KEYS = 100_000
 
 
 class LivePrecision:
     """The page's live precision from what the ui reads: each judgement on chat.feedback once (its
     natural key; a later one with the same key replaces it, as in the store), and the shown badges
-    among the verdicts read (deduplicated by claim id), for the coverage. The numbers come from
+    among the verdicts read (deduplicated by claim id), for the coverage; pooled and per NLI model
+    version of the judged verdict (its claim id, else its turn: a turn's verdicts come from one
+    batch, so one model), so a rollout is judged before and after. The numbers come from
     streams/precision.py, the function /metrics and `dialcheck feedback stats` use; the worker's
     figures read its store instead, so the two agree when both read the same topics from the start."""
 
     def __init__(self, target: float = 0.85, confidence: float = 0.9, max_judgements: int = MAX_JUDGEMENTS):
         self.target, self.confidence, self.max_judgements = target, confidence, max_judgements
-        self.judgements: "OrderedDict[tuple, tuple[tuple[str, ...], str, float]]" = OrderedDict()
-        self.shown = {b: 0 for b in BUCKETS}
-        self.verdicts = 0
+        # key → (buckets, judgement, ts, (claim id, conversation, turn), version when its verdict was read first)
+        self.judgements: "OrderedDict[tuple, tuple]" = OrderedDict()
+        self.shown: dict[str, dict[str, int]] = {}  # version → bucket → shown badges
+        self.verdicts: dict[str, int] = {}  # version → verdicts read
+        self.version_of: "OrderedDict[object, str]" = OrderedDict()  # claim id, or (conversation, turn) → version
         self.totals = {"right": 0, "wrong": 0, "unsure": 0}
 
+    def _version(self, v: Verdict) -> str:
+        name = nli_version_of({"model_versions": v.model_versions})[:MAX_VERSION_CHARS]
+        return name if name in self.verdicts or len(self.verdicts) < MAX_VERSIONS else OTHER_VERSIONS
+
     def verdict(self, v: Verdict) -> None:
-        self.verdicts += 1
+        version = self._version(v)
+        self.verdicts[version] = self.verdicts.get(version, 0) + 1
+        for key in (v.claim_id, (v.conversation_id, v.turn_id)):
+            self.version_of[key] = version
+            self.version_of.move_to_end(key)
+        while len(self.version_of) > MAX_VERSION_KEYS:
+            self.version_of.popitem(last=False)
         d = display_view(v.display) or {}  # as read from the topic: a dict (or a Display)
         if d.get("show") is True:
+            per = self.shown.setdefault(version, {})
             for b in buckets_of(v.label, d.get("confidence"), True):
-                self.shown[b] += 1
+                per[b] = per.get(b, 0) + 1
+
+    def _version_of(self, ref: tuple) -> str | None:
+        claim, conversation, turn = ref
+        found = self.version_of.get(claim) if claim is not None else None
+        return found if found is not None else self.version_of.get((conversation, turn))
 
     def judgement(self, f) -> bool:
         """Count one judgement; False when it changes nothing (a redelivery, or older than the one kept)."""
         old = self.judgements.get(f.key)
         if old is not None and old[2] > f.ts:
             return False
-        entry = (buckets_of(f.label_shown, f.confidence_shown, f.shown), f.judgement, f.ts)
-        if old == entry:
+        ref = (f.claim_id, f.conversation_id, f.turn_id)
+        entry = (buckets_of(f.label_shown, f.confidence_shown, f.shown), f.judgement, f.ts, ref, self._version_of(ref))
+        if old is not None and old[:4] == entry[:4]:
             return False
         if old is not None:
             self.totals[old[1]] -= 1
@@ -78,16 +106,23 @@ class LivePrecision:
         return True
 
     def view(self) -> dict:
-        judged: dict[str, list[int]] = {}
-        for buckets, j, _ in self.judgements.values():
+        """The pooled rows (`rows`, `alarm`) and per NLI version (`versions`: first read first)."""
+        judged: dict[str, dict[str, list[int]]] = {}
+        for buckets, j, _, ref, version in self.judgements.values():
             if j == "unsure":
                 continue
+            per = judged.setdefault(version or self._version_of(ref) or UNKNOWN_VERSION, {})
             for b in buckets:
-                judged.setdefault(b, [0, 0])[0 if j == "right" else 1] += 1
-        rows = precision_rows({b: (r, w) for b, (r, w) in judged.items()}, self.shown, self.verdicts, self.target,
-                              self.confidence)
+                per.setdefault(b, [0, 0])[0 if j == "right" else 1] += 1
+        by_version = rows_by_version({v: {b: (r, w) for b, (r, w) in per.items()} for v, per in judged.items()},
+                                     self.shown, self.verdicts, self.target, self.confidence)
+        rows = by_version.pop(ALL_VERSIONS)
         return {"target": self.target, "confidence": self.confidence, "feedback": dict(self.totals),
-                "rows": [r.to_dict() for r in rows], "alarm": [r.label for r in rows if r.alarm]}
+                "rows": [r.to_dict() for r in rows], "alarm": [r.label for r in rows if r.alarm],
+                "versions": [{"nli_version": v, "rows": [r.to_dict() for r in vr], "alarm": [r.label for r in vr if r.alarm]}
+                             for v, vr in by_version.items()]}
+
+
 def read_verdict(raw: bytes, max_bytes: int, max_depth: int) -> Verdict:
     """chat.verdicts bytes → Verdict, or InvalidEvent with a short reason: size and depth first (nothing
     recursive runs on a hostile record), then verdict.schema.json, then the schemas.Verdict types

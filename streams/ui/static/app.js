@@ -306,6 +306,22 @@ function renderPrecision(p) {
     precisionEl.append(item);
     if (r.alarm === true) alarms.push(`${label} badges are right at most ${pct(r.upper)} of the time`);
   }
+  // per NLI model version of the judged verdicts (first seen first): a rollout judged before and after
+  const versions = arr(p.versions).filter((v) => v && typeof v === "object");
+  for (const v of versions) {
+    const name = str(v.nli_version);
+    const item = el("span", { class: "precision-version", "data-nli-version": name,
+                              "data-alarm": String(arr(v.alarm).length > 0) });
+    const parts = [];
+    for (const r of arr(v.rows)) {
+      if (!r || typeof r !== "object") continue;
+      const n = finite(r.n) ?? 0;
+      parts.push(finite(r.precision) === null ? `${str(r.label)} –` : `${str(r.label)} ${pct(r.precision)} [${pct(r.lower)}, ${pct(r.upper)}] n=${n}`);
+      if (r.alarm === true && versions.length > 1) alarms.push(`${str(r.label)} badges of model ${name} are right at most ${pct(r.upper)} of the time`);
+    }
+    item.textContent = `model ${name}: ${parts.join(" · ")}`;
+    precisionEl.append(item);
+  }
   alarmEl.hidden = alarms.length === 0;
   alarmEl.textContent = alarms.length ? `Drift alarm: ${alarms.join("; ")} (upper end of the interval), below the ` +
     `${pct(p.target)} target. The display policy needs recalibrating (dialcheck calibrate --from-feedback).` : "";

@@ -29,12 +29,13 @@ pytestmark = pytest.mark.broker
 STANDIN = ["--pipeline", "tests.stream_standin:create"]
 
 
-def stream_settings(bootstrap: str, tmp_path, name: str, partitions: int = 2):
+def stream_settings(bootstrap: str, tmp_path, name: str, partitions: int = 2, store: str | None = None):
+    """Settings for one test's topics; the feedback store a SQLite file in tmp_path unless `store` names one."""
     s = load_settings(kafka={"bootstrap": bootstrap, "topic_partitions": partitions, "topic_turns": f"{name}.turns",
                              "topic_verdicts": f"{name}.verdicts", "topic_deadletter": f"{name}.dead",
                              "topic_feedback": f"{name}.feedback"},
                       stream={"app_id": name, "status_interval_s": 1.0, "trace_records": True,
-                              "feedback_store": str(tmp_path / "feedback.sqlite3")})
+                              "feedback_store": store or str(tmp_path / "feedback.sqlite3")})
     ensure_topics(s)
     return s
 
@@ -109,12 +110,14 @@ def test_feedback_is_stored_joined_and_bad_records_dead_lettered(fresh_broker, t
 
 @pytest.mark.timeout(600)
 @pytest.mark.flaky(reruns=1)
-def test_kill9_during_feedback_ingestion_loses_nothing_and_stores_nothing_twice(fresh_broker, tmp_path):
+def test_kill9_during_feedback_ingestion_loses_nothing_and_stores_nothing_twice(fresh_broker, tmp_path,
+                                                                               feedback_store_url):
     """SIGKILL while judgements stream in; a restarted worker picks up from the last committed
     offset. The store must end with every judgement exactly once (the natural key + upsert), and the
-    redelivered ones must have been seen again (else the kill tested nothing)."""
+    redelivered ones must have been seen again (else the kill tested nothing). On both stores: a
+    SQLite file, a PostgreSQL database (the killed worker's open transaction rolled back by the server)."""
     n = 300
-    s = stream_settings(fresh_broker.bootstrap, tmp_path, "fbk", partitions=1)
+    s = stream_settings(fresh_broker.bootstrap, tmp_path, "fbk", partitions=1, store=feedback_store_url)
     log = tmp_path / "worker.log"
     with WorkerProcess(s, log, extra_args=STANDIN) as first:
         first.wait_ready(180)

@@ -28,3 +28,12 @@ if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; the
     echo "setup: chromium + chromium-driver missing (apt-get install chromium chromium-driver as root) - tests/test_ui_browser.py needs them" >&2
   fi
 fi
+# The feedback store's PostgreSQL tests (tests/pg.py) start Debian's server (initdb + pg_ctl in a temp dir,
+# as the package's postgres user when root). Installed only when missing, like chromium above.
+if ! ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1 && ! command -v pg_ctl >/dev/null; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends postgresql
+  else
+    echo "setup: PostgreSQL server missing (apt-get install postgresql as root) - tests/pg.py needs it" >&2
+  fi
+fi

@@ -547,6 +547,10 @@ def test_feedback_buttons_store_judgements_and_the_page_shows_precision_in_chrom
         got = rows()
         assert got["REFUTES"]["alarm"] == "true" and got["SUPPORTS"]["alarm"] == "false"
         assert float(got["SUPPORTS"]["precision"]) == 1.0 and "shown 40.0 % of 5 verdicts" in got["SUPPORTS"]["text"]
+        # one row per NLI model version of the judged verdicts (the stand-in's verdicts name none)
+        versions = driver.execute_script("return [...document.querySelectorAll('.precision-version')]"
+                                         ".map((r) => [r.dataset.nliVersion, r.dataset.alarm, r.textContent]);")
+        assert [v[:2] for v in versions] == [["unknown", "true"]] and "SUPPORTS 100.0 %" in versions[0][2]
         alarm = driver.find_element(By.ID, "alarm").text
         assert "REFUTES" in alarm and "85.0 %" in alarm
         png = ARTIFACTS / "ui-feedback.png"

@@ -358,3 +358,49 @@ def test_triton_image_pins_match_pyproject():
             assert version.split(".")[0] == ours[known[name]].split(".")[0], (name, version, ours[known[name]])
         else:
             assert ours.get(name) == version, (name, version, ours.get(name))
+
+
+# --- the feedback store: a postgres service the workers share, its password never in the store's URL
+
+
+@pytest.mark.unit
+def test_postgres_service_holds_the_workers_feedback_store(compose):
+    from psycopg.conninfo import conninfo_to_dict
+
+    s = compose["services"]
+    pg = s["postgres"]
+    assert pg["image"] == "postgres:15" and "ports" not in pg, "the store stays on the compose network"
+    assert "pg_isready" in " ".join(pg["healthcheck"]["test"])
+    assert "postgres-data:/var/lib/postgresql/data" in pg["volumes"] and "postgres-data" in compose["volumes"]
+    worker = s["worker"]
+    assert worker["depends_on"]["postgres"]["condition"] == "service_healthy"
+    env, pg_env = worker["environment"], pg["environment"]
+    store = conninfo_to_dict(env["DIALCHECK_FEEDBACK_STORE"])  # libpq's own parser
+    assert env["DIALCHECK_FEEDBACK_STORE"].startswith("postgresql://") and "password" not in store
+    assert (store["host"], store["user"], store["dbname"]) == ("postgres", pg_env["POSTGRES_USER"], pg_env["POSTGRES_DB"])
+    assert env["PGPASSWORD"] == pg_env["POSTGRES_PASSWORD"]  # one variable sets both
+    assert re.fullmatch(r"\$\{DIALCHECK_POSTGRES_PASSWORD:-[^}]+\}", pg_env["POSTGRES_PASSWORD"])
+    assert "DIALCHECK_POSTGRES_PASSWORD" in (REPO / "infra" / "README.md").read_text()
+
+
+def test_the_workers_store_setting_and_pgpassword_log_in(compose, postgres_server, monkeypatch):
+    """The worker's DIALCHECK_FEEDBACK_STORE with the password in PGPASSWORD, as the stack sets them,
+    opens a real store: the same URL pointed at the test server (tests/pg.py: the same role name)."""
+    import psycopg
+    from psycopg.conninfo import conninfo_to_dict
+
+    from streams.feedback_store import FeedbackStore, StoreUnavailable
+
+    setting = compose["services"]["worker"]["environment"]["DIALCHECK_FEEDBACK_STORE"]
+    dbname = conninfo_to_dict(setting)["dbname"]
+    with psycopg.connect(postgres_server.url(), autocommit=True) as conn:
+        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (dbname,)).fetchone():
+            conn.execute(f'CREATE DATABASE "{dbname}"')
+    url = setting.replace("@postgres:5432/", f"@127.0.0.1:{postgres_server.port}/")
+    assert url != setting
+    monkeypatch.setenv("PGPASSWORD", postgres_server.password)
+    with FeedbackStore(url) as st:
+        assert st.counts()["feedback"] == 0 and st.public_url == url.replace("dialcheck@", "***@")
+    monkeypatch.setenv("PGPASSWORD", "not-the-password")
+    with pytest.raises(StoreUnavailable, match="password authentication failed"):
+        FeedbackStore(url)

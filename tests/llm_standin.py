@@ -11,8 +11,10 @@ A cascade-judge prompt (workers/llm/judge.py, its "Claim to judge:" line) is ans
 `judge_default` (a short reasoning ending "LABEL: NOT ENOUGH INFO" / "WINDOW: 1").
 
 Misbehaviour on demand (`mode`): "ok", "error" (HTTP 503 on every call), "slow" (answers after
-`delay_s`), "garbage" (200 with no choices). Every request is recorded in `requests`, with the
-`time.monotonic()` of its arrival under "t".
+`delay_s`), "held" (answers only when the test calls `release()`, at the latest after HOLD_CAP_S;
+`holding` counts the requests held now, so a test can see that its client gave up on an answer that
+had not come, without timing anything), "garbage" (200 with no choices). Every request is recorded
+in `requests`, with the `time.monotonic()` of its arrival under "t".
 
 Run by hand:  .venv/bin/python -m tests.llm_standin --port 8011
 then          DIALCHECK_LLM_URL=http://127.0.0.1:8011/v1 dialcheck eval --surfaces r0,r4g,r5g --limit 8
@@ -35,6 +37,7 @@ _CLAIM = re.compile(r"^Claim: (.*)$", re.MULTILINE)
 _JUDGED = re.compile(r"^Claim to judge: (.*)$", re.MULTILINE)
 JUDGE_DEFAULT = "The windows do not settle the claim.\nLABEL: NOT ENOUGH INFO\nWINDOW: 1"
 ROLES = {"system", "user", "assistant", "tool", "developer"}
+HOLD_CAP_S = 60.0  # "held": a safety cap so a client that waits for ever still ends; never a measured limit
 
 
 def _error(status: int, message: str, kind: str, code: str | None = None) -> web.Response:
@@ -52,15 +55,24 @@ class LLMStandIn:
         self.api_key = api_key
         self.mode, self.delay_s = "ok", 0.0
         self.requests: list[dict] = []
+        self.holding = 0  # "held" requests not answered yet
+        self._released = asyncio.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._runner: web.AppRunner | None = None
         self._thread: threading.Thread | None = None
         self.port = 0
 
     def reset(self) -> None:
-        """Between tests: answer normally and at once, with no request recorded."""
+        """Between tests: answer normally and at once, with no request recorded (and none held)."""
+        self.release()
         self.mode, self.delay_s = "ok", 0.0
         self.requests.clear()
+
+    def release(self) -> None:
+        """Answer every request "held" now; later ones are held again (while the mode is "held")."""
+        if self._loop is not None:
+            old, self._released = self._released, asyncio.Event()
+            self._loop.call_soon_threadsafe(old.set)
 
     # ---- the protocol ---------------------------------------------------------------------------
     def app(self) -> web.Application:
@@ -104,6 +116,14 @@ class LLMStandIn:
             return _error(503, "stand-in is down (mode=error)", "server_error")
         if self.mode == "slow":
             await asyncio.sleep(self.delay_s)
+        if self.mode == "held":
+            self.holding += 1
+            try:
+                await asyncio.wait_for(self._released.wait(), HOLD_CAP_S)
+            except asyncio.TimeoutError:
+                pass
+            finally:
+                self.holding -= 1
         if self.mode == "garbage":
             return web.json_response({"id": "x", "object": "chat.completion", "choices": []})
         content = self.answer(messages[-1]["content"])

@@ -86,29 +86,38 @@ def test_wilson_interval():
 
 
 @pytest.mark.unit
-def test_precision_by_band_plot_writes_its_numbers(band_case, tmp_path):
+def test_precision_by_band_plot_writes_its_numbers(band_case, tmp_path, drawn):
     from lab.evaluation.plots import plot_precision_by_band
 
     records, by_claim = band_case
     png, csv_path = plot_precision_by_band({"E2E r4g": by_claim, "FV r0": by_claim}, records, tmp_path / "pb",
                                            "test", note="In-sample: fitted on these claims.")
-    assert png.stat().st_size > 5000
     lines = csv_path.read_text(encoding="utf-8").splitlines()
     assert lines[0] == "# In-sample: fitted on these claims."
     table = list(csv.DictReader(lines[1:]))
     assert len(table) == 2 * 2 * 4  # runs × labels × (3 bands + all)
+    for ax in drawn[0].axes:  # each panel's bars are the CSV's precisions, SUPPORTS then REFUTES, band by band
+        want = [float(t["precision"] or 0) for lab in ("SUPPORTS", "REFUTES") for t in table
+                if t["run"] == ax.get_title() and t["label"] == lab and t["band"] != "all"]
+        assert [bar.get_height() for bar in ax.patches] == pytest.approx(want), ax.get_title()
     r_med = next(t for t in table if t["run"] == "FV r0" and t["label"] == "REFUTES" and t["band"] == "medium")
     assert (r_med["n"], r_med["correct"], r_med["precision"]) == ("3", "0", "0.0")
 
 
 @pytest.mark.unit
-def test_latency_plot_percentiles(tmp_path):
+def test_latency_plot_percentiles(tmp_path, drawn):
+    """What the README quotes: every claim in the histogram, p50 / p95 drawn where the CSV says."""
     from lab.evaluation.plots import plot_latency
 
     lat = [0.2 + 0.05 * i for i in range(40)] + [4.0]
     png, csv_path = plot_latency(lat, tmp_path / "lat", "test", note="quiet", ids=[f"c{i}" for i in range(41)],
                                  extra={"load_avg_1m_before": (0.5, "")})
-    assert png.stat().st_size > 5000
+    (ax,) = drawn[0].axes
+    assert sum(bar.get_height() for bar in ax.patches) == len(lat)
+    vlines = {k.split()[0]: x[0] for k, (x, _) in _lines(ax).items()}
+    assert vlines == {"p50": pytest.approx(np.percentile(lat, 50), abs=1e-3),
+                      "p95": pytest.approx(np.percentile(lat, 95), abs=1e-3)}
+    assert "(41 claims, max 4.00 s)" in ax.get_title()
     lines = csv_path.read_text(encoding="utf-8").splitlines()
     assert lines[0] == "# quiet"
     vals = {r["metric"]: r["value"] for r in csv.DictReader(lines[1:])}
@@ -117,6 +126,33 @@ def test_latency_plot_percentiles(tmp_path):
     assert vals["latency[c40]"] == "4.0" and vals["load_avg_1m_before"] == "0.5"
     with pytest.raises(ValueError):
         plot_latency([], tmp_path / "none", "empty")
+
+
+@pytest.fixture
+def drawn(monkeypatch) -> list:
+    """The matplotlib figures the plots save, kept open so a test reads back what was drawn."""
+    import lab.evaluation.plots as plots
+
+    figures = []
+
+    def keep(fig, path):
+        fig.tight_layout()
+        fig.savefig(path)
+        figures.append(fig)
+        return path
+
+    monkeypatch.setattr(plots, "_save", keep)
+    yield figures
+    import matplotlib.pyplot as plt
+
+    for fig in figures:
+        plt.close(fig)
+
+
+def _lines(ax) -> dict[str, tuple[list, list]]:
+    """label → (x, y) of the lines drawn with a label."""
+    return {ln.get_label(): (list(ln.get_xdata()), list(ln.get_ydata())) for ln in ax.get_lines()
+            if not ln.get_label().startswith("_")}
 
 
 def _dialcheck(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
@@ -154,7 +190,10 @@ def test_quiet_stream_run_through_a_real_broker_and_worker(tmp_path):
     proc = _dialcheck("figures", "--skip-eval", "--stream-records", "3", "--out", str(tmp_path),
                       "--pipeline", STANDIN, timeout=300)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
-    assert (tmp_path / "latency_stream.png").stat().st_size > 5000
+    from matplotlib.image import imread
+
+    png = imread(tmp_path / "latency_stream.png")  # a real image of the figure's size with something drawn
+    assert png.shape[:2] == (340, 540) and float(png[..., :3].std()) > 0.05
     lines = (tmp_path / "latency_stream.csv").read_text(encoding="utf-8").splitlines()
     assert "sent one at a time" in lines[0] and "load average" in lines[0]
     vals = {r["metric"]: float(r["value"]) for r in csv.DictReader(lines[1:])}
@@ -164,7 +203,7 @@ def test_quiet_stream_run_through_a_real_broker_and_worker(tmp_path):
 
 
 @pytest.mark.unit
-def test_risk_coverage_figure_from_a_yardstick_report(tmp_path):
+def test_risk_coverage_figure_from_a_yardstick_report(tmp_path, drawn):
     """`dialcheck figures --risk-coverage`: one PNG and its CSV, each set's curve and both operating points."""
     from dialcheck.cli import main
 
@@ -177,7 +216,13 @@ def test_risk_coverage_figure_from_a_yardstick_report(tmp_path):
     (tmp_path / "report.json").write_text(json.dumps(report))
     rc = main(["figures", "--risk-coverage", str(tmp_path / "report.json"), "--out", str(tmp_path)])
     assert rc == 0
-    assert (tmp_path / "risk_coverage.png").stat().st_size > 1000
+    drawn_lines = {name: xy for ax in drawn[0].axes for name, xy in _lines(ax).items()}
+    for name, c in report["curves"].items():  # each set's curve as the report has it
+        assert drawn_lines[name] == (c["coverage"], c["precision"]), name
+    points = {(ln.get_xdata()[0], ln.get_ydata()[0], ln.get_marker()) for ax in drawn[0].axes for ln in ax.get_lines()
+              if ln.get_label().startswith("_") and len(ln.get_xdata()) == 1}
+    assert {(13.8, 82.6, "o"), (8.0, 91.0, "*"), (25.0, 75.0, "o")} <= points and not any(p[2] == "*" and p[0] == 25.0 for p in points)
+    assert any(list(ln.get_ydata()) == [85.0, 85.0] for ax in drawn[0].axes for ln in ax.get_lines())  # the target
     rows = list(csv.reader(l for l in open(tmp_path / "risk_coverage.csv") if not l.startswith("#")))
     kinds = {(r[0], r[1]) for r in rows[1:]}
     assert ("faithdial", "certified") in kinds and ("begin_wow", "shipped") in kinds

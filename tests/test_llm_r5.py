@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import logging
-import time
 
 import pytest
 
@@ -199,24 +198,25 @@ def test_checks_refuse_drift(standin):
 
 @pytest.mark.unit
 def test_a_batch_waits_no_longer_than_its_llm_budget(settings, standin):
-    """One request in flight at a time (concurrency 1), a 1 s batch budget, a stand-in that answers
-    after 3 s: the batch returns when its budget is spent, before the first answer can come (timed
-    from that request's arrival in the stand-in's log); the two requests still queued then are
-    cancelled (never sent, even after the first one's answer), and every item says why."""
-    standin.mode, standin.delay_s = "slow", 3.0  # answers, but after the batch's budget
+    """One request in flight at a time (concurrency 1), a 1 s batch budget, a stand-in that holds its
+    answer until released: the batch returns when its budget is spent, while its one request is still
+    unanswered; the two requests still queued then are cancelled (never sent, even after the first
+    one's answer: a later request, sent after anything still queued, is the second and last one the
+    stand-in sees), and every item says why. Ordered by events, not timed."""
+    standin.mode = "held"
     llm = OpenAICompatibleLLM(settings.updated(llm={"url": standin.url, "api_key": KEY, "timeout_s": 30,
                                                     "model": "dialcheck-standin-rewriter", "concurrency": 1,
                                                     "batch_timeout_s": 1.0}).llm)
     try:
         got = llm.complete_many([r5.prompt(CONTEXT, ACCEPTED), r5.prompt(CONTEXT, REJECTED),
                                  r5.prompt(CONTEXT, ACCEPTED + " Really.")])
-        returned = time.monotonic()
         assert all(isinstance(g, LLMUnavailable) and "no answer within the batch's 1 s" in str(g) for g in got), got
-        sent = chats(standin)
-        assert len(sent) == 1, sent                          # only the first request started
-        assert returned - sent[0]["t"] < standin.delay_s     # the batch did not wait for its answer
-        time.sleep(max(0.0, sent[0]["t"] + standin.delay_s + 0.5 - time.monotonic()))
-        assert len(chats(standin)) == 1                      # the queued two were cancelled, not delayed
+        assert standin.holding == 1 and len(chats(standin)) == 1  # returned before its one request was answered
+        standin.mode = "ok"
+        standin.release()
+        after = llm.complete_many([r5.prompt(CONTEXT, UNKNOWN)])  # one slot: waits for the first, then the queue
+        assert after == [UNKNOWN], after
+        assert len(chats(standin)) == 2                      # the queued two were cancelled, not delayed
     finally:
         llm.close()
 

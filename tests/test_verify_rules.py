@@ -23,9 +23,24 @@ def test_prescore_prefers_overlapping_window():
     assert prescore("Élvis wás bórn in Tupelo", fact) == prescore("Elvis was born in Tupelo", fact)  # diacritics stripped
 
 
-def test_top_windows_keeps_limit():
+def test_top_windows_keeps_the_best_by_prescore():
+    """Which windows are kept, not how many: every window of the passage about topic 3 first (the one
+    sentence naming both "number 3" and "topic 3" at the top), nothing dropped outscoring anything
+    kept, and equal scores in passage order."""
     passages = [" ".join(f"Sentence number {i} about topic {j}." for i in range(10)) for j in range(5)]
-    assert len(top_windows(passages, "topic 3", keep=24)) == 24
+    kept = top_windows(passages, "topic 3", keep=24)
+    assert len(kept) == 24
+    assert kept[0].text == "Sentence number 3 about topic 3." and kept[0].passage_index == 3
+    about_3 = windows(passages[3])
+    assert sorted(w.text for w in kept[:len(about_3)]) == sorted(about_3)
+    scores = [w.prescore for w in kept]
+    assert scores == sorted(scores, reverse=True)
+    every = [(i, w) for i, p in enumerate(passages) for w in windows(p)]
+    dropped = [prescore(w, "topic 3") for i, w in every if (i, w) not in {(k.passage_index, k.text) for k in kept}]
+    assert len(dropped) == len(every) - 24 and max(dropped) <= min(scores)
+    for a, b in zip(kept, kept[1:]):
+        if a.prescore == b.prescore:
+            assert a.passage_index <= b.passage_index, (a, b)
 
 
 def test_decision_rule_thresholds():

@@ -144,6 +144,8 @@ def one_line(error: BaseException, args: argparse.Namespace | None) -> tuple[int
         return USAGE, str(error)
     if _is(error, "workers.retrieval.build", "IndexEncoderMismatch"):  # e.g. the default encoder changed
         return USAGE, str(error)
+    if _is(error, "streams.feedback_store", "StoreUnavailable"):  # names the setting, never the password
+        return UNREACHABLE, redact(str(error))
     if _is(error, "streams.replay", "UndeliveredTurns"):
         return UNREACHABLE, redact(str(error))
     if _is(error, "kafka.errors", "NoBrokersAvailable") or _is(error, "kafka.errors", "KafkaConnectionError"):

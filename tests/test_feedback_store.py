@@ -211,10 +211,11 @@ def test_wrong_password_or_bad_url_is_one_line_naming_the_setting_never_the_pass
         msg = str(e.value)
         assert reason in msg.lower() and "DIALCHECK_FEEDBACK_STORE" in msg and "\n" not in msg, msg
         assert not [x for x in secrets if x in msg], msg
-        assert main(["feedback", "stats", "--store", url]) == 2  # the CLI: one `dialcheck:` line, exit 2
-        out, err = capsys.readouterr()
-        assert err.startswith("dialcheck: ") and err.count("\n") == 1 and "Traceback" not in err, err
-        assert not [x for x in secrets if x in err], err
+        for cmd in (["feedback", "stats"], ["calibrate", "--from-feedback"]):  # the CLI: one line, exit 2
+            assert main([*cmd, "--store", url]) == 2
+            out, err = capsys.readouterr()
+            assert err.startswith("dialcheck: ") and err.count("\n") == 1 and "Traceback" not in err, err
+            assert not [x for x in secrets if x in err], err
     with FeedbackStore(good_url) as st:  # the good URL (password with '@', ':' and '%', percent-encoded) works
         assert st.counts()["feedback"] == 0
         assert postgres_server.password not in st.public_url and "***@127.0.0.1" in st.public_url

@@ -17,7 +17,7 @@ import orjson
 from schemas import InvalidEvent, Reason, clean_text, validate
 from schemas.wire import decode_record
 
-FEEDBACK_VERSION = "1.0"
+FEEDBACK_VERSION = "1.1"  # 1.1: optional corrected_label
 JUDGEMENTS = ("right", "wrong", "unsure")
 SOURCES = ("user", "moderator", "annotator")
 MAX_FEEDBACK_BYTES = 16384
@@ -37,6 +37,9 @@ class Feedback:
     confidence_shown: Literal["high", "medium", "low"] | None = None
     shown: bool | None = None
     note: str | None = None
+    # 1.1: the label the judge would give, when they said one: a binary judge (supported or not)
+    # writes SUPPORTS or NOT SUPPORTS; `dialcheck adapt` learns from it (lab/nli/judged.py)
+    corrected_label: Literal["SUPPORTS", "REFUTES", "NOT ENOUGH INFO", "NOT SUPPORTS"] | None = None
     schema_version: str = FEEDBACK_VERSION
 
     @property

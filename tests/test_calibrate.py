@@ -104,8 +104,26 @@ def test_a_label_not_certified_is_never_shown_and_nothing_certified_raises():
     s = np.r_[np.linspace(0.6, 1.0, 300), np.full(10, 0.95)]
     new, cert = certify_policy(policy, _rows(label, s, np.ones(310, bool)), TARGET, CONFIDENCE)
     assert new.show["REFUTES"] == NEVER and cert["not_certified"] == ["REFUTES"]
-    with pytest.raises(NotCertified, match="too few labelled badges"):
+    with pytest.raises(NotCertified, match="SUPPORTS: too few badges"):
         certify_policy(policy, _rows(np.zeros(12, int), np.full(12, 0.9), np.ones(12, bool)), TARGET, CONFIDENCE)
+
+
+def test_nothing_certified_because_of_the_bound_says_n_wrong_bound_and_the_target_it_could_certify():
+    """Many badges, one in ten of the top 60 wrong, half of the rest: the count is not what stops it, the
+    bound is; the line names the first test's n, wrong and bound, and a lower target that would certify."""
+    policy = DisplayPolicy.load(SHIPPED)
+    n = 400
+    rank = np.arange(n)[::-1]  # 0 = the highest score (linspace ascends)
+    right = np.where(rank < 60, rank % 10 != 5, rank % 2 == 1)
+    with pytest.raises(NotCertified) as err:
+        certify_policy(policy, _rows(np.zeros(n, int), np.linspace(0.5, 1.0, n), right), TARGET, CONFIDENCE)
+    line = str(err.value)
+    assert "\n" not in line and "too few" not in line.split("REFUTES")[0]
+    assert "SUPPORTS: the error bound stopped it at the first threshold tested" in line
+    assert "REFUTES: too few badges" in line
+    import re
+    m = re.search(r"highest target it could certify is (0\.\d\d)", line)
+    assert m and 0.5 <= float(m.group(1)) < 0.85  # one wrong among the first few: certifiable well below
 
 
 def _run_row(i: int, label: str, p: float, entail: float) -> dict:
@@ -178,7 +196,8 @@ def test_cli_too_few_labels_is_one_line_exit_2_and_writes_nothing(tmp_path, caps
                "--display", SHIPPED, "--out", str(out)])
     err = capsys.readouterr().err.strip().splitlines()
     assert rc == 2 and not out.exists()
-    assert len(err) == 1 and err[0].startswith("dialcheck: too few labelled badges")
+    assert len(err) == 1 and err[0].startswith("dialcheck: nothing certified at target 0.85")
+    assert "SUPPORTS: too few badges" in err[0]
 
 
 @pytest.mark.parametrize("argv, says", [

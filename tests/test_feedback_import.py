@@ -138,3 +138,26 @@ def test_stats_prints_precision_per_badge_and_json(tmp_path, capsys, feedback_st
     rows = {r["label"]: r for r in got["precision"]}
     assert rows["REFUTES"]["n"] == 20 and rows["REFUTES"]["alarm"] and rows["SUPPORTS"]["n"] == 0
     assert main(["feedback", "stats", "--store", store, "--target", "2"]) == 2
+
+
+def test_binary_gold_labels_judge_verdicts_and_a_refutes_is_not_counted_wrong(tmp_path, records, capsys,
+                                                                               feedback_store_url):
+    """Binary attribution labels (supported / not supported): a SUPPORTS verdict is right only on
+    "supported"; a REFUTES or NOT ENOUGH INFO verdict against "not supported" is not counted wrong (a
+    binary judge cannot tell refuted from silent); the gold label is kept as corrected_label."""
+    verdicts = ["SUPPORTS", "SUPPORTS", "REFUTES", "REFUTES", "NOT ENOUGH INFO", "NOT ENOUGH INFO"]
+    gold = ["supported", "not supported", "not supported", "SUPPORTS", "NOT SUPPORTS", "1"]
+    want = ["right", "wrong", "right", "wrong", "right", "wrong"]
+    run = write_jsonl(tmp_path / "run.jsonl", [run_row(r, v, True) for r, v in zip(records, verdicts)])
+    labels = write_jsonl(tmp_path / "gold.jsonl", [{"id": r.id, "response_label": g} for r, g in zip(records, gold)])
+    assert main(["feedback", "import", labels, "--run", run, "--store", feedback_store_url]) == 0
+    assert "imported 6 judgements (3 right, 3 wrong, 0 unsure)" in capsys.readouterr().out
+    with FeedbackStore(feedback_store_url) as st:
+        by_claim = {j.claim_id: j for j in st.judged()}
+        from lab.nli.judged import corrected_labels
+
+        corrected = corrected_labels(st)
+    for r, w in zip(records, want):
+        assert by_claim[response_claim_id(r)].judgement == w
+    assert sorted(corrected.values()) == sorted(["SUPPORTS", "NOT SUPPORTS", "NOT SUPPORTS", "SUPPORTS", "NOT SUPPORTS",
+                                                 "SUPPORTS"])

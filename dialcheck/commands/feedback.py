@@ -5,7 +5,10 @@ the store says about the badges.
 - an annotation export in the feedback schema (schemas/feedback.schema.json; a JSONL row may also
   carry the judged verdict whole under `verdict`, which is stored for the join);
 - a DialFact-format file with gold `response_label` and `id`: each record is judged against the
-  verdict a run file (`dialcheck eval --output`, `--run`) gave it: right when the labels agree.
+  verdict a run file (`dialcheck eval --output`, `--run`) gave it: right when the labels agree. The
+  label may be three-way or binary attribution (SUPPORTS / NOT SUPPORTS, "supported" / "not
+  supported", 1 / 0): against a binary NOT SUPPORTS a REFUTES or NOT ENOUGH INFO verdict is not
+  counted wrong (`gold_judgement`); the gold label is kept as the judgement's `corrected_label`.
 A bad row is one line (its row number and why) and is skipped; the command fails (exit 2) only
 when no row was usable. Importing the same file again changes nothing (each row's feedback id is
 stable, the store upserts on it).
@@ -126,24 +129,35 @@ def _run_verdicts(path: str, surface: str | None) -> dict[str, dict]:
     return by_surface[surface]
 
 
+def gold_judgement(gold: str, label: str) -> str:
+    """A verdict's label judged against a gold label, three-way or binary (docs/operations.md):
+    right when they agree; a REFUTES or NOT ENOUGH INFO verdict against a binary NOT SUPPORTS is
+    right too (a binary judge cannot tell refuted from not enough info, so it is not counted wrong)."""
+    if gold == "NOT SUPPORTS":
+        return "wrong" if label == "SUPPORTS" else "right"
+    return "right" if label == gold else "wrong"
+
+
 def _gold_judgement(row: dict, run: dict[str, dict] | None, source: str, now: float):
     """A DialFact record → (Feedback, the verdict it judges), an error string, or None when the run
-    has no verdict for it."""
+    has no verdict for it. The gold label goes along as `corrected_label` (schema 1.1)."""
+    from lab.tuning.calibrate import gold_label
     from schemas import LABELS
     from schemas.feedback import feedback_from_dict
 
     if run is None:
         return "a DialFact row (response_label) needs the verdicts it judges: --run RUN.jsonl"
-    gold = row.get("response_label")
-    if gold not in LABELS:
-        return f"response_label {str(gold)[:40]!r} is not one of {', '.join(LABELS)}"
+    gold = gold_label(row.get("response_label"))
+    if gold is None:
+        return (f"response_label {str(row.get('response_label'))[:40]!r} is neither three-way ({', '.join(LABELS)}) "
+                "nor binary (SUPPORTS / NOT SUPPORTS, supported / not supported)")
     v = run.get(str(row["id"]))
     if v is None:
         return None  # not in the run (a run of --limit N records): counted, not judged
     d = v.get("display") if isinstance(v.get("display"), dict) else {}
     rec = {"conversation_id": v["conversation_id"], "turn_id": v["turn_id"], "claim_id": v["claim_id"],
-           "label_shown": v["label"], "judgement": "right" if v["label"] == gold else "wrong", "source": source,
-           "ts": now, "feedback_id": f"gold:{row['id']}"}
+           "label_shown": v["label"], "judgement": gold_judgement(gold, v["label"]), "source": source,
+           "ts": now, "feedback_id": f"gold:{row['id']}", "corrected_label": gold}
     if isinstance(d.get("show"), bool):
         rec["shown"] = d["show"]
     if d.get("confidence") in ("high", "medium", "low"):

@@ -101,12 +101,14 @@ def fine_tune(base_dir: str | Path, pairs: Sequence[JudgedPair], *, seed: int, o
         ckpt = _checkpoint(base_dir, work)
         tok = AutoTokenizer.from_pretrained(str(ckpt))
         model = AutoModelForSequenceClassification.from_pretrained(str(ckpt)).float()
+        for param in model.base_model.embeddings.parameters():  # the vocabulary stays the shipped one:
+            param.requires_grad = False  # less to forget, and a third of the CPU time of a step
         enc = tok([p.premise for p in pairs], [p.hypothesis for p in pairs], truncation="longest_first",
                   max_length=length)
         cols = torch.tensor([TARGET_LOSS[p.target][0] for p in pairs])
         ys = torch.tensor([TARGET_LOSS[p.target][1] for p in pairs])
         total = steps_for(len(pairs), epochs, max_steps, batch_size)
-        opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
+        opt = torch.optim.AdamW([q for q in model.parameters() if q.requires_grad], lr=lr, weight_decay=0.01)
         warm = max(1, total // 10)
         sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / warm) * max(0.0, (total - s) / total))
         order: list[int] = []

@@ -36,14 +36,16 @@ JUDGED_TARGETS = {("SUPPORTS", "right"): "entailment", ("SUPPORTS", "wrong"): "n
                   ("REFUTES", "right"): "contradiction", ("REFUTES", "wrong"): "not_contradiction"}
 # gold labels of an annotation export, three-way or binary (lower-cased, '-' and ' ' read as '_')
 GOLD_TARGETS = {"supports": "entailment", "supported": "entailment", "fully_attributable": "entailment",
-                "1": "entailment", "true": "entailment", "yes": "entailment", "attributable": "entailment",
+                "1": "entailment", "attributable": "entailment",
                 "refutes": "contradiction", "refuted": "contradiction", "contradicted": "contradiction",
                 "not_enough_info": "not_entailment", "nei": "not_entailment",
                 "not_supports": "not_entailment", "not_supported": "not_entailment",
                 "not_fully_attributable": "not_entailment", "unsupported": "not_entailment",
-                "0": "not_entailment", "false": "not_entailment", "no": "not_entailment",
-                "not_attributable": "not_entailment"}
+                "0": "not_entailment", "not_attributable": "not_entailment"}
 DEFAULT_SOURCES = ("moderator", "annotator")
+# a judgement's corrected label (feedback schema 1.1) → the targets it says
+CORRECTED_TARGETS = {"SUPPORTS": ("entailment",), "REFUTES": ("contradiction",),
+                     "NOT ENOUGH INFO": ("not_entailment", "not_contradiction"), "NOT SUPPORTS": ("not_entailment",)}
 
 
 @dataclass(frozen=True)
@@ -177,13 +179,41 @@ def claim_surface(verdict: dict) -> str | None:
     return str(text).strip() if text else None
 
 
-def from_feedback(judged: Iterable, sources: Sequence[str] = DEFAULT_SOURCES) -> tuple[list[JudgedPair], dict]:
+def corrected_labels(store) -> dict:
+    """The judgements' `corrected_label` (feedback schema 1.1) by (source, conversation, turn, ts,
+    claim reference), read from the records the store keeps (`JudgedVerdict` does not carry it)."""
+    out = {}
+    for source, conv, turn, ts, record in store._query("SELECT source, conversation_id, turn_id, ts, record FROM feedback"):
+        try:
+            r = json.loads(record)
+        except (TypeError, ValueError):
+            continue
+        if r.get("corrected_label"):
+            ref = ("id", r["claim_id"]) if r.get("claim_id") is not None else ("idx", r.get("claim_index"))
+            out[(source, conv, turn, float(ts), ref)] = r["corrected_label"]
+    return out
+
+
+def _corrected(j, corrected: dict) -> str | None:
+    for ref in (("id", j.claim_id), ("idx", j.claim_index)):
+        got = corrected.get((j.source, j.conversation_id, j.turn_id, float(j.ts or 0.0), ref))
+        if got:
+            return got
+    return None
+
+
+def from_feedback(judged: Iterable, sources: Sequence[str] = DEFAULT_SOURCES,
+                  corrected: dict | None = None) -> tuple[list[JudgedPair], dict]:
     """The feedback store's judged verdicts (`FeedbackStore.judged()`) → (pairs, what was left out).
     Only `sources`; the latest judgement of a claim by a source wins; a judgement of another label
-    than the stored verdict's, `unsure`, NOT ENOUGH INFO, and a verdict without a window are left out.
-    A judgement may carry `corrected_label` (feedback schema 1.1): a REFUTES judged wrong with the
-    correction SUPPORTS also says entailment, and a SUPPORTS judged wrong corrected to REFUTES also
-    says contradiction."""
+    than the stored verdict's, `unsure`, and a verdict without a window are left out.
+    `corrected` (`corrected_labels(store)`): a judgement's corrected label (feedback schema 1.1, the
+    label the judge would give) says more than right / wrong: SUPPORTS → entailment, REFUTES →
+    contradiction, NOT ENOUGH INFO → not_entailment and not_contradiction, a binary NOT SUPPORTS →
+    not_entailment only. It replaces the judgement's own target (a REFUTES judged "right" against a
+    binary "not supported" is not evidence of contradiction), and makes judged NOT ENOUGH INFO
+    verdicts usable."""
+    corrected = corrected or {}
     latest: dict = {}
     dropped = Counter()
     for j in sorted(judged, key=lambda j: float(j.received_at or 0.0)):
@@ -200,19 +230,19 @@ def from_feedback(judged: Iterable, sources: Sequence[str] = DEFAULT_SOURCES) ->
         if j.label_shown and j.label_shown != v.get("label"):
             dropped["other_label"] += 1
             continue
-        target = target_of_judgement(v.get("label"), j.judgement)
-        if target is None:
+        fixed = _corrected(j, corrected) if j.judgement != "unsure" else None
+        targets = CORRECTED_TARGETS.get(fixed) if fixed else None
+        if targets is None:
+            target = target_of_judgement(v.get("label"), j.judgement)
+            targets = (target,) if target else ()
+        if not targets:
             dropped["unsure_or_nei"] += 1
             continue
         premise, hypothesis = deciding_window(v), claim_surface(v)
         if not premise or not hypothesis:
             dropped["no_window"] += 1
             continue
-        out.append(JudgedPair(premise, hypothesis, target, str(j.conversation_id), j.source))
-        corrected = getattr(j, "corrected_label", None)
-        if j.judgement == "wrong" and corrected in ("SUPPORTS", "REFUTES") and corrected != v.get("label"):
-            out.append(JudgedPair(premise, hypothesis, "entailment" if corrected == "SUPPORTS" else "contradiction",
-                                  str(j.conversation_id), j.source))
+        out += [JudgedPair(premise, hypothesis, t, str(j.conversation_id), j.source, fixed or "") for t in targets]
     return out, dict(dropped)
 
 

@@ -146,16 +146,7 @@ def certify_policy(policy: DisplayPolicy, rows: BadgeRows, target: float = 0.85,
         entry["high"] = hc.to_dict(claims)
         labels[label] = entry
     if all(show[label] == NEVER for label in BADGES):
-        def why(lab: str, e: dict) -> str:
-            st = e.get("stopped")
-            if st is None:
-                return f"{lab}: {e['badges']} labelled badges"
-            return (f"{lab}: {e['badges']} labelled badges, at score >= {st['threshold']:.2f} {st['n']} shown with "
-                    f"{st['wrong']} wrong (error bound {100 * st['bound']:.1f} %)")
-        parts = "; ".join(why(lab, e) for lab, e in labels.items())
-        raise NotCertified(f"too few labelled badges to certify any display threshold at target {target} and "
-                           f"confidence {confidence} ({parts}; at least {min_testable(target, confidence)} "
-                           f"shown badges all right are needed, more when some are wrong): the current display is kept")
+        raise NotCertified(not_certified_line(rows, policy, labels, target, confidence, candidates))
     shown = shown_mask(rows, policy.evidence, show)
     certified = {"target": target, "high_target": high_target, "confidence": confidence, "method": METHOD,
                  "candidates": f"{candidates[0]} to {candidates[-1]} ({len(candidates)} points)",
@@ -172,6 +163,42 @@ def certify_policy(policy: DisplayPolicy, rows: BadgeRows, target: float = 0.85,
     meta = {**policy.meta, "certified": {"target": target, "confidence": confidence, "n": certified["n"],
                                          "coverage": certified["coverage"]}}
     return DisplayPolicy(show, high, policy.evidence, meta, policy.scorer, policy.complete), certified
+
+
+def highest_certifiable(rows: BadgeRows, policy: DisplayPolicy, target: float, confidence: float,
+                         candidates=CANDIDATES) -> tuple[float, str, float] | None:
+    """(target, label, threshold): the highest target below `target` (steps of 0.01, down to 0.50) at
+    which some badge label certifies at `confidence`; None when none does."""
+    ok = eligible(rows, policy)
+    for t in np.round(np.arange(target - 0.01, 0.495, -0.01), 2):
+        for k, label in enumerate(BADGES):
+            m = ok & (rows.label == k)
+            c = certify(rows.p[m], rows.right[m], float(t), confidence, candidates)
+            if c.threshold is not None:
+                return float(t), label, c.threshold
+    return None
+
+
+def not_certified_line(rows: BadgeRows, policy: DisplayPolicy, labels: dict, target: float, confidence: float,
+                       candidates=CANDIDATES) -> str:
+    """Why nothing certified, per label: too few badges (fewer than could ever pass), or the error
+    bound at the first threshold tested (n shown, wrong, bound); and the highest target that would
+    certify something on these labels."""
+    need = min_testable(target, confidence)
+
+    def why(lab: str, e: dict) -> str:
+        st = e.get("stopped")
+        if st is None:
+            return (f"{lab}: too few badges ({e['badges']} labelled; even the loosest threshold shows fewer than "
+                    f"the {need} that could pass with none wrong)")
+        return (f"{lab}: the error bound stopped it at the first threshold tested (score >= {st['threshold']:.2f}: "
+                f"n {st['n']}, {st['wrong']} wrong, bound {100 * st['bound']:.1f} % > {100 * (1 - target):.1f} %)")
+    best = highest_certifiable(rows, policy, target, confidence, candidates)
+    fallback = (f"the highest target it could certify is {best[0]:.2f} ({best[1]} from score {best[2]:.2f})"
+                if best else "no target from 0.50 up certifies anything on these labels")
+    return (f"nothing certified at target {target} and confidence {confidence}: "
+            + "; ".join(why(lab, e) for lab, e in labels.items())
+            + f"; {fallback}: the current display is kept")
 
 
 def shown_mask(rows: BadgeRows, evidence: tuple[str, ...], show: dict) -> np.ndarray:
@@ -220,6 +247,21 @@ def rows_of_verdicts(policy: DisplayPolicy, verdicts: list[dict], right: list[bo
         weak.append(usable and ev == "weak")
     return BadgeRows(np.array(label, int), np.array(score, float), np.array(strong, bool), np.array(weak, bool),
                      np.array(right, bool))
+
+
+BINARY_GOLD = {"supported": "SUPPORTS", "supports": "SUPPORTS", "fully_attributable": "SUPPORTS", "1": "SUPPORTS",
+               "not_supported": "NOT SUPPORTS", "not_supports": "NOT SUPPORTS", "unsupported": "NOT SUPPORTS",
+               "not_fully_attributable": "NOT SUPPORTS", "0": "NOT SUPPORTS", "refutes": "REFUTES",
+               "not_enough_info": "NOT ENOUGH INFO"}
+
+
+def gold_label(raw) -> str | None:
+    """A `response_label` as dialcheck spells it: three-way (SUPPORTS, REFUTES, NOT ENOUGH INFO) or
+    binary attribution (SUPPORTS / NOT SUPPORTS: "supported", "not supported", "fully attributable",
+    1 / 0, ...); None for one it does not know (TRUE / FALSE are ambiguous: true to what?)."""
+    if raw in (*LABELS, "NOT SUPPORTS"):
+        return raw
+    return BINARY_GOLD.get(str(raw).strip().lower().replace("-", "_").replace(" ", "_"))
 
 
 def gold_right(gold: str, label: str) -> bool:
@@ -276,10 +318,10 @@ def from_run(policy: DisplayPolicy, run: str | Path, labels: str | Path, surface
     for r in _objects(labels):
         if "id" not in r or "response_label" not in r:
             raise ValueError(f"{labels}: every line needs `id` and `response_label` (DialFact format)")
-        if r["response_label"] not in (*LABELS, "NOT SUPPORTS"):
-            raise ValueError(f"{labels}: id {r['id']}: response_label {r['response_label']!r} is not one of "
-                             f"{', '.join(LABELS)}")
-        gold[str(r["id"])] = r["response_label"]
+        if gold_label(r["response_label"]) is None:
+            raise ValueError(f"{labels}: id {r['id']}: response_label {r['response_label']!r} is neither three-way "
+                             f"({', '.join(LABELS)}) nor binary (SUPPORTS / NOT SUPPORTS)")
+        gold[str(r["id"])] = gold_label(r["response_label"])
     joined = [(r, gold[str(r.get("record_id"))]) for r in rows if str(r.get("record_id")) in gold]
     if not joined:
         raise ValueError(f"no run row's record_id is an id in {labels}")

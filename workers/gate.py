@@ -1,4 +1,4 @@
-"""BiCon-Gate (method.md §3): accept a rewrite Rk of the original claim R0 only if it stays
+"""BiCon-Gate (docs/method.md §3): accept a rewrite Rk of the original claim R0 only if it stays
 mutually entailed with, and not contradicted by, the original in its context.
 
     e   = min(p_ent(C+R0 ⇒ Rk), p_ent(Rk ⇒ C+R0))

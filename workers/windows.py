@@ -1,4 +1,4 @@
-"""Evidence windows and the cheap lexical pre-score (NLI windowing study, method.md §5):
+"""Evidence windows and the cheap lexical pre-score (NLI windowing study, docs/method.md §5):
 sentences and adjacent bi-sentence windows, scored 0.6·recall + 0.3·Jaccard + 0.1·bigram overlap
 after NFKC, diacritic stripping and stemming.
 

@@ -1,4 +1,4 @@
-"""Metrics for the three protocols (method.md §6) and the scoring of run files.
+"""Metrics for the three protocols (docs/method.md §8) and the scoring of run files.
 
 Why one module: `dialcheck eval` computes its metrics *from the run rows it writes*, and
 `dialcheck score RUN --gold FILE` runs the same functions on the rows read back, so the two print

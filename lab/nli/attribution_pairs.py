@@ -2,7 +2,7 @@
 
 On held-out chat data about half of the SUPPORTS verdicts are wrong: a reply that restates its evidence
 and adds a name, a number or an opinion of its own is still entailed. The LLM-free halves of MiniCheck's
-C2D/D2C recipes (verifier-recipes §2, §7), with labels right by construction:
+C2D/D2C recipes (docs/method.md §7), with labels right by construction:
 
 - extension → neutral: a supported claim (premise = its evidence) extended by a clause the evidence does
   not state: another claim of the same page ("…, and she wrote …"), a predicate of another page's claim

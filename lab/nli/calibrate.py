@@ -1,4 +1,4 @@
-"""Temperature scaling (method.md §3): one scalar T minimising NLL on a validation split, and
+"""Temperature scaling (docs/method.md §3): one scalar T minimising NLL on a validation split, and
 expected calibration error to show what it bought."""
 from __future__ import annotations
 

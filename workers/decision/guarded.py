@@ -1,5 +1,5 @@
 """The guarded rule: NOT ENOUGH INFO unless the evidence decides, and no REFUTES from evidence that
-is off the claim's topic (../shared/docs/verifier-recipes.md §6.1–6.2).
+is off the claim's topic (docs/method.md §6).
 
 - SUPPORTS if some window's entailment ≥ t_supports and is its most likely class (the most
   entailing such window decides) and, with a coverage guard (`cover`), that window (or it and one

@@ -133,7 +133,7 @@ class _Method:
 
 
 class ThresholdMethod(_Method):
-    """Per-window threshold + win-gap rule (method.md §5), most confident decisive window wins."""
+    """Per-window threshold + win-gap rule (docs/method.md §5), most confident decisive window wins."""
     name, fitted = "threshold", False
     window_rule = "threshold"
 

@@ -1,4 +1,4 @@
-"""The per-window rule and the aggregation across windows (method.md §5, mirrored for REFUTES).
+"""The per-window rule and the aggregation across windows (docs/method.md §5, mirrored for REFUTES).
 
 A window SUPPORTS if entail ≥ threshold and entail − max(neutral, contradict) ≥ gap; REFUTES if
 contradict ≥ threshold and contradict − max(entail, neutral) ≥ gap; otherwise NOT ENOUGH INFO.

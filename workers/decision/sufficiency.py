@@ -2,7 +2,7 @@
 
 Why: the NLI model (SNLI annotated "both sentences describe the same event") gives high
 contradiction when evidence is merely about something else, so an off-topic window must not be
-allowed to REFUTE (../shared/docs/verifier-recipes.md §4, §6.1). Coverage is the share of the
+allowed to REFUTE (docs/method.md §6). Coverage is the share of the
 claim's key terms found in the window or its passage title, with anchors (numbers, names) counted
 twice; a number of the claim's kind that the window states differently ("1887" vs "1889") fills
 its slot: that window is on topic *and* conflicts. Stop words are scikit-learn's English list plus

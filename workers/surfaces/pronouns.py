@@ -1,7 +1,7 @@
 """R4 scoped pronoun resolution (spaCy): only an anaphoric third-person pronoun whose antecedent
 lies in the dialogue context is replaced, by the antecedent's span, and nothing else changes.
 
-Scope rules (method.md §2): deictic this/that are never touched; expletive "it" (it is raining,
+Scope rules (docs/method.md §2): deictic this/that are never touched; expletive "it" (it is raining,
 it seems that, it was John who, it is important to) is skipped; a pronoun with an agreeing
 antecedent earlier in the claim itself is left alone. Candidates: up to 10 noun phrases from the
 context, filtered by agreement (person/number) and ranked by salience (named entity, mention

@@ -1,7 +1,7 @@
 """Benchmark (not a test): NLI cross-encoder *training* pairs/s on this machine, the shipped base
 (MiniLM-L6) against a larger one, same process, same pairs (FoolMeTwice dev claim + gold evidence,
 batch 32, max_length 128, AdamW, fp32). It answers "can a bigger verifier be trained here?"
-(issue 18): the ratio, and the hours the H200 checkpoint's 185k pairs would take.
+(the shipped one misreads silent evidence): the ratio, and the hours the H200 checkpoint's 185k pairs would take.
 
     python bench/bench_nli_training.py --larger DIR [--pairs 320] [--threads 2]
 

@@ -10,8 +10,8 @@ characters, no BM25 hit cache, one spaCy call per text, the batch unsplit. "defa
 is what the settings give today (their surface, NLI artifact, window budget and caches; `--surface`
 overrides the surface of "default" only). `speedup_vs_previous_default` = claims/s default ÷
 previous. The runs are interleaved batch by batch (order flipped every batch), so load from other
-processes on a shared machine falls on both alike. The two change verdicts on purpose (the yardstick for that is the badges, issue 39:
-`dialcheck tune decision --lodo`), so the bench reports how many labels and shown badges differ,
+processes on a shared machine falls on both alike. The two change verdicts on purpose (the yardstick for that is the shown badges, not identical
+labels: `dialcheck tune decision --lodo`), so the bench reports how many labels and shown badges differ,
 and the windows read per claim. Per-stage milliseconds per claim come from the verdicts' timings;
 `model_seconds` is the time inside the NLI model's `predict` and the encoder's `encode`.
 
@@ -39,7 +39,7 @@ from schemas.items import load_dialfact  # noqa: E402
 from schemas.protocols import turn_verdicts  # noqa: E402
 from schemas.settings import REPO_ROOT, load_settings  # noqa: E402
 
-# The defaults of 507bba7 for every setting this round changed (issue 39): whatever the
+# The defaults of 507bba7 (before the speed round) for every setting it changed: whatever the
 # environment says for the others, "previous" runs with these.
 PREVIOUS_SURFACE = "r4g"
 PREVIOUS_NLI_DIR = str(REPO_ROOT / "triton_models" / "nli" / "1")

@@ -3,8 +3,8 @@
     python bench/compare_lodo.py A.json B.json [--method shipped] [--labels fp32,int8]
 
 A and B are `dialcheck tune decision --lodo --json` outputs of the same code on the same sets, e.g.
-the fp32 NLI artifact and `--model-dir artifacts/nli-int8-static` (issue 39: the yardstick is the
-shown badges, not identical labels). Prints a Markdown table: macro-F1, SUPPORTS / REFUTES precision
+the fp32 NLI artifact and `--model-dir artifacts/nli-int8-static` (a faster model that changes
+verdicts is judged by the shown badges, not by identical labels). Prints a Markdown table: macro-F1, SUPPORTS / REFUTES precision
 (predicted n), shown coverage and precision (n), and the binomial standard error of the shown
 precision (sampling noise of that many badges; the LODO itself has no seed to vary), then B − A
 per set. Why a script: the lead copies the table into docs/results.md."""

@@ -1,4 +1,6 @@
-"""GPU check (not a test): the numbers issue 13 asks of one H200, written as ONE JSON.
+"""GPU check (not a test): what sizing a GPU deployment needs, measured on one H200 (throughput of
+the NLI, the encoder, indexing and the whole pipeline, and its labels against the CPU run's),
+written as ONE JSON.
 
     python bench/gpu_check.py --bundle artifacts/gpu --out $OUT/gpu_check.json [--device cuda] [--quick]
 

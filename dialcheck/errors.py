@@ -3,7 +3,7 @@
 Why a closed list: a user who mistypes a path or points at a stopped broker needs the fix in one
 line, while a real bug needs its traceback (`--debug` shows it for the mistakes too). `main()`
 asks `one_line(error, args)`; None means "a bug: re-raise". One style for every usage or
-environment error (issue 20): one `dialcheck: ...` line, exit 2 (as argparse), whether the user
+environment error: one `dialcheck: ...` line, exit 2 (as argparse), whether the user
 mistyped an option or a service does not answer (broker, Triton, OpenSearch: the line names it).
 """
 from __future__ import annotations

@@ -50,7 +50,7 @@ def register(sub) -> None:
     h.add_argument("--number-neutrals", type=int, default=0,
                    help="a claim with another sentence of its page stating a different number → neutral (default 0)")
     h.add_argument("--extensions", type=int, default=0,
-                   help="supported claims + a clause their evidence does not state → neutral (issue 29; default 0)")
+                   help="supported claims + a clause their evidence does not state → neutral (teaches \"adds a detail\"; default 0)")
     h.add_argument("--slot-swaps", type=int, default=0,
                    help="a name in a functional slot or a month, stated by the evidence, replaced → contradiction (default 0)")
     h.add_argument("--removals", type=int, default=0,

@@ -72,7 +72,7 @@ def register(sub) -> None:
     f.add_argument("--limit-per-set", type=int, default=None, help="guarded: at most N claims per set")
     f.add_argument("--refutes-floor", choices=("per_set", "pooled"), default="per_set",
                    help="guarded: hold REFUTES precision on every set (shipped) or over all sets together "
-                        "(more REFUTES found, fewer of them right: README, issue 18)")
+                        "(more REFUTES found, fewer of them right: docs/results.md)")
     f.add_argument("--cover", choices=("none", "names", "half", "most", "all"), default="none",
                    help="guarded: what a SUPPORTS window must state of the claim (workers/decision/guarded.py Coverage.covers)")
     f.add_argument("--slot-refutes", action="store_true",

@@ -1,4 +1,4 @@
-"""Attribution pairs (issue 29 item 3): a verifier that knows "adds a detail".
+"""Attribution pairs: a verifier that knows "adds a detail".
 
 On held-out chat data about half of the SUPPORTS verdicts are wrong: a reply that restates its evidence
 and adds a name, a number or an opinion of its own is still entailed. The LLM-free halves of MiniCheck's

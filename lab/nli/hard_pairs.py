@@ -1,6 +1,6 @@
 """Hard NOT-ENOUGH-INFO pairs and dialogue-style claims for NLI v3, built only from training sources.
 
-Why: the shipped model calls silent or off-topic evidence "contradiction" (issue 18). The pairs here
+Why: the shipped model calls silent or off-topic evidence "contradiction" (docs/method.md §6). The pairs here
 teach "silent ≠ contradicted" with labels that are right by construction:
 - same_page: a claim with another sentence of its own Wikipedia page that is not (a revision of)
   its evidence → neutral (SciFact/FEVER recipe; filtered with the current model, see `filter_pairs`);

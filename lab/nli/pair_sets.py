@@ -18,7 +18,7 @@ def build_hard_pairs(root: str | Path, n_same: int, n_nearest: int, n_dialogue: 
                      n_removals: int = 0) -> list[NLIPair]:
     """Training pairs from the non-probe pages only (unfiltered; see `filter_pairs`). `n_swaps` value-swap
     contradictions and `n_number` same-page different-number neutrals, 30 % of them chat-wrapped.
-    `n_extensions` / `n_slot_swaps` / `n_removals`: the attribution pairs of `attribution_pairs` (issue 29),
+    `n_extensions` / `n_slot_swaps` / `n_removals`: the attribution pairs of `attribution_pairs`,
     drawn from their own rng so that every other pair is the same with and without them."""
     rng = random.Random(seed)
     recs = [r for r in page_claims(root) if not is_probe_page(r.page)]

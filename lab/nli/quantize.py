@@ -1,4 +1,4 @@
-"""Static int8 variant of the released NLI artifact (issue 13), opt-in and measured.
+"""Static int8 variant of the released NLI artifact (a faster CPU model), opt-in and measured.
 
 Why static and not dynamic: dynamic int8 computes activation scales per batch, so a pair's
 probabilities move with its batch neighbours and the stream worker and the evaluator would

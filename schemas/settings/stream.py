@@ -49,7 +49,7 @@ class StreamSettings(Section):
     broker_wait_s: float = env("BROKER_WAIT_S", 10.0,
                                 "How long commands wait for a configured Kafka broker to answer before giving up.",
                                 gt=0, le=600)
-    # issue 9: bounds, deadlines and quarantine of the stream worker
+    # bounds, deadlines and quarantine: one oversized or poisonous record must not stall or crash the worker
     max_event_bytes: int = env("MAX_EVENT_BYTES", 262144,
                                 "Larger chat.turns records are dead-lettered before parsing.", ge=1024, le=16777216)
     max_json_depth: int = env("MAX_JSON_DEPTH", 16, "Deeper JSON nesting in a turn is dead-lettered.", ge=2, le=256)
@@ -77,7 +77,7 @@ class StreamSettings(Section):
     verdicts_dedup_window: int = env("VERDICTS_DEDUP_WINDOW", 100000,
                                       "Claim ids `dialcheck verdicts --follow` remembers for dedup.", ge=1,
                                       le=100000000)
-    # issue 38: feedback on verdicts, and the live precision it gives
+    # feedback on verdicts: users' right / wrong judgements, the evidence for the live precision of the badges
     feedback_store: str = env("FEEDBACK_STORE", str(REPO_ROOT / "artifacts" / "feedback.sqlite3"),
                               "Where the worker keeps chat.feedback judgements and the verdicts they judge: a SQLite "
                               "file, a postgresql:// URL (needs psycopg 3), or 'off' (no feedback agent).", min_length=1)

@@ -10,7 +10,8 @@ class UISettings(Section):
     max_conversations: int = env("UI_MAX_CONVERSATIONS", 200,
                                   "Conversations the ui keeps in memory (least recently active dropped first).",
                                   ge=1, le=100000)
-    # issue 19: every bound of the live page (README "Security: the live page")
+    # every bound of the live page: a hostile or runaway producer must not grow its memory without end
+    # (README "Security: the live page")
     max_turns: int = env("UI_MAX_TURNS", 100, "Turns the ui keeps per conversation (oldest dropped first, with "
                           "their verdicts).", ge=1, le=100000)
     max_verdicts: int = env("UI_MAX_VERDICTS", 100, "Verdicts the ui keeps per conversation, turns it never saw "

@@ -1,5 +1,6 @@
-"""The cascade judge (issue 31, item 3): after verification, an LLM re-judges the claims the
-verifier is unsure about, citing one of the verifier's own windows.
+"""The cascade judge: after verification, an LLM re-judges the claims the verifier is unsure
+about, citing one of the verifier's own windows (a larger model where the small NLI is weakest,
+at the cost of only the claims that need it).
 
 Which claims: those whose verdict would not be shown to end users (the display hint of their
 `Decision`, `workers/display` `display_of`, the one the verdict publishes, is not shown) and that the

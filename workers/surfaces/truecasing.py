@@ -1,7 +1,7 @@
 """R3 true-casing: a statistical truecaser (plus sentence starts and the pronoun I) decides the
 case of each token's first letter; nothing else in the text may change.
 
-Only confident capitals (issue 30): the truecaser's English distribution counts every token,
+Only confident capitals: the truecaser's English distribution counts every token,
 sentence starts and headlines included, so a common noun it has seen capitalised a little more
 often than not ("Pizza" 18 times, "pizza" 13) came out capitalised mid-sentence ("I love Pizza").
 A word the truecaser also knows in lower case is now capitalised only when, in this context, its

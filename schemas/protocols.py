@@ -20,6 +20,12 @@ PROTOCOLS = ("fv", "e2e", "ir")
 LABEL_PROTOCOLS = ("fv", "e2e")       # the protocols that end in a label
 RETRIEVAL_PROTOCOLS = ("e2e", "ir")   # the protocols that search an index
 
+# The claim surfaces the verifier can read (workers/surfaces, workers/llm): r0 the reply as written,
+# r1-r4 rule rewrites, r4g R4 behind the BiCon gate, r5/r5g the LLM rewrite (falling back to r4/r4g).
+# Every list of them (the settings' `verify.surface`, the CLI's checks, the Pipeline's stage table)
+# reads this one.
+SURFACES = ("r0", "r1", "r2", "r3", "r4", "r4g", "r5", "r5g")
+
 
 class ModelUnavailable(RuntimeError):
     """A model backend failed (server down, timeout, bad artifact). Callers degrade, never drop."""
@@ -145,15 +151,29 @@ class CacheStats(Protocol):
 
 
 class ReloadRefused(Exception):
-    """A display reload that kept the policy in use; the message says why (one line, for the log)."""
+    """A reload that kept what was in use; the message says why (one line, for the log)."""
 
 
 @runtime_checkable
 class DisplayReload(Protocol):
     """A checker that can re-read its display file while running (workers/pipeline.py
-    `Pipeline.reload_display`); the stream worker calls it on SIGHUP, streams/ never imports workers/."""
+    `Pipeline.reload_display`); the stream worker calls it on SIGHUP when the checker has no
+    `reload` (`Reload`), streams/ never imports workers/."""
 
     def reload_display(self) -> str:
         """Re-read the display file and use it from the next batch; the policy now in use, in words.
         Raises ReloadRefused (the old policy kept) for a missing, broken or mismatched file."""
+        ...
+
+
+@runtime_checkable
+class Reload(Protocol):
+    """A checker that can re-read everything it serves with while running: the NLI model directory,
+    the decision and the display together (workers/pipeline.py `Pipeline.reload`); the stream worker
+    calls it on SIGHUP."""
+
+    def reload(self) -> str:
+        """Load and check the new set, then use it from the next batch (a batch reads one set, never a
+        mix); what is now in use, in words, naming the model version. Raises ReloadRefused (the
+        running set kept) for a missing, broken or mismatched directory or file."""
         ...

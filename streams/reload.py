@@ -1,35 +1,43 @@
-"""SIGHUP: the running worker re-reads its display file (`verify.display_params`, overwritten in place by
-an operator or by `dialcheck calibrate --out`) without a restart.
+"""SIGHUP: the running worker re-reads what it serves with, without a restart: the NLI model
+directory (`models.nli_model_dir`), the decision and the display together (a model directory
+written beside and moved over, or a display file overwritten in place by an operator or by
+`dialcheck calibrate --out`).
 
 Faust's worker (mode.Worker) owns SIGINT, SIGTERM, SIGUSR1 and SIGUSR2, not SIGHUP, whose default action
-would end the process. The checker's `reload_display` (schemas/protocols.py `DisplayReload`; the
-Pipeline's swaps its policy between batches, never within one) runs in a thread, off the event loop;
-the outcome is one line on stdout, like the ready and status lines: the display now in use, why the
-reload was refused (the old policy kept), or that this checker cannot reload."""
+would end the process. The checker's `reload` (schemas/protocols.py `Reload`; the Pipeline's loads
+and checks the new set, then swaps it between batches, never within one), or for a checker that can
+only re-read its display `reload_display` (`DisplayReload`), runs in a thread, off the event loop;
+the outcome is one line on stdout, like the ready and status lines: what is now in use (the model
+version first), why the reload was refused (what ran kept), or that this checker cannot reload."""
 from __future__ import annotations
 
 import asyncio
 import signal
 from typing import Callable
 
-from schemas.protocols import DisplayReload, ReloadRefused
+from schemas.protocols import DisplayReload, Reload, ReloadRefused
 
-RELOADED = "display reloaded on SIGHUP"
-REFUSED = "display reload refused on SIGHUP"
-UNSUPPORTED = "display reload not supported on SIGHUP"
+RELOADED = "reloaded on SIGHUP"
+REFUSED = "reload refused on SIGHUP"
+UNSUPPORTED = "reload not supported on SIGHUP"
 
 
 async def reload_once(checker, scrub: Callable[[str], str] = str) -> str:
-    """Reload the checker's display policy; the line to print (never raises: the worker keeps running)."""
-    if not isinstance(checker, DisplayReload):
-        return (f"{UNSUPPORTED}: the checker {type(checker).__name__} has no reload_display; "
-                f"restart the worker to use a new display file")
+    """Reload the checker (model, decision and display; or its display alone); the line to print
+    (never raises: the worker keeps running)."""
+    if isinstance(checker, Reload):
+        call = checker.reload
+    elif isinstance(checker, DisplayReload):
+        call = checker.reload_display
+    else:
+        return (f"{UNSUPPORTED}: the checker {type(checker).__name__} has no reload or reload_display; "
+                f"restart the worker to use a new model or display file")
     try:
-        said = await asyncio.to_thread(checker.reload_display)
+        said = await asyncio.to_thread(call)
     except ReloadRefused as e:
         return f"{REFUSED}: {scrub(str(e))}"
     except Exception as e:  # noqa: BLE001 - a bug in the checker's reload: it swaps nothing on failure
-        return f"{REFUSED}: the reload failed ({type(e).__name__}: {scrub(str(e))[:300]}); the old policy kept"
+        return f"{REFUSED}: the reload failed ({type(e).__name__}: {scrub(str(e))[:300]}); what ran is kept"
     return f"{RELOADED}: {scrub(said)}"
 
 

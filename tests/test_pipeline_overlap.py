@@ -1,5 +1,5 @@
 """settings `perf.overlap_parts`: a batch goes through in parts, the NLI model reading one part on a
-thread while check-worthiness, surfaces and retrieval run on the next (workers/pipeline.py `_run`).
+thread while check-worthiness, surfaces and retrieval run on the next (workers/overlap.py).
 It may change speed only: the verdicts must be those of the unsplit batch, an NLI outage on the
 thread must give the verdicts it gives unsplit, and paths whose earlier stages call the NLI model
 (the gate) must not be split."""
@@ -71,13 +71,13 @@ def test_only_paths_whose_earlier_stages_never_call_the_nli_model_are_split(sett
     s = settings.updated(perf={"overlap_parts": 2})
     r0, r4g = Pipeline(s, nli, encoder, None, "fv", "r0"), Pipeline(s, nli, encoder, None, "fv", "r4g")
     verify_at = [st.name for st in r0.stages].index("verify")
-    assert r0._overlap_at(r0.stages, 8) == verify_at
-    assert r0._overlap_at(r0.stages, 1) is None  # fewer claims than parts
-    assert r4g._overlap_at(r4g.stages, 8) is None  # the gate calls the NLI model
+    assert split_at(r0, 8) == verify_at
+    assert split_at(r0, 1) is None  # fewer claims than parts
+    assert split_at(r4g, 8) is None  # the gate calls the NLI model
     hooked = Pipeline(s, nli, encoder, None, "fv", "r0", hooks=PipelineHooks(verify_forward=nli.predict))
-    assert hooked._overlap_at(hooked.stages, 8) is None  # a hook's forward stays on the caller's thread
+    assert split_at(hooked, 8) is None  # a hook's forward stays on the caller's thread
     off = Pipeline(settings.updated(perf={"overlap_parts": 1}), nli, encoder, None, "fv", "r0")
-    assert off._overlap_at(off.stages, 8) is None
+    assert split_at(off, 8) is None
 
     class ThreadBound:  # a wrapper that does not say its predict may run on another thread (the lab's cache)
         version = nli.version
@@ -86,4 +86,9 @@ def test_only_paths_whose_earlier_stages_never_call_the_nli_model_are_split(sett
             return nli.predict(premises, hypotheses)
 
     bound = Pipeline(s, ThreadBound(), encoder, None, "fv", "r0")
-    assert bound._overlap_at(bound.stages, 8) is None
+    assert split_at(bound, 8) is None
+
+
+def split_at(pipe: Pipeline, claims: int):
+    """Where the Pipeline would split a batch of `claims` (workers/overlap.py; None: unsplit)."""
+    return pipe._split_at(pipe._chain, claims)

@@ -8,7 +8,7 @@ import pytest
 from schemas.items import CheckItem
 from schemas.protocols import Passage
 from workers.decision import NO_EVIDENCE, Decision
-from workers.state import ClaimState, StageContractError, StageChainError, check_chain, checked, component
+from workers.state import BaseStage, ClaimState, StageContractError, StageChainError, check_chain, checked, component
 from workers.stages import CheckWorthyStage, GoldEvidenceStage, SurfaceStage, VerifyStage
 
 pytestmark = pytest.mark.unit
@@ -20,7 +20,7 @@ def _state() -> ClaimState:
 
 
 @component(reads=("item",), writes=("passages",), batched=False)
-class _Honest:
+class _Honest(BaseStage):
     name = "honest"
 
     def run(self, states):
@@ -94,15 +94,83 @@ def test_a_misordered_protocol_is_refused_when_the_chain_is_built():
 
 
 def test_the_pipeline_runs_stages_on_checked_states_when_asked():
-    from types import SimpleNamespace
-
-    from schemas.settings import load_settings
-    from workers.pipeline import Pipeline
+    from workers.chain import timed
 
     s = _state()
-    on = SimpleNamespace(settings=load_settings(verify={"check_contracts": True}))
     with pytest.raises(StageContractError):
-        Pipeline._timed(on, _ReadsUndeclared(), [s])
-    off = SimpleNamespace(settings=load_settings(verify={"check_contracts": False}))
-    Pipeline._timed(off, _ReadsUndeclared(), [s])  # unchecked: the stage's bug goes unnoticed
+        timed(_ReadsUndeclared(), [s], check_contracts=True)
+    timed(_ReadsUndeclared(), [s], check_contracts=False)  # unchecked: the stage's bug goes unnoticed
     assert s.passages == []
+
+
+# ---- capabilities: what the Pipeline may ask of a stage besides `run` (workers/state.py CAPABILITIES)
+
+@component(reads=("item",), writes=("passages",), batched=False, can=("beside_nli",))
+class _Beside(_Honest):
+    name = "beside"
+
+
+def _declared(name: str, can: frozenset, **methods):
+    """A stage class whose capabilities are set by hand after @component (as a plugin could)."""
+    cls = type(name, (_Honest,), {"name": name, **methods})
+    cls.can = frozenset(can)
+    return cls()
+
+
+def test_an_unknown_capability_is_refused_when_declared():
+    with pytest.raises(TypeError, match=r"declares capabilities no stage has: \['teleport'\]"):
+        component(reads=("item",), writes=(), can=("teleport",))(type("_Teleports", (BaseStage,), {}))
+
+
+@pytest.mark.parametrize("stage,why", [
+    (_declared("teleports", {"teleport"}), r"declares unknown capabilities \['teleport'\]"),
+    (_declared("no_begin", {"begin"}), "declares 'begin' but has no begin of its own"),
+    (_declared("hidden_begin", set(), begin=lambda self, states, submit=None: (lambda: None)),
+     "defines its own begin but does not declare 'begin'"),
+    (_declared("no_outage", {"degrade"}), "declares 'degrade' but has no on_outage of its own"),
+    (_declared("hidden_outage", set(), on_outage=lambda self, states, error: None),
+     "defines its own on_outage but does not declare 'degrade'"),
+    (_declared("no_display", {"display"}), "declares 'display' but holds no display"),
+    (_declared("reads_beside", {"begin", "beside_nli"}, begin=lambda self, states, submit=None: (lambda: None)),
+     "declares 'begin' .* and 'beside_nli'"),
+])
+def test_a_misdeclared_capability_fails_the_chain_check(stage, why):
+    check_chain([_Honest(), _Beside()])
+    with pytest.raises(StageChainError, match=why):
+        check_chain([_Honest(), stage])
+
+
+def test_a_stage_without_the_base_is_refused():
+    @component(reads=("item",), writes=("passages",))
+    class Bare:
+        name = "bare"
+
+        def run(self, states):
+            pass
+
+    with pytest.raises(StageChainError, match="does not derive from workers.state.BaseStage"):
+        check_chain([Bare()])
+
+
+def test_the_defaults_come_from_the_base():
+    """Undeclared: an outage propagates, `begin` runs the whole stage, `with_display` is the stage."""
+    from schemas.protocols import ModelUnavailable
+
+    stage, s = _Honest(), _state()
+    with pytest.raises(ModelUnavailable):
+        stage.on_outage([s], ModelUnavailable("down"))
+    stage.begin([s])()
+    assert [p.id for p in s.passages] == ["p", "q"]
+    assert stage.with_display(object()) is stage
+
+
+@pytest.mark.model
+def test_a_misdeclared_stage_fails_when_the_pipeline_is_built(settings, nli, encoder, monkeypatch):
+    """The table's stages are checked when a Pipeline is built, before any claim."""
+    from workers import building
+    from workers.pipeline import Pipeline
+
+    bad = building.StageRow(_Honest, ("fv",), building.SURFACES, lambda p: _declared("no_outage", {"degrade"}))
+    monkeypatch.setattr(building, "STAGE_TABLE", (*building.STAGE_TABLE, bad))
+    with pytest.raises(StageChainError, match="'no_outage' declares 'degrade'"):
+        Pipeline(settings, nli, encoder, None, protocol="fv", surface="r0")

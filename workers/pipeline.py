@@ -1,56 +1,43 @@
-"""The checking pipeline as plain Python: each protocol is a list of stages, one runner.
+"""The checking pipeline as plain Python: each protocol is a chain of stages, one runner.
 
 `Pipeline.check_turns` — the one public entry — takes a batch (the stream agent's batch, or a
-slice of an eval file), runs the protocol's stages over it (each stage batches its model calls
-across the batch), times each stage, and turns only the declared outages (ModelUnavailable,
-SearchUnavailable) into degraded/error verdicts via the stage's `on_outage`; per item it returns a
-`TurnResult` (schemas/protocols.py): the verdicts to publish and the claim states behind them.
-Any other exception is a bug: it propagates, and the stream worker turns it into error verdicts
-for that batch. The stage chain is checked when the Pipeline is built (workers/state.py
-`check_chain`), and with `verify.check_contracts` every stage runs on checked views of the states
-(a field it does not declare fails: workers/state.py `Checked`); `PipelineHooks` is the one declared way to swap a stage's inputs or forward.
+slice of an eval file), runs the chain over it (each stage batches its model calls across the
+batch), times each stage (workers/chain.py), and turns only the declared outages
+(ModelUnavailable, SearchUnavailable) into degraded/error verdicts via the stage's `on_outage`; per
+item it returns a `TurnResult` (schemas/protocols.py): the verdicts to publish and the claim states
+behind them. Any other exception is a bug: it propagates, and the stream worker turns it into error
+verdicts for that batch.
 
-Timings (verdict `timings_ms`): a per-claim stage (`batched=False`: a loop over claims, nothing
-shared) runs claim by claim and each claim gets its own milliseconds; a batched stage (one model
-or search call for the whole batch) cannot be split, so each claim gets the batch's time divided
-by the claims that shared it, and `timings_ms["batch_items"]` says by how many (with
-`perf.overlap_parts` the stages up to the NLI reader run per part: the part's size). Loading (models,
+The parts around it: which stages run, and the set a batch reads, are built in workers/building.py
+(one declared table, checked when built: fields and capabilities, workers/state.py); splitting a
+batch around the NLI reader is workers/overlap.py; re-reading the model, decision and display while
+running is workers/reloading.py. What a batch reads is one `Chain`, swapped by one assignment and
+read once per `check_turns`, so a batch uses the old or the new set, never a mix. Loading (models,
 index, spaCy, the first ONNX run) happens in `from_settings`, timed in `Pipeline.load_ms`, so it
-never lands inside a stage of the first verdict.
-
-The display policy can be re-read while running (`reload_display`, the worker's SIGHUP): what a
-batch reads of it (the judge stage's copy, the verdict context, model_versions) is one `_Shown`,
-swapped by one assignment and read once per `check_turns`, so a batch uses the old or the new
-policy, never a mix."""
+never lands inside a stage of the first verdict."""
 from __future__ import annotations
 
-import copy
 import time
-from dataclasses import dataclass
-from typing import Callable
 
 from schemas import Verdict
 from schemas.items import CheckItem
-from schemas.secrets import Scrubber
-from schemas.protocols import (LABEL_PROTOCOLS, PROTOCOLS, RETRIEVAL_PROTOCOLS, Encoder, ModelUnavailable, NLIModel,
-                              ReloadRefused, Searcher, SearchUnavailable, TurnResult)
+from schemas.protocols import PROTOCOLS, RETRIEVAL_PROTOCOLS, SURFACES, Encoder, NLIModel, Searcher, TurnResult
 from schemas.settings import Settings
+from schemas.secrets import Scrubber
 
-from .caches import CachedEncoder, cache_stats, memoize
-from .decision import load_decision
-from .decision.decider import DecisionModelMismatch
-from .display import DisplayPolicy, display_file, load_display
-from .gate import BiConGate
-from .llm.client import client_for
-from .llm.stages import R5_SURFACES, EditStage, R5Stage, r5_cache
+from . import reloading
+from .building import Builder, Chain, PipelineHooks
+from .caches import cache_stats
+from .chain import run_stages
+from .decision import DecisionMethod
+from .display import DisplayPolicy
+from .llm.stages import R5_SURFACES
+from .overlap import OverlapRunner
 from .retrieval.factory import load_searcher
-from .stages import CheckWorthyStage, GateStage, GoldEvidenceStage, RetrieveStage, SurfaceStage, VerifyStage, surfaces_of
-from .state import ClaimState, Stage, check_chain, checked
-from .surfaces.pronouns import cached_parse, set_parse_cache
+from .state import ClaimState, Stage
+from .surfaces.pronouns import cached_parse
 from .verdict import VerdictContext, assemble, turn_summary
 
-SURFACES = ("r0", "r1", "r2", "r3", "r4", "r4g", "r5", "r5g")  # r5/r5g: workers/llm (fall back to r4/r4g)
-OUTAGES = (ModelUnavailable, SearchUnavailable)
 # checked once by from_settings so lazy loading happens there (a pronoun: R4 and the gate run too)
 WARM_UP = CheckItem("dialcheck-warm-up", "0", ["Do you know where Elvis Presley was born?"],
                     "He was born in Tupelo, Mississippi.",
@@ -59,145 +46,98 @@ WARM_UP = CheckItem("dialcheck-warm-up", "0", ["Do you know where Elvis Presley 
 __all__ = ["CheckItem", "ClaimState", "Pipeline", "PipelineHooks", "PROTOCOLS", "SURFACES", "TurnResult"]
 
 
-def _views(settings: Settings, states: list[ClaimState], stage: Stage) -> list:
-    """The states as `stage` may touch them (checked views with `verify.check_contracts`)."""
-    return checked(states, stage) if settings.verify.check_contracts else states
-
-
-def _degrading(stage: Stage, states: list, call: Callable, *args):
-    """`call(*args)`; a declared outage (OUTAGES) is the stage's to degrade (`on_outage`): None."""
-    try:
-        return call(*args)
-    except OUTAGES as e:
-        stage.on_outage(states, e)
-        return None
-
-
-@dataclass(frozen=True)
-class PipelineHooks:
-    """What a caller (tuning) may swap without finding a stage by name: the verify stage's window
-    selection, and its NLI forward (e.g. cached probabilities)."""
-    window_fn: Callable | None = None  # (passage texts, fact, keep) → windows
-    verify_forward: Callable | None = None  # (premises, hypotheses) → (n, 3) probabilities
-
-
-@dataclass(frozen=True)
-class _Shown:
-    """Everything a batch reads of the display policy, replaced as one by `reload_display`."""
-    display: DisplayPolicy | None
-    stages: tuple  # the stages, the judge's copy holding `display`
-    context: VerdictContext
-
-
 class Pipeline:
     """A Checker: `check_turns(list[CheckItem]) -> list[TurnResult]`, the call the stream worker,
-    `dialcheck check` and `dialcheck eval` all make."""
+    `dialcheck check` and `dialcheck eval` all make. `surface` None: the settings' `verify.surface`."""
 
     def __init__(self, settings: Settings, nli: NLIModel, encoder: Encoder, searcher: Searcher | None = None,
-                 protocol: str = "e2e", surface: str = "r4g", surface_builder=None,
+                 protocol: str = "e2e", surface: str | None = None, surface_builder=None,
                  hooks: PipelineHooks | None = None):
-        if protocol not in PROTOCOLS:
-            raise ValueError(f"protocol {protocol!r} not in {PROTOCOLS}")
-        if surface not in SURFACES:
-            raise ValueError(f"surface {surface!r} not in {SURFACES}")
-        self.settings, self.nli, self.searcher = settings, nli, searcher
-        self.encoder = encoder if not settings.perf.cache_entries or isinstance(encoder, CachedEncoder) \
-            else CachedEncoder(encoder, settings.perf.cache_entries)
-        self.protocol, self.surface = protocol, surface
-        set_parse_cache(settings.perf.cache_entries)
-        self.surface_builder = surface_builder or memoize(surfaces_of, settings.perf.cache_entries)
-        self.gate = BiConGate(nli, self.encoder, settings.gate.weights)
-        # the verifier's label decision (fv and e2e; ir decides no label)
-        self.decision = load_decision(settings.verify, protocol, getattr(nli, "version", None)) \
-            if protocol in LABEL_PROTOCOLS else None
-        self.hooks = hooks or PipelineHooks()
-        display = load_display(settings.verify, getattr(nli, "version", None), protocol)
-        stages = self._stages(display)
-        check_chain(stages)
-        self._shown = _Shown(display, tuple(stages), VerdictContext(protocol, self._versions(display), display))
+        self._builder = Builder.of(settings, encoder, searcher, protocol, surface or settings.verify.surface,
+                                   surface_builder, hooks)
+        self._chain: Chain = self._builder.chain(settings, nli)
+        self._overlap = OverlapRunner(settings.perf.overlap_parts, settings.verify.check_contracts)
         # status reasons quote backends' errors (URLs, passwords): for the publish boundaries (`_verdict`)
         self.scrub = Scrubber.from_settings(settings)
         self.load_ms: dict[str, float] = {}  # from_settings: models, index and warm-up milliseconds
-        self._pool = None  # the overlap thread (perf.overlap_parts), started on first use
+
+    # what the chain in use reads (a reload replaces them together)
+    @property
+    def settings(self) -> Settings:
+        return self._chain.settings
+
+    @property
+    def nli(self) -> NLIModel:
+        return self._chain.nli
+
+    @property
+    def decision(self) -> DecisionMethod | None:
+        return self._chain.decision
 
     @property
     def display(self) -> DisplayPolicy | None:
-        return self._shown.display
+        return self._chain.display
 
     @property
     def stages(self) -> list[Stage]:
-        return list(self._shown.stages)
+        return list(self._chain.stages)
 
     @property
     def verdict_context(self) -> VerdictContext:
-        return self._shown.context
+        return self._chain.context
+
+    # what stays for the Pipeline's life
+    @property
+    def protocol(self) -> str:
+        return self._builder.protocol
+
+    @property
+    def surface(self) -> str:
+        return self._builder.surface
+
+    @property
+    def encoder(self) -> Encoder:
+        return self._builder.encoder
+
+    @property
+    def searcher(self) -> Searcher | None:
+        return self._builder.searcher
+
+    @property
+    def surface_builder(self):
+        return self._builder.surface_builder
+
+    @property
+    def hooks(self) -> PipelineHooks:
+        return self._builder.hooks
+
+    # ---- reloading (workers/reloading.py; the worker's SIGHUP) ----------------------------------
+    def reload(self) -> str:
+        """Re-read the NLI model directory (`models.nli_model_dir`), the decision and the display
+        together and use them from the next batch; ReloadRefused (the running set kept) for a
+        missing, broken or mismatched directory. Returns what is now in use, in words."""
+        self._chain = reloading.reload_model(self._builder, self._chain)
+        return reloading.model_in_words(self._builder, self._chain)
+
+    def reload_model(self, model_dir: str) -> str:
+        """`reload` from another model directory."""
+        self._chain = reloading.reload_model(self._builder, self._chain, model_dir)
+        return reloading.model_in_words(self._builder, self._chain)
 
     def reload_display(self, display_params: str | None = None) -> str:
-        """Re-read the display file (`verify.display_params`, overwritten in place by an operator, or
-        `display_params` to point at another file) through the loader the Pipeline was built with (the
-        same NLI-fingerprint check), and use it from the next batch. A missing, broken or mismatched
-        file raises ReloadRefused and the policy in use stays. Returns the policy now in use, in words."""
-        path = display_params or display_file(self.settings.verify, self.protocol)
-        try:
-            settings = self.settings if display_params is None else \
-                self.settings.updated(verify={"display_params": display_params})  # checks the file is there
-            display = load_display(settings.verify, getattr(self.nli, "version", None), self.protocol, required=True)
-        except DecisionModelMismatch as e:
-            raise ReloadRefused(f"{e}; the old policy kept") from e
-        except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:  # SettingsInvalid is a ValueError
-            raise ReloadRefused(f"{path} is missing or broken ({type(e).__name__}: {str(e)[:200]}); "
-                                f"the old policy kept") from e
-        stages = tuple(self._with_display(st, display) for st in self._shown.stages)
-        self._shown = _Shown(display, stages, VerdictContext(self.protocol, self._versions(display), display))
-        self.settings = settings
+        """Re-read the display file alone (`verify.display_params`, overwritten in place by an
+        operator, or `display_params` to point at another file), checked against the running NLI
+        model; ReloadRefused (the policy in use kept) otherwise. The policy now in use, in words."""
+        self._chain = reloading.reload_display(self._builder, self._chain, display_params)
         return self.display_in_use()
 
     def display_in_use(self) -> str:
-        """The display policy in use, in words (the worker's log line after a reload)."""
-        if self.display is None:
-            return "the constant rule (no display file)"
-        return f"{display_file(self.settings.verify, self.protocol)} ({self._versions(self.display)['display']})"
+        """The display policy in use, in words."""
+        return reloading.in_words(self._builder, self._chain)
 
-    @staticmethod
-    def _with_display(stage: Stage, display: DisplayPolicy | None) -> Stage:
-        """The stage itself, or for one that reads the display policy (the judge) a copy reading `display`."""
-        if not hasattr(stage, "display"):
-            return stage
-        stage = copy.copy(stage)
-        stage.display = display
-        return stage
-
-    def _stages(self, display: DisplayPolicy | None = None) -> list[Stage]:
-        s = self.settings
-        stages: list[Stage] = []
-        skip = None if s.verify.checkworthy else frozenset(k for k in s.verify.skip_turns.split(",") if k)
-        if (skip is None or skip) and self.protocol != "ir":
-            stages.append(CheckWorthyStage(skip, s.perf.batch_parsing))
-        base = R5_SURFACES.get(self.surface, self.surface)  # r5 → r4, r5g → r4g: R5's fallback path
-        stages.append(SurfaceStage(base, self.surface_builder))
-        if base == "r4g":
-            stages.append(GateStage(self.gate, s.gate))
-        if self.surface in R5_SURFACES:
-            stages.append(R5Stage(client_for(s.llm), self.gate, s.gate, self.surface == "r5g", r5_cache(s)))
-        if self.protocol in RETRIEVAL_PROTOCOLS:
-            stages.append(RetrieveStage(self.searcher, self.encoder, s.retrieval, s.perf.batch_query_encoding))
-            if s.llm.edit:
-                stages.append(EditStage(client_for(s.llm), self.searcher, self.encoder, s.retrieval, s.llm))
-        if self.protocol == "fv":
-            stages.append(GoldEvidenceStage())
-        if self.decision is not None:
-            verify = VerifyStage(self.nli, s.verify, self.decision, batch_parse=s.perf.batch_parsing, **(
-                {"window_fn": self.hooks.window_fn} if self.hooks.window_fn is not None else {}))
-            if self.hooks.verify_forward is not None:
-                verify.forward = lambda pairs: self.hooks.verify_forward(*pairs)
-            stages.append(verify)
-            if s.llm.judge:  # the cascade judge (workers/llm/judge.py); the NLI's label stays in notes["judge"]
-                from .llm.judge import JudgeStage
-                stages.append(JudgeStage.of(s.llm, self.decision, display))
-        return stages
-
+    # ---- building and loading -------------------------------------------------------------------
     @classmethod
-    def from_settings(cls, settings: Settings, protocol: str = "e2e", surface: str = "r4g") -> "Pipeline":
+    def from_settings(cls, settings: Settings, protocol: str = "e2e", surface: str | None = None) -> "Pipeline":
         """Models and index loaded, then one warm-up claim checked: `load_ms` has the three times,
         and the first verdict's stage timings hold no loading."""
         from .models.factory import load_models
@@ -242,151 +182,62 @@ class Pipeline:
         turn's claim_id, the worst label — REFUTES > SUPPORTS > NEI — its rationale saying so);
         otherwise the one verdict of the turn. `states` are the claims' stage fields (IR metrics,
         tuning); under the IR protocol no label is decided. The display policy is read once, here."""
-        shown = self._shown
-        if not self.settings.verify.segment or self.protocol == "ir":
-            return [TurnResult(st.item, [self._verdict(st, shown)], [st]) for st in self._run(items, shown)]
+        chain = self._chain
+        if not chain.settings.verify.segment or self.protocol == "ir":
+            return [TurnResult(st.item, [self._verdict(st, chain)], [st]) for st in self._run(items, chain)]
         from .segment import capped, segment, turn_label
 
         flat, owner, segs = [], [], []
         for i, it in enumerate(items):
-            claims = segment(it.claim, self.settings.verify.max_claims_per_turn)  # capped: the rest in `note`
+            claims = segment(it.claim, chain.settings.verify.max_claims_per_turn)  # capped: the rest in `note`
             segs.append(claims)
             for seg in claims:
                 flat.append(CheckItem(it.conversation_id, it.turn_id, list(it.context), seg.text, it.gold_evidence))
                 owner.append(i)
-        states = self._run(flat, shown) if flat else []
+        states = self._run(flat, chain) if flat else []
         per_item: list[list[ClaimState]] = [[] for _ in items]
         for i, st in zip(owner, states):
             per_item[i].append(st)
         out = []
         for item, claims, sts in zip(items, segs, per_item):
-            verdicts = [self._verdict(st, shown) for st in sts]
+            verdicts = [self._verdict(st, chain) for st in sts]
             note = getattr(claims, "note", None)
             if len(verdicts) <= 1 and not note:
-                out.append(TurnResult(item, verdicts or [self._verdict(ClaimState(item), shown)], sts))
+                out.append(TurnResult(item, verdicts or [self._verdict(ClaimState(item), chain)], sts))
                 continue
             summary = turn_summary(item, verdicts, turn_label(v.label for v in verdicts))
             out.append(TurnResult(item, verdicts + [capped(summary, claims)], sts, note))
         return out
 
-    def _run(self, items: list[CheckItem], shown: _Shown) -> list[ClaimState]:
-        """Every stage of the protocol over the batch, timed (module docstring): a per-claim stage
-        claim by claim, a batched stage once, its time shared by `batch_items` claims. A claim a
-        stage answered (not check-worthy) goes to no later stage. With `perf.overlap_parts` > 1 the
-        batch goes through in parts: while the NLI model reads one part (a thread), the stages before
-        it run on the next, and the stages after it (the judge) run once on the whole batch; each claim
-        gets the same stages and the same numbers (`_overlap_at`)."""
+    def _run(self, items: list[CheckItem], chain: Chain) -> list[ClaimState]:
+        """Every stage of the chain over the batch, timed (workers/chain.py): a per-claim stage claim
+        by claim, a batched stage once, its time shared by `batch_items` claims. A claim a stage
+        answered (not check-worthy) goes to no later stage. With `perf.overlap_parts` > 1 the batch
+        may go through in parts around the NLI reader (workers/overlap.py); each claim gets the same
+        stages and the same numbers."""
         states = [ClaimState(it) for it in items]
         shared: dict[int, int] = {}
-        at = self._overlap_at(shown.stages, len(states))
+        at = self._split_at(chain, len(states))
         if at is None:
-            self._run_stages(shown.stages, states, shared)
+            run_stages(chain.stages, states, shared, chain.settings.verify.check_contracts)
         else:
-            head, reader, tail = shown.stages[:at], shown.stages[at], shown.stages[at + 1:]
-            n = self.settings.perf.overlap_parts
-            finish = None
-            for part in (states[i * len(states) // n:(i + 1) * len(states) // n] for i in range(n)):
-                self._run_stages(head, part, shared)
-                if finish is not None:
-                    finish()
-                finish = self._begin(reader, part, shared)
-            finish()
-            self._run_stages(tail, states, shared)  # once for the whole batch (the judge's budget is per batch)
+            self._overlap.run(chain.stages, at, states, shared)
         for st in states:
             if id(st) in shared:
                 st.timings["batch_items"] = shared[id(st)]
         return states
 
-    def _run_stages(self, stages, states: list[ClaimState], shared: dict[int, int]) -> None:
-        for stage in stages:
-            todo = [st for st in states if not st.skip_reason]
-            if not stage.batched:
-                for st in todo:
-                    st.timings[stage.name] = round(self._timed(stage, [st]), 2)
-            elif todo:
-                self._share(stage, todo, self._timed(stage, todo), shared)
-
-    @staticmethod
-    def _share(stage: Stage, todo: list[ClaimState], ms: float, shared: dict[int, int]) -> None:
-        for st in todo:
-            st.timings[stage.name] = round(ms / len(todo), 2)
-            shared[id(st)] = len(todo)
-
-    def _overlap_at(self, stages, claims: int) -> int | None:
-        """Where the batch may be split (the index of the NLI reader), or None: only with
-        `perf.overlap_parts` > 1, a part of at least one claim, no hook swapping the reader's inputs,
-        an NLI model that may be called from another thread (`any_thread`, workers/models/nli_base.py),
-        and only when every stage before the reader declares `beside_nli` (never calls the NLI model:
-        the gate and R5 do, so r4g and r5 run unsplit)."""
-        parts = self.settings.perf.overlap_parts
-        if parts < 2 or claims < parts or self.hooks.window_fn is not None or self.hooks.verify_forward is not None \
-                or not getattr(self.nli, "any_thread", False):
-            return None
-        at = next((i for i, st in enumerate(stages) if hasattr(st, "begin")), None)
-        if at is None or not all(getattr(st, "beside_nli", False) for st in stages[:at]):
-            return None
-        return at
-
-    def _begin(self, stage, part: list[ClaimState], shared: dict[int, int]) -> Callable[[], None]:
-        """Start `stage` (the NLI reader) on `part`, its reads on the overlap thread; the returned call
-        waits for them and postprocesses. The stage's time per claim is its own work: preprocess, the
-        reads (on the thread) and postprocess, not the wait."""
-        from concurrent.futures import wait
-
-        todo = [st for st in part if not st.skip_reason]
-        if not todo:
-            return lambda: None
-        views = _views(self.settings, todo, stage)
-        reads, read_ms = [], []
-
-        def submit(fn):
-            def timed():
-                t = time.perf_counter()
-                try:
-                    return fn()
-                finally:
-                    read_ms.append((time.perf_counter() - t) * 1000)
-            reads.append(self._overlap_pool().submit(timed))
-            return reads[-1]
-
-        t = time.perf_counter()
-        finish = _degrading(stage, views, stage.begin, views, submit)
-        ms = (time.perf_counter() - t) * 1000
-
-        def done() -> None:
-            nonlocal ms
-            if finish is not None:
-                wait(reads)  # the reads' time is counted on their thread
-                t = time.perf_counter()
-                _degrading(stage, views, finish)
-                ms += (time.perf_counter() - t) * 1000 + sum(read_ms)
-            self._share(stage, todo, ms, shared)
-        return done
-
-    def _overlap_pool(self):
-        """One thread for the NLI reads of `perf.overlap_parts`, started on first use."""
-        if self._pool is None:
-            from concurrent.futures import ThreadPoolExecutor
-
-            self._pool = ThreadPoolExecutor(1, thread_name_prefix="dialcheck-overlap")
-        return self._pool
-
-    def _timed(self, stage: Stage, states: list[ClaimState]) -> float:
-        """Milliseconds of one stage call; a declared outage is the stage's to degrade."""
-        states = _views(self.settings, states, stage)
-        t = time.perf_counter()
-        _degrading(stage, states, stage.run, states)
-        return (time.perf_counter() - t) * 1000
-
-    def phase_ms(self) -> dict[str, float]:
-        """Milliseconds spent in each model stage's preprocess / forward / postprocess so far."""
-        return {k: round(v, 1) for st in self.stages for k, v in getattr(st, "phase_ms", {}).items()}
+    def _split_at(self, chain: Chain, claims: int) -> int | None:
+        """Where the overlap runner splits a batch of `claims` (None: unsplit); never with a hook that
+        swaps the NLI reader's inputs (its forward stays on the caller's thread)."""
+        hooked = self.hooks.window_fn is not None or self.hooks.verify_forward is not None
+        return self._overlap.split_at(chain.stages, claims, chain.nli, hooked)
 
     # ---- verdict ------------------------------------------------------------------------------
-    def _verdict(self, st: ClaimState, shown: _Shown) -> Verdict:
+    def _verdict(self, st: ClaimState, chain: Chain) -> Verdict:
         """Not scrubbed here: secrets are scrubbed once, where a verdict leaves the process (the
         stream's publish, `dialcheck check`'s output, a run file), with `self.scrub`."""
-        return assemble(st, shown.context)
+        return assemble(st, chain.context)
 
     def decision_rule(self) -> str:
         return self.decision.rule if self.decision is not None else "none"
@@ -396,16 +247,4 @@ class Pipeline:
         return cache_stats(self.searcher, self.encoder, self.surface_builder, cached_parse())
 
     def model_versions(self) -> dict[str, str]:
-        return self._versions(self.display)
-
-    def _versions(self, display: DisplayPolicy | None) -> dict[str, str]:
-        v = {"nli": getattr(self.nli, "version", "?"), "encoder": getattr(self.encoder, "version", "?"),
-             "protocol": self.protocol, "surface_mode": self.surface}
-        if self.searcher is not None:
-            v["search"] = getattr(self.searcher, "name", "?")
-        if self.decision is not None:
-            v["decision"] = self.decision.version
-        if display is not None:
-            v["display"] = f"policy@{display.meta.get('date', 'fitted')}"
-        return v
-
+        return dict(self._chain.context.model_versions)

@@ -24,7 +24,7 @@ from schemas.settings import GateSettings, RetrievalSettings, VerifySettings
 from .decision import ClaimEvidence, DecisionMethod, WindowDecision
 from .gate import BiConGate, GateInput, gate_decision
 from .retrieval.dense import dense_rescore, merge_context_hits
-from .state import GIVEN, ClaimState, Retrieval, Stage, StageChainError, check_chain, component
+from .state import GIVEN, BaseStage, ClaimState, Retrieval, Stage, StageChainError, check_chain, component
 from .surfaces import ClaimSurfaces, build_surfaces, parse_batch_ahead
 from .text import last_turns, with_context
 from .windows import Window, quiet, read_in_rounds, top_windows
@@ -39,7 +39,7 @@ __all__ = ["GIVEN", "CheckWorthyStage", "ClaimState", "GateStage", "Phases", "Go
 GATE_CANDIDATES = 1
 
 
-class Phases:
+class Phases(BaseStage):
     """preprocess → forward → postprocess, each phase's milliseconds summed in `phase_ms`
     (`<stage>.<phase>`); `forward` is the model call a caller may replace (tuning: cached
     probabilities)."""
@@ -62,15 +62,14 @@ class Phases:
         self._timed("postprocess", self.postprocess, states, inputs, outputs)
 
 
-@component(reads=("item",), writes=("skip_reason", "notes"))
-class CheckWorthyStage:
+@component(reads=("item",), writes=("skip_reason", "notes"), can=("beside_nli",))
+class CheckWorthyStage(BaseStage):
     """Claim detection: a turn that states no checkable fact is answered here ("not check-worthy":
     NOT ENOUGH INFO, nothing decided); the runner passes it to no later stage. `skip`: the turn kinds left
     unchecked (`verify.skip_turns`: questions, greetings, thanks by default), None for every kind
     of turn that states no fact (`verify.checkworthy`). `batch_parse` (settings `perf.batch_parsing`,
     with the parse cache on): the batch's turns are parsed in one `nlp.pipe` pass first (the same
     parses, 2.4x faster than one `nlp()` call each) and the surfaces reuse them."""
-    beside_nli = True  # never calls the NLI model: may run while it reads another part (Pipeline)
     name = "checkworthy"
 
     def __init__(self, skip: frozenset | None = None, batch_parse: bool = False):
@@ -89,14 +88,10 @@ class CheckWorthyStage:
                 s.skip_reason = w.reason
                 s.notes["kind"] = w.kind  # rationale {"rule": "not-check-worthy", "kind": "question", ...}
 
-    def on_outage(self, states, error):  # pragma: no cover - no backend here
-        raise error
 
-
-@component(reads=("item",), writes=("surfaces", "fv_surface", "ir_surface"))
-class SurfaceStage:
+@component(reads=("item",), writes=("surfaces", "fv_surface", "ir_surface"), can=("beside_nli",))
+class SurfaceStage(BaseStage):
     """R0–R4 for every claim; the fixed surfaces (r0…r4) are chosen here, r4g by `GateStage`."""
-    beside_nli = True  # never calls the NLI model: may run while it reads another part (Pipeline)
     name = "surfaces"
 
     def __init__(self, surface: str, build=None):
@@ -113,15 +108,12 @@ class SurfaceStage:
                 text = s.surfaces.get(self.surface)
                 s.fv_surface = s.ir_surface = Surface(self.surface if text != s.item.claim else "r0", text)
 
-    def on_outage(self, states, error):  # pragma: no cover - no backend here
-        raise error
-
 
 def surfaces_of(context: tuple[str, ...], claim: str) -> ClaimSurfaces:
     return build_surfaces(list(context), claim)
 
 
-@component(reads=("item", "surfaces"), writes=("fv_surface", "ir_surface", "problems"))
+@component(reads=("item", "surfaces"), writes=("fv_surface", "ir_surface", "problems"), can=("degrade",))
 class GateStage(Phases):
     """BiCon-Gate over the R4 candidate: one batched NLI + encoder call for the whole batch."""
     name = "gate"
@@ -169,11 +161,11 @@ class GateStage(Phases):
             s.use_original()
 
 
-@component(reads=("item", "ir_surface"), writes=("retrieval", "passages", "problems", "timings"))
-class RetrieveStage:
+@component(reads=("item", "ir_surface"), writes=("retrieval", "passages", "problems", "timings"),
+           can=("beside_nli", "degrade"))
+class RetrieveStage(BaseStage):
     """BM25 for the query (last turns + surface) ∪ top-1 per context turn (one `search_many` for
     the batch), then dense re-scoring; the verifier reads the top `verify_top_passages`."""
-    beside_nli = True  # never calls the NLI model: may run while it reads another part (Pipeline)
     name = "retrieve"
 
     def __init__(self, searcher: Searcher | None, encoder: Encoder, settings: RetrievalSettings,
@@ -218,22 +210,18 @@ class RetrieveStage:
             s.problems.append(("degraded", f"search unavailable: {error}"))
 
 
-@component(reads=("item",), writes=("passages",), batched=False)
-class GoldEvidenceStage:
+@component(reads=("item",), writes=("passages",), batched=False, can=("beside_nli",))
+class GoldEvidenceStage(BaseStage):
     """FV protocol: the record's gold evidence is the verifier's passages."""
-    beside_nli = True  # never calls the NLI model: may run while it reads another part (Pipeline)
     name = "evidence"
 
     def run(self, states: list[ClaimState]) -> None:
         for s in states:
             s.passages = [Passage(f"gold:{i}", t, x, doc_id=t) for i, (t, x) in enumerate(s.item.gold_evidence or [])]
 
-    def on_outage(self, states, error):  # pragma: no cover - no backend here
-        raise error
-
 
 @component(reads=("item", "fv_surface", "passages", "surfaces"),
-           writes=("windows", "decisions", "evidence", "decision", "problems"))
+           writes=("windows", "decisions", "evidence", "decision", "problems"), can=("begin", "degrade"))
 class VerifyStage(Phases):
     """Windows → lexical pre-score top-k → batched NLI calls → the claim's `Decision` from the
     configured decision method (workers/decision/). With a window budget (`verify.window_first` > 0)

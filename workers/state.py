@@ -17,8 +17,9 @@ What the claim was decided to be lives once, in `decision` (workers/decision `De
 published label, probabilities and deciding window are read from it, never from a copy."""
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field, fields
-from typing import ClassVar, Protocol
+from typing import Callable, ClassVar, Protocol
 
 from schemas import Surface
 from schemas.items import CheckItem
@@ -73,42 +74,122 @@ GIVEN = frozenset({"item", "problems", "timings", "notes"})
 DERIVED = {"best": frozenset({"decision", "decisions"})}
 
 
+# What the Pipeline may ask of a stage besides `run`, each declared with `@component(can=...)`; what a
+# stage does not declare comes from `BaseStage`. `check_chain` holds the declarations to what the
+# class defines when a Pipeline is built, as it holds `reads` to the earlier stages' `writes`.
+CAPABILITIES: dict[str, str] = {
+    "beside_nli": "never calls the NLI model, so it may run while the NLI model reads another part of the batch",
+    "begin": "the NLI reader: `begin(states, submit)` starts its reads on `submit` and returns the `finish` step",
+    "display": "reads the display policy (its `display`): a reload gives the chain a copy holding the new one",
+    "degrade": "turns a declared outage (ModelUnavailable, SearchUnavailable) into degraded states (`on_outage`); "
+               "without it the outage propagates",
+}
+
+
 class Stage(Protocol):
     name: str
     reads: ClassVar[frozenset[str]]  # ClaimState fields it reads
     writes: ClassVar[frozenset[str]]  # ClaimState fields it fills
     batched: ClassVar[bool]  # one model or search call for the batch (else claim by claim)
+    can: ClassVar[frozenset[str]]  # its CAPABILITIES
 
     def run(self, states: list[ClaimState]) -> None: ...
 
+    def begin(self, states: list[ClaimState], submit: Callable | None = None) -> Callable[[], None]: ...
+
     def on_outage(self, states: list[ClaimState], error: Exception) -> None: ...
 
+    def with_display(self, display) -> "Stage": ...
 
-def component(*, reads: tuple[str, ...], writes: tuple[str, ...], batched: bool = True):
-    """Declare a stage's contract: the ClaimState fields it reads and writes, batched or per claim."""
+
+class BaseStage:
+    """The defaults of every capability a stage does not declare (`CAPABILITIES`): its whole run on
+    the caller's thread, no display, and an outage that is not the stage's to degrade."""
+    name: ClassVar[str]
+    reads: ClassVar[frozenset[str]] = frozenset()
+    writes: ClassVar[frozenset[str]] = frozenset()
+    batched: ClassVar[bool] = True
+    can: ClassVar[frozenset[str]] = frozenset()
+
+    def run(self, states: list[ClaimState]) -> None:
+        raise NotImplementedError
+
+    def begin(self, states: list[ClaimState], submit: Callable | None = None) -> Callable[[], None]:
+        """Without "begin": the whole run now, nothing left to finish."""
+        self.run(states)
+        return lambda: None
+
+    def on_outage(self, states: list[ClaimState], error: Exception) -> None:
+        """Without "degrade": the outage is not this stage's to turn into verdicts."""
+        raise error
+
+    def with_display(self, display) -> "BaseStage":
+        """The stage itself, or with "display" a copy reading `display` (the one a reload brings)."""
+        if "display" not in self.can:
+            return self
+        stage = copy.copy(self)
+        stage.display = display
+        return stage
+
+
+def component(*, reads: tuple[str, ...], writes: tuple[str, ...], batched: bool = True, can: tuple[str, ...] = ()):
+    """Declare a stage's contract: the ClaimState fields it reads and writes, batched or per claim,
+    and what else the Pipeline may ask of it (`CAPABILITIES`)."""
     def declare(cls):
         unknown = (set(reads) | set(writes)) - CLAIM_FIELDS
         if unknown:
             raise TypeError(f"{cls.__name__} declares fields ClaimState does not have: {sorted(unknown)}")
-        cls.reads, cls.writes, cls.batched = frozenset(reads), frozenset(writes), batched
+        unknown = set(can) - set(CAPABILITIES)
+        if unknown:
+            raise TypeError(f"{cls.__name__} declares capabilities no stage has: {sorted(unknown)} "
+                            f"(known: {sorted(CAPABILITIES)})")
+        cls.reads, cls.writes, cls.batched, cls.can = frozenset(reads), frozenset(writes), batched, frozenset(can)
         return cls
     return declare
 
 
 class StageChainError(TypeError):
-    """A protocol whose stage reads a field that no earlier stage writes."""
+    """A protocol whose stage reads a field that no earlier stage writes, or a stage whose declared
+    capabilities are not the ones it has."""
 
 
 def check_chain(stages: list) -> None:
-    """Every field a stage reads is given or written by an earlier stage (checked when a Pipeline
-    is built, so a misordered protocol fails at start-up, not on the first claim)."""
+    """Every stage's capabilities are what it declares (`check_capabilities`), and every field a stage
+    reads is given or written by an earlier stage: checked when a Pipeline is built, so a misdeclared
+    or misordered protocol fails at start-up, not on the first claim."""
     available = set(GIVEN)
     for stage in stages:
+        check_capabilities(stage)
         missing = stage.reads - available
         if missing:
             raise StageChainError(f"stage {stage.name!r} reads {sorted(missing)}, which no earlier stage writes "
                                   f"(stages: {[st.name for st in stages]})")
         available |= stage.writes
+
+
+def check_capabilities(stage) -> None:
+    """The stage derives from BaseStage, its declared capabilities are known, and they match its
+    class: "begin" and "degrade" exactly when it has its own `begin` / `on_outage`, "display" only
+    with a `display`, and the NLI reader ("begin") is never "beside_nli"."""
+    name = getattr(stage, "name", type(stage).__name__)
+    if not isinstance(stage, BaseStage):
+        raise StageChainError(f"stage {name!r} does not derive from workers.state.BaseStage: the Pipeline has no "
+                              f"defaults for what it does not declare")
+    can, cls = stage.can, type(stage)
+    unknown = set(can) - set(CAPABILITIES)
+    if unknown:
+        raise StageChainError(f"stage {name!r} declares unknown capabilities {sorted(unknown)} "
+                              f"(known: {sorted(CAPABILITIES)})")
+    for capability, method in (("begin", "begin"), ("degrade", "on_outage")):
+        own = getattr(cls, method) is not getattr(BaseStage, method)
+        if own != (capability in can):
+            raise StageChainError(f"stage {name!r} " + (
+                f"defines its own {method} but does not declare {capability!r}" if own else
+                f"declares {capability!r} but has no {method} of its own"))
+    if "display" in can and not hasattr(stage, "display"):
+        raise StageChainError(f"stage {name!r} declares 'display' but holds no display")
+    if {"begin", "beside_nli"} <= can:
+        raise StageChainError(f"stage {name!r} declares 'begin' (it reads the NLI model) and 'beside_nli'")
 
 
 class StageContractError(AttributeError):

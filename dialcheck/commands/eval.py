@@ -8,14 +8,14 @@ import json
 import sys
 
 from dialcheck.errors import UsageError
-from schemas.protocols import PROTOCOLS
+from schemas.protocols import PROTOCOLS, SURFACES
 
 
 def register(sub) -> None:
     p = sub.add_parser("eval", help="evaluate the pipeline on a DialFact-format JSONL file")
     p.add_argument("--protocol", choices=PROTOCOLS, default="fv",
                    help="fv: the records' gold evidence (default); e2e: retrieved from the index; ir: retrieval only")
-    p.add_argument("--surfaces", default="r0,r4,r4g", help="comma list of r0,r1,r2,r3,r4,r4g,r5,r5g (r5, r5g: the LLM rewrite, DIALCHECK_LLM_URL)")
+    p.add_argument("--surfaces", default="r0,r4,r4g", help=f"comma list of {','.join(SURFACES)} (r5, r5g: the LLM rewrite, DIALCHECK_LLM_URL)")
     p.add_argument("--data", default=None, help="DialFact JSONL (default: <data-dir>/dialfact/testsmall.jsonl)")
     p.add_argument("--index", default=None, help="embedded index directory (e2e, ir)")
     p.add_argument("--limit", type=int, default=None, help="first N records only")
@@ -33,7 +33,7 @@ def run(args) -> int:
     from schemas.settings import load_settings
     from lab.evaluation.scoring import ir_records, score_run
     from lab.evaluation.runs import ir_rows, label_rows
-    from workers.pipeline import SURFACES, Pipeline
+    from workers.pipeline import Pipeline
 
     settings = load_settings(retrieval={"index_dir": args.index}, models={"backend": args.models},
                              llm={"judge": True if getattr(args, "llm_judge", False) else None})

@@ -5,6 +5,7 @@ from typing import Literal
 
 from pydantic import ValidationInfo, field_validator
 
+from schemas.protocols import SURFACES
 from schemas.settings.base import REPO_ROOT, Section, env, existing_path
 
 
@@ -57,7 +58,7 @@ class VerifySettings(Section):
                                     "Segmentation checks at most this many claims of one turn (the first ones); the "
                                     "rest are named in the turn verdict's status reason and rationale, so one long "
                                     "turn cannot cost a batch its deadline.", ge=1, le=1000)
-    surface: Literal["r0", "r1", "r2", "r3", "r4", "r4g", "r5", "r5g"] = env(
+    surface: Literal[SURFACES] = env(
         "SURFACE", "r0",
         "Claim surface the stream worker verifies and retrieves with when --surface is not given: r0 the reply as "
         "written (default: the shipped decision and display are fitted on R0 rows, and end to end on held-out "

@@ -43,7 +43,7 @@ from schemas.settings import LLMSettings
 
 from ..decision.sufficiency import ON_TOPIC
 from ..display import display_of
-from ..state import ClaimState, component
+from ..state import BaseStage, ClaimState, component
 from ..text import last_turns
 from .client import client_for
 
@@ -107,8 +107,8 @@ def _tail(text: str, scrub: Scrubber) -> str:
 
 
 @component(reads=("item", "decision", "decisions", "evidence", "passages", "skip_reason"),
-           writes=("decision", "notes", "problems"))
-class JudgeStage:
+           writes=("decision", "notes", "problems"), can=("display", "degrade"))
+class JudgeStage(BaseStage):
     """The cascade judge as a pipeline stage (workers/stages.py's interface), after VerifyStage."""
     name = "judge"
 

@@ -13,7 +13,7 @@ from schemas.settings import GateSettings, LLMSettings, RetrievalSettings
 
 from ..gate import BiConGate, GateInput, gate_decision
 from ..retrieval.dense import dense_rescore
-from ..state import ClaimState, component
+from ..state import BaseStage, ClaimState, component
 from ..text import last_turns
 from . import editing, r5
 
@@ -25,8 +25,9 @@ def _note(s: ClaimState, key: str, value) -> None:
     s.notes[key] = value
 
 
-@component(reads=("item", "fv_surface", "ir_surface"), writes=("fv_surface", "ir_surface", "notes", "problems"))
-class R5Stage:
+@component(reads=("item", "fv_surface", "ir_surface"), writes=("fv_surface", "ir_surface", "notes", "problems"),
+           can=("degrade",))
+class R5Stage(BaseStage):
     """The one-shot LLM rewrite, checked (one sentence, nothing new named, length bound), then used
     as is (r5) or offered to BiCon-Gate (r5g: accepted at τ_FV / τ_IR it replaces the R4 path's
     surface for verification / retrieval; rejected, the R4 path stands)."""
@@ -110,8 +111,9 @@ class R5Stage:
                 s.problems.append(("degraded", f"gate unavailable for the R5 rewrite, R4 path used: {error}"))
 
 
-@component(reads=("item", "ir_surface", "retrieval"), writes=("retrieval", "passages", "notes", "problems"))
-class EditStage:
+@component(reads=("item", "ir_surface", "retrieval"), writes=("retrieval", "passages", "notes", "problems"),
+           can=("degrade",))
+class EditStage(BaseStage):
     """SuCEA's evidence-guided editing after the first retrieval: each sub-claim (≤ `edit_subclaims`)
     with its top evidence → an LLM-edited query → BM25 + dense re-scoring again → pooled with the
     first retrieval by best cosine, top `dense_top_k`; the verifier then reads the top passages as

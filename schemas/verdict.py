@@ -74,6 +74,18 @@ class Display:
     confidence: Literal["high", "medium", "low"]
 
 
+# the display's tone of each label (workers/display/ decides when a badge is shown; the tone is fixed)
+TONES: dict[str, str] = {"SUPPORTS": "supported", "REFUTES": "disputed", "NOT ENOUGH INFO": "unverified"}
+
+
+def hidden_display(label: str) -> Display:
+    """The display of a verdict whose badge is not shown: the label's tone, confidence "low". Every
+    verdict whose status is not "ok" (degraded, error) gets it, whatever its probabilities: an outage
+    or a failed check is never shown as a finding. Here, in the contract, because the display policy
+    (workers/display/) and the stream's error verdicts (streams/) both apply it."""
+    return Display(show=False, tone=TONES[label], confidence="low")
+
+
 SCHEMA_VERSION = "2.2"
 # `timings_ms` keys that are not a stage's milliseconds: `batch_items` (2.1: how many claims shared a
 # batched stage's time, a count) and `dense_client_side` (a flag: dense re-scoring encoded the

@@ -1,9 +1,10 @@
 """The Faust app: chat.turns → validate → context table → batched pipeline call → chat.verdicts;
 chat.feedback → validate → the feedback store (streams/feedback.py).
 
-Only the wiring lives here (app settings, topics, tables, agent, task, timer, the SIGHUP handler of
-streams/reload.py); what happens to a batch, and every delivery guarantee (holds, awaited sends,
-attempts table, poison records), is streams/turn_worker.py's `TurnWorker`.
+Only the wiring lives here (app settings, topics, tables, agents, task, timer, the SIGHUP handler of
+streams/reload.py); what happens to a batch of turns is streams/turn_worker.py's `TurnWorker`, to a
+batch of feedback streams/feedback.py's `FeedbackWorker`, and how both deliver their outputs and
+acknowledge their input (every delivery guarantee) is the one outbox's (streams/outbox.py).
 
 Why these settings (docs/local-stack.md "Kafka", all verified against Tansu):
 - at_least_once only; outputs are idempotent instead (stable claim ids, downstream dedups).
@@ -25,10 +26,12 @@ from schemas.protocols import Checker
 from schemas.settings import Settings
 
 from . import reload, transport
-from .feedback import FeedbackWorker, StoreWriter
+from .checking import Scrubber
+from .feedback import FeedbackWorker
 from .feedback_store import FeedbackStore
 from .kafka_config import faust_broker_kwargs
 from .observability import Observability
+from .outbox import Outbox, StoreWriter
 from .processes import free_port
 from .turn_worker import AttemptsTable, TurnWorker
 
@@ -98,9 +101,11 @@ def create_app(settings: Settings, checker: Checker, store: FeedbackStore | None
     attempts = AttemptsTable(app.Table(ATTEMPTS_TABLE, default=None, use_partitioner=True, partitions=parts,
                                        key_type=bytes))
     obs = Observability(settings)  # /metrics, /healthz, /readyz (served by run_worker)
-    writer = StoreWriter(store, backoff_s=st.send_backoff_s) if feedback else None
+    outbox = Outbox(app, settings, dead_topic=dead_topic, obs=obs, scrub=Scrubber.from_settings(settings))
+    writer = (StoreWriter(store, backoff_s=st.send_backoff_s, scrub=outbox.scrub, counters=outbox.counters)
+              if feedback else None)
     worker = TurnWorker(app, settings, checker, table=table, attempts=attempts, verdicts_topic=verdicts_topic,
-                        dead_topic=dead_topic, obs=obs, store_writer=writer)
+                        dead_topic=dead_topic, obs=obs, store_writer=writer, outbox=outbox)
 
     @app.agent(turns_topic, name="check-turns")
     async def check_turns(stream):
@@ -110,7 +115,7 @@ def create_app(settings: Settings, checker: Checker, store: FeedbackStore | None
     if feedback:
         feedback_topic = app.topic(settings.kafka.topic_feedback, key_type=bytes, value_type=bytes,
                                    key_serializer="raw", value_serializer="raw", partitions=parts)
-        judgements = FeedbackWorker(worker, writer)
+        judgements = FeedbackWorker(outbox, writer)
 
         @app.agent(feedback_topic, name="store-feedback")
         async def store_feedback(stream):

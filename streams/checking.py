@@ -12,8 +12,9 @@ import queue
 import threading
 from typing import Any, Callable, Sequence
 
-from schemas import ChatTurn, Display, InvalidEvent, Reason, Status, Surface, Verdict, claim_id, parse_turn
+from schemas import ChatTurn, InvalidEvent, Reason, Status, Surface, Verdict, claim_id, parse_turn
 from schemas.protocols import TurnResult
+from schemas.verdict import hidden_display
 from schemas.secrets import Scrubber, ScrubbingFilter, bound  # noqa: F401 - the one scrubber, re-exported
 
 log = logging.getLogger("dialcheck.stream")
@@ -88,7 +89,7 @@ def error_verdict(item, reason: str, max_reason_bytes: int = 1024) -> Verdict:
                    surface=Surface(name="r0", text=item.claim, candidate="r0", candidate_text=item.claim), label="NOT ENOUGH INFO",
                    probabilities={"SUPPORTS": 0.0, "REFUTES": 0.0, "NOT ENOUGH INFO": 1.0}, evidence=[],
                    model_versions={}, timings_ms={}, status=Status(state="error", reason=bound(reason, max_reason_bytes)),
-                   display=Display(show=False, tone="unverified", confidence="low"))  # workers/display/'s rule for an error NEI
+                   display=hidden_display("NOT ENOUGH INFO"))  # the display rule for a verdict that is not ok
 
 
 def check_safely(check_turns: CheckTurns, items: Sequence) -> list[TurnResult]:

@@ -34,10 +34,10 @@ from pathlib import Path
 
 from schemas import Display, Status
 from schemas.protocols import CONTRADICTION, ENTAILMENT
+from schemas.verdict import TONES, hidden_display
 
 from ..decision.rule import NO_EVIDENCE
 
-TONES = {"SUPPORTS": "supported", "REFUTES": "disputed", "NOT ENOUGH INFO": "unverified"}
 FORMAT, VERSION = "dialcheck-display", 2
 VERSIONS = (1, 2)  # 1: thresholds on p(label) only; 2: + a badge scorer and the completeness rule
 BADGES = ("SUPPORTS", "REFUTES")
@@ -126,15 +126,17 @@ class DisplayPolicy:
 
     def display(self, label: str, probabilities: dict[str, float], status: Status,
                 facts: BadgeFacts | None = None) -> Display:
+        if status.state != "ok":  # degraded or error: never a badge (the contract's rule)
+            return hidden_display(label)
         tone = TONES[label]
         evidence = status.evidence or "none"  # absent (a producer that does not say) counts as none
         score = self.score(label, probabilities, evidence, facts)
         incomplete = self.complete and label == "SUPPORTS" and (facts is None or facts.uncovered > 0)
-        shown = (status.state == "ok" and label in BADGES and evidence in self.evidence and not incomplete
+        shown = (label in BADGES and evidence in self.evidence and not incomplete
                  and score >= self.show.get(label, 2.0))
         if not shown:
             # the old rule's "medium" for a low p on some evidence is "low" here: not shown is not shown
-            return Display(show=False, tone=tone, confidence="low")
+            return hidden_display(label)
         confidence = "high" if score >= self.high.get(label, 2.0) and evidence == "strong" else "medium"
         return Display(show=True, tone=tone, confidence=confidence)
 
@@ -174,18 +176,18 @@ class _ConstantPolicy(DisplayPolicy):
     """The rule before any policy was fitted, kept as the baseline the yardstick compares against."""
 
     def display(self, label, probabilities, status, facts=None):
+        if status.state != "ok":
+            return hidden_display(label)
         tone = TONES[label]
         p = float(probabilities.get(label, 0.0))
         evidence = status.evidence or "none"
-        if status.state != "ok":
-            confidence = "low"
-        elif p >= 0.80 and evidence == "strong":
+        if p >= 0.80 and evidence == "strong":
             confidence = "high"
         elif p >= 0.60 and evidence != "none":
             confidence = "medium"
         else:
             confidence = "low"
-        show = status.state == "ok" and label != "NOT ENOUGH INFO" and confidence != "low"
+        show = label != "NOT ENOUGH INFO" and confidence != "low"
         return Display(show=show, tone=tone, confidence=confidence)
 
 

@@ -1,0 +1,250 @@
+"""The outbox: how every agent of the worker delivers what it produces and acknowledges its input.
+
+Why one place: the turns agent and the feedback agent (and any agent added later) owe the input
+topic the same promises; written once, they are tested once (tests/test_outbox.py), and the
+end-to-end kill, poison and soak tests check them through a real worker.
+
+The delivery guarantees:
+
+1. **Ack only after delivery** (`holding`). Every message of a batch is held (an extra reference)
+   from the moment the batch arrives; the references are given back, and so the batch acked, only
+   when the agent's work on the batch returned, i.e. after every output was delivered. Faust's
+   `take_events` acks a batch in a `finally`, even when the handler raised, so without the hold one
+   bad record acknowledged its whole batch. When the work raises, nothing of the batch is acked.
+   Faust commits only contiguous acked offsets, so an input whose outputs are not out is never
+   committed: a crash or a kill redelivers it (at-least-once: outputs may repeat, never go missing).
+2. **Outputs awaited** (`deliver`). Records are sent on their own (not attached to an event) and the
+   broker's acknowledgement of each is awaited before the batch is acked; Faust flushes the producer
+   before it commits offsets, so a commit never outruns an output (the tables' changelog included).
+3. **Retry with backoff, then stop without committing** (`deliver`, `fatal`). The records whose send
+   failed are sent again with exponential backoff (`send_retries` attempts in all, the first wait
+   `send_backoff_s`, doubling, at most `MAX_BACKOFF_S`); still failing, the process exits with 75
+   (EX_TEMPFAIL) at once: no shutdown path runs, so no commit, and the batch is redelivered to
+   whoever owns its partition next.
+4. **Bad input is dead-lettered, never dropped** (`dead_letter`): a record on the dead-letter topic
+   with the original key and value (cut to `deadletter_max_bytes`), a short human reason scrubbed of
+   secrets (cut to `max_reason_bytes`), its machine code (schemas.Reason) and the source
+   topic/partition/offset, delivered like any output (2, 3) before the batch is acked.
+5. **Counted**: every dead letter (`Counters.deadlettered`, and `dialcheck_dead_letters_total` by
+   code) and every send round that had to be retried (`Counters.send_retries`).
+
+Work before the ack that is not a record (a store commit) goes through a `StoreWriter`: its own
+thread, retried with the same backoff, and either given up after a number of attempts (the caller
+decides what that costs) or retried for as long as the process runs (`attempts=None`), with the
+outage reported while it lasts (`Outage`).
+"""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import sys
+import threading
+import time
+from dataclasses import asdict, dataclass
+from typing import Any, Awaitable, Callable, Iterable
+
+from schemas import Reason
+from schemas.settings import Settings
+
+from .checking import DaemonExecutor, Scrubber, bound
+from .deadletter import DeadLetter
+
+log = logging.getLogger("dialcheck.stream")
+
+EXIT_UNDELIVERED = 75  # outputs could not be delivered: stopped without committing (EX_TEMPFAIL)
+MAX_BACKOFF_S = 10.0   # the longest wait between two attempts (sends and store calls)
+FLUSH_TIMEOUT_S = 60.0  # the longest a flush of everything sent may take before the worker stops
+
+Record = tuple  # (topic, key, value, headers): one output to deliver
+
+
+@dataclass
+class Counters:
+    """The worker's counters, one set per worker whatever the agent, in the status line's order;
+    exported as is (dialcheck_worker_events_total)."""
+
+    events: int = 0            # valid turns read
+    checked: int = 0           # turns selected for checking
+    verdicts: int = 0          # verdicts published
+    deadlettered: int = 0      # records sent to the dead-letter topic
+    evicted: int = 0           # idle conversations evicted by the sweep
+    evicted_lru: int = 0       # conversations evicted beyond max_conversations
+    deadline_expired: int = 0  # pipeline batches abandoned at batch_deadline_s
+    poison: int = 0            # turns dead-lettered as poison
+    send_retries: int = 0      # send rounds with a failure, retried
+    isolated_batches: int = 0  # redelivered batches checked one turn per call
+    feedback: int = 0          # chat.feedback records stored (redeliveries included: the store dedups)
+    verdicts_unstored: int = 0  # published verdicts the feedback store failed to keep (feedback on them stays unjoined)
+    store_retries: int = 0     # feedback-store calls that failed and were tried again
+
+    def line(self) -> str:
+        return " ".join(f"{k}={v}" for k, v in asdict(self).items())
+
+
+def fatal(what: str) -> None:
+    """Outputs cannot be delivered: stop now, without committing (the held events are not acked,
+    and no shutdown path runs), so the batch is redelivered to whoever owns it next."""
+    log.critical("%s; stopping without commit so the batch is redelivered", what)
+    for h in logging.getLogger().handlers:
+        h.flush()
+    sys.stdout.flush()
+    os._exit(EXIT_UNDELIVERED)
+
+
+async def retrying(attempt: Callable[[], Awaitable[Any]], *, attempts: int | None, backoff_s: float,
+                   on_retry: Callable[[BaseException], None] | None = None) -> Any:
+    """`attempt()` until it returns; after a failure wait (exponential from `backoff_s`, at most
+    MAX_BACKOFF_S) and try again, `attempts` times in all (None: for as long as the process runs).
+    The last failure is raised; `on_retry(error)` runs before each wait."""
+    from tenacity import AsyncRetrying, stop_after_attempt, stop_never, wait_exponential
+
+    def before_sleep(state) -> None:
+        if on_retry is not None:
+            on_retry(state.outcome.exception())
+
+    async for retry in AsyncRetrying(stop=stop_never if attempts is None else stop_after_attempt(attempts),
+                                     wait=wait_exponential(multiplier=backoff_s, max=MAX_BACKOFF_S),
+                                     reraise=True, before_sleep=before_sleep):
+        with retry:
+            return await attempt()
+
+
+class Outage:
+    """What is unavailable right now and why (a scrubbed, short reason), for /readyz and a gauge;
+    read by the metrics thread, written on the event loop."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._down: dict[str, tuple[str, float]] = {}  # part → (reason, since)
+
+    def down(self, part: str, reason: str) -> None:
+        with self._lock:
+            since = self._down.get(part, (None, time.time()))[1]
+            self._down[part] = (reason, since)
+
+    def up(self, part: str) -> None:
+        with self._lock:
+            self._down.pop(part, None)
+
+    def current(self) -> dict[str, dict]:
+        with self._lock:
+            return {p: {"reason": r, "since": round(s, 3)} for p, (r, s) in self._down.items()}
+
+
+class Outbox:
+    """Delivery and acknowledgement for every agent of one worker app (the guarantees above).
+    `app` is the Faust app (its consumer acks, its producer sends); `dead_topic` the dead-letter topic."""
+
+    def __init__(self, app, settings: Settings, *, dead_topic, obs, scrub: Scrubber | None = None,
+                 counters: Counters | None = None):
+        self.app, self.st = app, settings.stream
+        self.dead_topic, self.obs = dead_topic, obs
+        self.scrub = scrub or Scrubber.from_settings(settings)
+        self.counters = counters or Counters()
+
+    # -- input --------------------------------------------------------------------------------
+    @contextlib.asynccontextmanager
+    async def holding(self, events: Iterable):
+        """Hold every message of `events` for the body; ack them all when the body returned (its
+        outputs delivered), none when it raised. Yields the held messages."""
+        held = [ev.message for ev in events]
+        for m in held:
+            m.incref()
+        yield held
+        if self.st.trace_records:
+            log.info("trace ack %s", " ".join(f"{m.partition}@{m.offset}" for m in held))
+        for m in held:
+            m.ack(self.app.consumer)
+
+    # -- outputs ------------------------------------------------------------------------------
+    async def deliver(self, records: list[Record]) -> None:
+        """Send (topic, key, value, headers) records and wait until the broker acknowledged each;
+        the failed ones again with backoff; `fatal` after `send_retries` attempts."""
+        pending = list(records)
+        if not pending:
+            return
+
+        async def attempt() -> None:
+            nonlocal pending
+            futs = []
+            for topic, key, value, headers in pending:
+                try:
+                    futs.append(await topic.send(key=key, value=value, headers=headers, force=True))
+                except Exception as e:  # noqa: BLE001 - e.g. MessageSizeTooLarge raised at send time
+                    futs.append(e)
+            results = await asyncio.gather(*[f for f in futs if not isinstance(f, Exception)], return_exceptions=True)
+            it = iter(results)
+            outcome = [f if isinstance(f, Exception) else next(it) for f in futs]
+            failed = [(s, r) for s, r in zip(pending, outcome) if isinstance(r, BaseException)]
+            pending = [s for s, _ in failed]
+            if failed:
+                self.counters.send_retries += 1
+                log.warning("%d of %d sends failed (%s); retrying", len(failed), len(outcome),
+                            bound(self.scrub(repr(failed[0][1])), 300))
+                raise RuntimeError(f"{len(failed)} sends failed: {failed[0][1]!r}")
+
+        try:
+            await retrying(attempt, attempts=self.st.send_retries, backoff_s=self.st.send_backoff_s)
+        except Exception as e:  # noqa: BLE001
+            fatal(f"could not deliver {len(pending)} records after {self.st.send_retries} attempts: "
+                  f"{bound(self.scrub(repr(e)), 300)}")
+
+    async def flush(self, what: str) -> None:
+        """Wait until every record sent so far (the tables' changelog included) is acknowledged;
+        `fatal` when that fails or takes longer than FLUSH_TIMEOUT_S (a dead broker must not hang a
+        partition forever while heartbeats keep the worker in its group)."""
+        try:
+            await asyncio.wait_for(self.app.producer.flush(), timeout=FLUSH_TIMEOUT_S)
+        except Exception as e:  # noqa: BLE001
+            fatal(f"could not write {what}: {bound(self.scrub(repr(e)), 300)}")
+
+    def dead_letter(self, msg, code: Reason, reason: str) -> Record:
+        """The dead-letter record for `msg` (to `deliver`): original bytes, code, scrubbed short reason."""
+        reason = bound(self.scrub(reason), self.st.max_reason_bytes)
+        dl = DeadLetter(Reason(code).value, reason, msg.topic, msg.partition, msg.offset, msg.key,
+                        msg.value).bounded(self.st.deadletter_max_bytes)
+        log.warning("dead-letter %s/%d@%d [%s]: %s", msg.topic, msg.partition, msg.offset, dl.code, reason)
+        self.counters.deadlettered += 1
+        self.obs.dead_letter(code)
+        key = None if dl.key is None else bytes(dl.key)
+        return (self.dead_topic, key, bytes(dl.value) if dl.value is not None else b"", dl.headers())
+
+
+class StoreWriter:
+    """A store (the feedback store) behind one thread of its own, so its commits (fsync, a network
+    round trip) never block the event loop's heartbeats; calls retried with the outbox's backoff.
+    While a call keeps failing the store is reported down (`outage`, part "feedback_store")."""
+
+    PART = "feedback_store"
+
+    def __init__(self, store, *, backoff_s: float = 0.5, scrub: Scrubber | None = None,
+                 outage: Outage | None = None, counters: Counters | None = None):
+        self.store, self.backoff_s = store, backoff_s
+        self.scrub = scrub or Scrubber([])
+        self.outage = outage or Outage()
+        self.counters = counters or Counters()
+        self.executor = DaemonExecutor("feedback-store")
+
+    def is_down(self) -> bool:
+        return self.PART in self.outage.current()
+
+    async def call(self, fn, *args, attempts: int | None = 5):
+        """`fn(*args)` in the store thread until it succeeds, `attempts` times at most (None: for as
+        long as the process runs); the last error raised. A success reports the store up again."""
+        loop = asyncio.get_running_loop()
+
+        def failed(e: BaseException) -> None:
+            self.counters.store_retries += 1
+            reason = bound(self.scrub(repr(e)), 300)
+            if not self.is_down():
+                log.error("feedback store unavailable (%s); retrying with backoff, nothing acknowledged", reason)
+            self.outage.down(self.PART, reason)
+
+        result = await retrying(lambda: loop.run_in_executor(self.executor, fn, *args), attempts=attempts,
+                                backoff_s=self.backoff_s, on_retry=failed)
+        if self.is_down():
+            log.warning("feedback store available again")
+            self.outage.up(self.PART)
+        return result

@@ -7,6 +7,10 @@ assistant turn is checked (speaker role in DIALCHECK_CHECK_ROLES, default "assis
 user turn is context. `"check": true/false` on a turn overrides the role.
 
     python examples/produce_turns.py --bootstrap 127.0.0.1:9092 --conversation demo-1
+    python examples/produce_turns.py --bootstrap 127.0.0.1:9092 \
+        --turn user "Where was Elvis born?" --turn assistant "He was born in Memphis."
+
+Without `--turn`, it sends an example exchange (a user question, then the assistant's answer).
 """
 from __future__ import annotations
 
@@ -37,15 +41,19 @@ def main() -> int:
                     help="Kafka bootstrap HOST:PORT (default: DIALCHECK_KAFKA_BOOTSTRAP)")
     ap.add_argument("--topic", default="chat.turns")
     ap.add_argument("--conversation", default=None, help="conversation id (default: a new uuid)")
+    ap.add_argument("--turn", nargs=2, action="append", metavar=("SPEAKER", "TEXT"), default=None,
+                    help="a turn to send, in order (repeat it: --turn user '...' --turn assistant '...'); "
+                         "default: an example exchange")
     args = ap.parse_args()
     if not args.bootstrap:
         ap.exit(2, f"{ap.prog}: no broker: pass --bootstrap HOST:PORT or set DIALCHECK_KAFKA_BOOTSTRAP\n")
     conv = args.conversation or f"conv-{uuid.uuid4().hex[:8]}"
 
-    turns = [
-        turn(conv, f"{conv}/1", "user", "Do you know where Elvis Presley was born?"),
-        turn(conv, f"{conv}/2", "assistant", "Yes, he was born in Tupelo, Mississippi."),
-    ]
+    said = args.turn or [("user", "Do you know where Elvis Presley was born?"),
+                         ("assistant", "Yes, he was born in Tupelo, Mississippi.")]
+    if any(not speaker.strip() or not text.strip() for speaker, text in said):
+        ap.exit(2, f"{ap.prog}: --turn needs a speaker and a text, neither empty\n")
+    turns = [turn(conv, f"{conv}/{i}", speaker, text) for i, (speaker, text) in enumerate(said, 1)]
     # acks="all": a turn counts as sent once the broker has it; the key keeps a conversation on one
     # partition, so its turns are read (and their context built) in order
     producer = KafkaProducer(bootstrap_servers=args.bootstrap, bootstrap_timeout_ms=8000, acks="all")

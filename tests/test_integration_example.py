@@ -302,3 +302,21 @@ def doc_turns():
                       "His music career began in 1964, recording at Motown Records."),
             CheckItem("support-chat-42", "support-chat-42/2", ["Where was Elvis Presley born?"],
                       "Yes, he was born in Tupelo, Mississippi.")]
+
+
+@pytest.mark.broker
+def test_python_example_sends_the_turns_given_on_the_command_line(worker):
+    """`produce_turns.py --turn SPEAKER TEXT ...`: your own exchange, in order; the last turn is checked."""
+    conv = "integration-example-own-turns"
+    said = "Elvis Presley was born in Tupelo, Mississippi."
+    produced = subprocess.run([sys.executable, str(EXAMPLES / "produce_turns.py"), "--bootstrap", worker["bootstrap"],
+                               "--conversation", conv, "--turn", "user", "Where was Elvis Presley born?",
+                               "--turn", "assistant", said], capture_output=True, text=True, timeout=120)
+    assert produced.returncode == 0, produced.stderr
+    assert json.loads(produced.stdout) == {"conversation_id": conv, "turns": 2, "checked_turn": f"{conv}/2"}
+    consumed = subprocess.run([sys.executable, str(EXAMPLES / "consume_verdicts.py"), "--bootstrap",
+                               worker["bootstrap"], "--conversation", conv, "--count", "1", "--timeout", "300"],
+                              capture_output=True, text=True, timeout=400)
+    assert consumed.returncode == 0, consumed.stdout + consumed.stderr
+    (line,) = [json.loads(ln) for ln in consumed.stdout.splitlines()]
+    assert line["turn_id"] == f"{conv}/2" and line["checked_text"] == said and line["label"] == "SUPPORTS", line

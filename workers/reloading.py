@@ -31,7 +31,7 @@ _one_at_a_time = threading.Lock()  # two SIGHUPs in a row: the second builds on 
 
 def _why(e: Exception, what: str, kept: str) -> ReloadRefused:
     if isinstance(e, DecisionModelMismatch):
-        return ReloadRefused(f"{e}; {kept}")
+        return ReloadRefused(f"{what}: {e}; {kept}")
     first = str(e).strip().splitlines()[0][:200] if str(e).strip() else ""
     return ReloadRefused(f"{what} is missing or broken ({type(e).__name__}: {first}); {kept}")
 

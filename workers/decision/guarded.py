@@ -12,9 +12,9 @@ With all three at 0 this is the argmax rule with SUPPORTS first; the fit can onl
 t_supports and t_refutes are fitted offline by a grid search (lab/tuning/fit.py `fit_guarded`);
 on_topic is fixed (sufficiency.py `ON_TOPIC` says why).
 
-`GuardedRule.decide` works the claim out once and returns a `Guarded`: label, deciding window, the windows it
-rests on, coverage, the coverage level asked, uncovered terms, thinness, probabilities, the numbers
-the rationale quotes and its note. The method (methods.py), the verdict, the display and the judge
+`GuardedRule.decide` works the claim out once and returns a `Guarded`: label, deciding window,
+coverage, the coverage level asked, uncovered terms, thinness, probabilities, the numbers the
+rationale quotes and its note. The method (methods.py), the verdict, the display and the judge
 read that; nothing recomputes it. Only the shipped variant lives here; the measured, unshipped ones
 (other coverage scopes, slot REFUTES) are lab/tuning/variants.py's subclasses of `GuardedRule`."""
 from __future__ import annotations
@@ -151,10 +151,9 @@ class Guarded:
     """What the guarded rule decided for one claim, computed once."""
     code: int  # S / R / NEI
     window: int  # the deciding window (the one shown first)
-    rests_on: tuple[int, ...]  # the windows the label rests on
     coverage: float  # the deciding window's on-topic coverage
     level: str  # the coverage level asked of this claim ("none": not asked)
-    uncovered: tuple[str, ...]  # asked: the claim's terms the windows the label rests on do not state
+    uncovered: tuple[str, ...]  # asked: the claim's terms the windows the label rests on (one, or a pair) do not state
     thin: bool  # asked, and the claim states fewer than MIN_TERMS key terms
     probabilities: dict[str, float]
     numbers: dict  # what the rationale quotes beside the window's own numbers
@@ -228,4 +227,4 @@ class GuardedRule:
             note = (f"The windows read are off the claim's topic (coverage {on_topic:.2f} < {p.on_topic:g}), "
                     "so their contradiction cannot refute it.")
         missing = tuple(cov.missing(used)[0]) if cov.level != "none" else ()
-        return Guarded(code, best, used, on_topic, cov.level, missing, cov.thin, probs, numbers, note)
+        return Guarded(code, best, on_topic, cov.level, missing, cov.thin, probs, numbers, note)

@@ -17,7 +17,6 @@ from ..windows import normalise
 
 _ORDINAL = re.compile(r"(?<=\d)(st|nd|rd|th)$")
 STOP = KEY_TERM_STOP  # workers/text.py: scikit-learn's English list plus chat fillers
-EVIDENCE_STRENGTHS = ("strong", "weak", "none")
 # The on-topic level: the coverage from which a window counts as about the claim (it may REFUTE, its
 # evidence is "strong"). Fixed, not fitted: the yardstick's sets come with gold evidence, which is on
 # topic by construction, so they cannot show what the guard is for (retrieved passages about

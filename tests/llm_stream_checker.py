@@ -1,4 +1,4 @@
-"""The real Pipeline with the LLM stage on, for stream tests of issue 21 (`dialcheck worker
+"""The real Pipeline with the LLM stage on, for the LLM stages' stream tests (`dialcheck worker
 --pipeline tests.llm_stream_checker:create --protocol fv --surface r5g`), plus one trigger: a claim
 containing STANDIN-KILL SIGKILLs the worker on every delivery (the poison-quarantine case of
 tests/test_stream_resilience.py). Everything else is the real pipeline: real models, the R5 stage

@@ -1,4 +1,4 @@
-"""Attribution pairs (lab/nli/attribution_pairs.py, issue 29 item 3) on hand-made pages: labels must be
+"""Attribution pairs (lab/nli/attribution_pairs.py) on hand-made pages: labels must be
 right by construction, and every added clause must carry a content term its premise lacks."""
 import random
 

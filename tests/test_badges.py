@@ -1,4 +1,4 @@
-"""Badges that hold on chat responses (issue 29): SUPPORTS only for what the evidence covers, the
+"""Badges that hold on chat responses: SUPPORTS only for what the evidence covers, the
 uncovered terms named, a display policy fitted to a precision floor and refused for another NLI
 model, and the FaithDial audit's labels mapped as ../shared/data/README.md says."""
 from __future__ import annotations

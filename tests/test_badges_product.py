@@ -1,4 +1,4 @@
-"""The product path on the shipped defaults (issue 29): `dialcheck check` on chat replies that
+"""The product path on the shipped defaults: `dialcheck check` on chat replies that
 restate an evidence sentence and add one detail the evidence does not give answers not SUPPORTS,
 and its verdict names the uncovered term, so an app can grey it out. The plain restatement stays
 SUPPORTS (the guard must not cost the reply that only says what the evidence says)."""

@@ -1,4 +1,4 @@
-"""`dialcheck check` for people (issue 30, item 5): the text says what an app shows and why in plain
+"""`dialcheck check` for people: the text says what an app shows and why in plain
 words (numbers only with --verbose), many claims are checked in one process with the models loaded
 once (--file of JSON lines, stdin), the old one-object --file still works, and a missing claim is
 one line with exit 2."""

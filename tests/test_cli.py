@@ -85,7 +85,7 @@ def test_check_text_prints_stage_times_not_the_batch_count():
 
 @pytest.mark.unit
 def test_check_text_for_people_display_source_plain_why_uncovered_and_folded_evidence():
-    """Issue 30: what an app shows, the source with its link, why in plain words (no rule or
+    """For people: what an app shows, the source with its link, why in plain words (no rule or
     threshold names), the uncovered terms, near-duplicate evidence folded; numbers only verbose."""
     from dialcheck.commands.check import format_text
     from schemas import Display, Evidence, Verdict

@@ -2,8 +2,7 @@
 
 Each case really runs (`main()` in this process): a file that is not there, malformed input, a
 broker and a Triton that do not answer (port 9 on loopback: nothing listens there), no broker
-at all, a bad setting, a misspelt source, surface or choice, a zero count. One style for all (issue
-20): one `dialcheck: ...` line on stderr, exit 2. docs/cli.md's "Everyday mistakes" table is generated
+at all, a bad setting, a misspelt source, surface or choice, a zero count. One style for all: one `dialcheck: ...` line on stderr, exit 2. docs/cli.md's "Everyday mistakes" table is generated
 from these cases (`python tests/test_cli_errors.py`), and a test checks that it still matches.
 """
 from __future__ import annotations
@@ -192,7 +191,7 @@ def readme_rows(cases=CASES) -> list[str]:
 
 
 def test_readme_table_matches_what_users_see():
-    readme = (REPO / "docs" / "cli.md").read_text()  # the table moved from README.md (issue 30)
+    readme = (REPO / "docs" / "cli.md").read_text()  # the table moved from README.md (the README is an entry point)
     missing = [r for r in readme_rows([c for c in CASES if c[0] != "Triton does not answer"]) if r not in readme]
     assert not missing, "docs/cli.md 'Everyday mistakes' is stale; regenerate with python tests/test_cli_errors.py:\n" + "\n".join(missing)
 

@@ -79,7 +79,7 @@ def test_worker_env_uses_declared_settings(compose):
         assert var in readme, f"{var} not documented in infra/README.md"
 
 
-# --- issue 11: commands that exist, images that install what they run, a scrape config that matches
+# --- commands that exist, images that install what they run, a scrape config that matches
 
 import os
 import re
@@ -239,7 +239,7 @@ def test_image_install_steps_in_a_fresh_virtualenv(tmp_path):
             terminate(proc, grace_s=30, kill_wait_s=None)
 
 
-# --- issue 20: a stack chat apps outside the compose network can reach, a GPU profile, a ui
+# --- a stack chat apps outside the compose network can reach, a GPU profile, a ui
 # service, a build context without the virtualenv, and the same pins in the Triton image
 
 

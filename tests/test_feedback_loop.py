@@ -1,4 +1,4 @@
-"""Issue 38's loop, closed in one stream test: badges verified on the deployment's own traffic.
+"""The feedback loop, closed in one stream test: badges verified on the deployment's own traffic.
 
 A real worker on a real embedded Tansu broker publishes verdicts under the shipped display; people
 judge them with the live page's buttons in a real headless Chromium (source "user") and an

@@ -1,4 +1,4 @@
-"""The cascade LLM judge (workers/llm/judge.py, issue 31 item 3) with the real NLI model and encoder
+"""The cascade LLM judge (workers/llm/judge.py) with the real NLI model and encoder
 against tests/llm_standin.py — a local HTTP server that speaks the OpenAI chat-completions protocol
 and answers from what the test tells it; it stands in for a language model, which cannot run
 here, and judges nothing. What these tests can show is the wiring: which claims are asked, what

@@ -1,4 +1,4 @@
-"""`dialcheck nli adopt` end to end with the real architectures (issue 31): a DeBERTa-v2 three-way
+"""`dialcheck nli adopt` end to end with the real architectures: a DeBERTa-v2 three-way
 checkpoint with a SentencePiece tokenizer and a BERT two-way checkpoint with a WordPiece vocab.
 
 The weights are RANDOM: no DeBERTa/BERT NLI weights can be installed on this machine (the Hugging

@@ -107,7 +107,7 @@ def test_metrics_count_what_the_worker_did(stack):
     assert _total(s, lat + "_count") - _total(before, lat + "_count") == N_RECORDS
     assert _total(s, lat + "_bucket", le="+Inf") == _total(s, lat + "_count")
     assert 0 < _total(s, lat + "_sum") - _total(before, lat + "_sum") < 600 * N_RECORDS
-    # the checker's caches (issue 39 item 4): every claim searched its context turns and itself once
+    # the checker's caches: every claim searched its context turns and itself once
     hits, misses = _total(s, "dialcheck_cache_hits_total", cache="bm25"), _total(s, "dialcheck_cache_misses_total", cache="bm25")
     assert misses >= 1 and hits + misses == n_turns  # each claim's context turns and the claim: n_turns searches
     assert _total(s, "dialcheck_cache_entries", cache="bm25") == min(misses, 64)
@@ -208,7 +208,7 @@ def test_stage_latency_skips_timing_keys_that_are_no_stage():
 
 
 def test_live_precision_gauges_read_the_feedback_store(tmp_path, monkeypatch):
-    """Issue 38: per badge bucket the shown precision, its Clopper-Pearson ends, n, coverage and the
+    """Live precision from feedback: per badge bucket the shown precision, its Clopper-Pearson ends, n, coverage and the
     drift alarm, read from a real store at scrape time; nothing judged yet: no precision sample (not
     a made-up 0), n 0 and no alarm."""
     from prometheus_client import generate_latest

@@ -25,7 +25,7 @@ OBVIOUS = [
     ("NOT ENOUGH INFO", "That's cool, I didn't know that.", ELVIS),
     ("NOT ENOUGH INFO", "My grandmother saw Elvis Presley in concert once.", ELVIS),
 ]
-# Evidence that is silent about the claim (issue 10's known failures, answered since NLI v3 and the
+# Evidence that is silent about the claim (once known failures, answered since NLI v3 and the
 # guarded rule: these were strict xfails before)
 SILENT = [
     ("NOT ENOUGH INFO", "Elvis Presley owned a pink Cadillac.", ELVIS),
@@ -64,7 +64,7 @@ def test_silent_evidence_items(fv_pipeline, label, claim, evidence):
     read_and_decided(v)
 
 
-# Known miss (issue 18): NLI v3 trades REFUTES recall for precision (held-out fact-checking pairs:
+# Known miss: NLI v3 trades REFUTES recall for precision (held-out fact-checking pairs:
 # recall 0.69 → 0.50, precision 0.68 → 0.76); this false claim's contradiction (0.54) stays under the
 # fitted t_refutes (0.56), so it is NOT ENOUGH INFO. Never SUPPORTS; strict: it fails the day it is REFUTES.
 WOOD_AND_BERLIN = "The Eiffel Tower is made of wood and stands in Berlin."
@@ -80,7 +80,7 @@ def test_false_claim_is_never_supported(fv_pipeline):
     assert v.probabilities["REFUTES"] > v.probabilities["SUPPORTS"], v.probabilities
 
 
-@pytest.mark.xfail(strict=True, reason="v3 + guarded rule: contradiction 0.54 < t_refutes 0.56 (issue 18)")
+@pytest.mark.xfail(strict=True, reason="v3 + guarded rule: contradiction 0.54 < t_refutes 0.56")
 def test_known_miss_wood_and_berlin(fv_pipeline):
     v = turn_verdicts(fv_pipeline.check_turns([CheckItem("q", "1", ["Tell me something."], WOOD_AND_BERLIN, EIFFEL)]))[0]
     assert v.label == "REFUTES", (v.label, v.probabilities)

@@ -1,4 +1,4 @@
-"""bench/compare_lodo.py and bench_pipeline's variant files (issue 39: int8 judged by the shipped badges)."""
+"""bench/compare_lodo.py and bench_pipeline's variant files (a faster model is judged by the shipped badges)."""
 import importlib.util
 import json
 import sys

@@ -1,4 +1,4 @@
-"""Issue 39 item 4: the caches' hit rates on the worker's /metrics (dialcheck_cache_*{cache=...}).
+"""The caches' hit rates on the worker's /metrics (dialcheck_cache_*{cache=...}).
 
 The caches are the real ones (workers/caches.py over a real bm25s index of a few passages, the
 real window cache); what is under test is that /metrics reports their own counts, live, by name.

@@ -1,4 +1,4 @@
-"""The caches a chat stream earns (issue 39) return what the uncached call returns and count hits."""
+"""The caches a chat stream earns (the same turns and passages come back) return what the uncached call returns and count hits."""
 import pytest
 
 from schemas.protocols import Passage

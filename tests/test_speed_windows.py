@@ -1,4 +1,4 @@
-"""The adaptive window budget (issue 39): windows read in rounds, a settled claim stops early."""
+"""The adaptive window budget: windows read in rounds, a settled claim stops early."""
 import numpy as np
 import pytest
 

@@ -39,7 +39,7 @@ def test_demo_runs_embedded_and_exits_cleanly(tmp_path):
         assert out["metrics"]["macro_f1"] >= 35.0 and out["metrics"]["accuracy"] >= 40.0, out["metrics"]
     assert out["broker"] == "embedded" and out["broker_address"].startswith("127.0.0.1:")
     assert out["off_schema_verdicts"] == 0
-    # produce→verdict latency of every claim, and the dead letters explained (issue 20)
+    # produce→verdict latency of every claim, and the dead letters explained
     assert 0 < out["latency_p50_s"] <= out["latency_p95_s"] <= out["latency_max_s"] and out["claims_per_second"] > 0
     assert out["deadletter_note"].startswith("intentional")
     assert "worker ready in" not in proc.stderr and "verdicts:" not in proc.stderr  # --json: no progress lines

@@ -43,7 +43,7 @@ def test_r3_changes_only_initial_letters():
 
 @pytest.mark.model
 def test_r3_leaves_common_nouns_lowercase_and_keeps_names():
-    """Issue 30: the truecaser had seen "Pizza" (18) a little more often than "pizza" (13), so R3
+    """Only confident capitals: the truecaser had seen "Pizza" (18) a little more often than "pizza" (13), so R3
     wrote "I love Pizza". Only confident capitals now (workers/surfaces/truecasing.py)."""
     assert truecase("i love pizza and pasta.") == "I love pizza and pasta."
     assert truecase("my favourite food is pizza") == "My favourite food is pizza"

@@ -1,4 +1,4 @@
-"""Every `dialcheck tune` command runs end to end on a small slice (issue 17: `tune bm25` had
+"""Every `dialcheck tune` command runs end to end on a small slice (`tune bm25` once had
 crashed on an import nobody ran). Real models and the real Pipeline; a small slice of DialFact
 testsmall (60 records, 19 conversations), 2 folds, caches in a temporary directory."""
 from __future__ import annotations

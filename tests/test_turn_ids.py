@@ -6,7 +6,7 @@ Why: the context once deduplicated on the turn id alone, so a corrected turn was
 The stream tests run a real worker on the embedded broker with the model-free stand-in Checker
 (tests/stream_standin.py): its verdicts carry a digest of the context they were given. The same
 worker shows that users' text is published as written even when it holds a configured secret's
-value (the scrubber is for what dialcheck writes: issue 19 found "password is ***")."""
+value (the scrubber is for what dialcheck writes; it once turned a user's own words into "password is ***")."""
 from __future__ import annotations
 
 import logging

@@ -206,7 +206,7 @@ def _severe_console(driver) -> list[str]:
 
 
 def test_ui_survives_hostile_verdicts_in_chromium(tmp_path):
-    """Issue 19: one off-schema verdict on chat.verdicts used to break the page for everyone (a thrown
+    """One off-schema verdict on chat.verdicts used to break the page for everyone (a thrown
     render, a consumer restarting from offset 0 for ever, /events failing on orjson.dumps). Here one of
     each goes through a real broker to `dialcheck ui` while a page is open, then a good conversation:
     it must render on the open page (live) and on a fresh one (snapshot), with the bad records counted,
@@ -333,7 +333,7 @@ def test_ui_survives_hostile_verdicts_in_chromium(tmp_path):
 
 
 def _page_for_people(driver, url: str) -> None:
-    """Issue 20 item 5: a key that is not a button and says badges open the evidence; the gate's
+    """For people: a key that is not a button and says badges open the evidence; the gate's
     internals off until the "show checker details" toggle is on; counts, median latency and time per
     conversation (the same counts /api/state gives); the display hint on the badge (a low-confidence
     mark, a faded verdict not for users); http(s) source links only, opening a new page without
@@ -492,7 +492,7 @@ def judge(driver, wait, cid: str, judgement: str) -> None:
 
 
 def test_feedback_buttons_store_judgements_and_the_page_shows_precision_in_chromium(tmp_path):
-    """Issue 38: right / wrong on each verdict in a real Chromium → POST → chat.feedback → the worker's
+    """Feedback: right / wrong on each verdict in a real Chromium → POST → chat.feedback → the worker's
     store, joined to the verdict it published (source "user"); a changed mind replaces the first click;
     the page's live precision per badge and the drift alarm's banner follow the judgements read back
     from the topic, and the worker's /metrics says the same. A file imported with `dialcheck feedback

@@ -131,7 +131,7 @@ def test_sse_clients_are_bounded():
 
 
 def test_a_page_that_does_not_read_is_dropped_and_its_queue_stays_bounded(caplog):
-    """Before issue 19 every stalled page held up to 10,000 events (plus its snapshot) for ever."""
+    """Unbounded, every stalled page once held up to 10,000 events (plus its snapshot) for ever."""
     async def go():
         queue_bytes = 65536
         app = _app(client_queue_bytes=queue_bytes, send_timeout_s=1.0)
@@ -269,7 +269,7 @@ def test_a_page_stalled_mid_snapshot_is_disconnected_after_the_send_timeout(capl
 
 
 def test_pages_get_the_display_hint_latency_links_and_counts():
-    """Issue 20 item 5 through the real server: a schema 2.1 verdict's display hint, latency and
+    """What the page gets for people, through the real server: a schema 2.1 verdict's display hint, latency and
     http(s) source link reach a live page as an SSE event; a javascript: link never leaves the server
     (not in the stream's bytes); /api/state and a fresh page's snapshot carry each conversation's
     counts and median latency."""

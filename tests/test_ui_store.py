@@ -1,4 +1,4 @@
-"""The ui's store (streams/ui/store.py) against hostile records: each off-schema verdict of issue 19
+"""The ui's store (streams/ui/store.py) against hostile records: each off-schema verdict a producer once sent
 is kept out with a counted reason, nothing stored can fail to serialise, a turn id means something
 only inside its conversation, and every bound (conversations, turns, verdicts for turns never seen,
 bytes = snapshot size) holds.
@@ -46,7 +46,7 @@ def deep(n: int) -> dict:
 
 
 def hostile_verdicts() -> dict[str, bytes]:
-    """One of each off-schema verdict from issue 19 (name → record); each must be rejected."""
+    """One of each off-schema verdict that once broke the page (name → record); each must be rejected."""
     def bad(name: str, change) -> bytes:
         v = good_verdict("hostile", f"h-{name}", f"hostile claim {name}")
         change(v)
@@ -126,7 +126,7 @@ def test_turn_ids_are_per_conversation():
 
 
 def test_verdicts_for_unseen_turns_are_bounded():
-    """1,500 verdicts for turns the store never saw gave a 75 MB snapshot before issue 19."""
+    """1,500 verdicts for turns the store never saw once gave a 75 MB snapshot."""
     store = Store(max_verdicts=10)
     for i in range(1500):
         store.add_verdict_raw(orjson.dumps(good_verdict("c", f"unseen-{i}", f"claim {i}")))
@@ -185,7 +185,7 @@ def test_store_takes_its_bounds_from_settings(monkeypatch):
     assert (store.max_turns, store.max_verdicts, store.max_bytes) == (7, 8, 123456)
 
 
-# -- issue 20 item 5: what the page gets for people (latency, display hint, source links, counts) ---
+# -- what the page gets for people (latency, display hint, source links, counts) ---
 
 def v21(conv: str, turn_id: str, text: str, label: str = "REFUTES", *, display=None, url=None, latency_ms=None,
         ts=None) -> dict:

@@ -1,4 +1,4 @@
-"""Verdict contract 2.1 (issue 20 item 2): the display hint and its rule, evidence source links,
+"""Verdict contract 2.1: the display hint and its rule, evidence source links,
 `status.reason` null on a complete ok check, timings that are the claim's own where the work is,
 and old verdicts still read.
 

@@ -93,7 +93,7 @@ def test_rationale_must_name_its_rule():
 
 
 def test_text_format_explains_the_label():
-    """Plain words for people (issue 30); the rule, its numbers and the window with --verbose."""
+    """Plain words for people; the rule, its numbers and the window with --verbose."""
     from dialcheck.commands.check import format_text
 
     text = format_text(verdict(RATIONALE))

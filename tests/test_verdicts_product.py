@@ -26,7 +26,7 @@ def e2e(settings, nli, encoder, index_dir):
     return Pipeline(s, nli, encoder, load_searcher(s, encoder), protocol="e2e", surface="r4g")
 
 
-# issue 18's two first-user examples: the Eiffel Tower's article is not in the default index
+# two examples a first user tried: the Eiffel Tower's article is not in the default index
 # (a Disneyland Paris passage came back as REFUTES at 0.63), and Elvis's birthplace is not either
 NEVER_REFUTES = [("eiffel-1889", EIFFEL_CHAT, "It was built in 1889 for the World's Fair."),
                  ("elvis-tupelo", ELVIS_CHAT, "He was born in Tupelo, Mississippi.")]

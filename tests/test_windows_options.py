@@ -1,4 +1,4 @@
-"""Verifier-input options measured in issue 10: spaCy's sentencizer keeps initials inside a name,
+"""Verifier-input options measured on DialFact: spaCy's sentencizer keeps initials inside a name,
 Snowball stems without the suffix stripper's artefacts, stop words are filtered after stemming."""
 import pytest
 

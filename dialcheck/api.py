@@ -2,9 +2,10 @@
 
 Why: a one-shot `dialcheck check` spends ~10 s loading and warming up before its first claim; a
 chat app that does not run Kafka needs a cheap way to ask for one verdict. The request is held to
-the stream's rules for a turn: each text (the claim and every context turn) goes through
-`schemas.turn.parse_turn` with the stream's limits (DIALCHECK_MAX_TEXT_CHARS, MAX_EVENT_BYTES for
-the whole body, JSON depth 16, no duplicate keys), at most DIALCHECK_CONTEXT_TURNS context turns.
+the stream's rules for a turn (dialcheck/check_input.py, shared with the Python API): each text (the
+claim and every context turn) goes through `schemas.turn.parse_turn` with the stream's limits
+(DIALCHECK_MAX_TEXT_CHARS, MAX_EVENT_BYTES for the whole body, JSON depth 16, no duplicate keys), at
+most DIALCHECK_CONTEXT_TURNS context turns.
 The response is the published verdict (schemas/verdict.schema.json), scrubbed like every verdict
 that leaves the process; an error is `{"error": ..., "code": ...}` with a 4xx status and never
 echoes a secret. Bound to 127.0.0.1 unless --host says otherwise.
@@ -17,103 +18,20 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-import time
-from dataclasses import dataclass
 
-import orjson
 from aiohttp import web
 
-from schemas.errors import InvalidEvent, Reason
+from schemas.errors import Reason
 from schemas.items import CheckItem
 from schemas.settings import Settings
-from schemas.turn import parse_turn
-from schemas.wire import load_bounded_json, no_duplicate_keys
+
+# the request rules, shared with the Python API (dialcheck/python_api.py)
+from .check_input import InvalidInput as BadRequest  # noqa: F401 - re-exported for callers of this module
+from .check_input import Limits, parse_request
 
 READY_MARKER = "dialcheck api at"
 BATCH = 16
-MAX_DEPTH = 16
-FIELDS = ("claim", "context", "evidence", "conversation_id")
 log = logging.getLogger("dialcheck.api")
-
-
-class BadRequest(Exception):
-    def __init__(self, status: int, code: str, message: str):
-        super().__init__(message)
-        self.status, self.code, self.message = status, code, message
-
-
-@dataclass(frozen=True)
-class Limits:
-    max_text_chars: int
-    max_body_bytes: int
-    max_context_turns: int
-
-    @classmethod
-    def of(cls, settings: Settings) -> "Limits":
-        st = settings.stream
-        return cls(st.max_text_chars, st.max_event_bytes, st.context_turns)
-
-
-def _text(value, name: str, limits: Limits, speaker: str) -> str:
-    """One text through the turn contract's rules (parse_turn): NFKC, invisible characters removed,
-    not empty, at most max_text_chars."""
-    if not isinstance(value, str):
-        raise BadRequest(400, Reason.SCHEMA.value, f"{name} must be a string")
-    turn = orjson.dumps({"conversation_id": "api", "turn_id": name, "speaker": speaker, "text": value})
-    try:
-        return parse_turn(turn, limits.max_text_chars).text
-    except InvalidEvent as e:
-        status = 413 if e.code == Reason.TOO_LARGE else 400
-        raise BadRequest(status, e.code.value, f"{name}: {e.reason}") from None
-
-
-def parse_request(raw: bytes, limits: Limits, protocol: str) -> CheckItem:
-    """The body → a CheckItem, or BadRequest with the status, a reason code and one line."""
-    if len(raw) > limits.max_body_bytes:
-        raise BadRequest(413, Reason.TOO_LARGE.value, f"body too large: {len(raw)} bytes > {limits.max_body_bytes}")
-    try:
-        raw.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise BadRequest(400, Reason.INVALID_UTF8.value, f"invalid UTF-8 at byte {e.start}") from None
-    try:
-        obj = load_bounded_json(raw, MAX_DEPTH)
-        import json
-
-        json.loads(raw, object_pairs_hook=no_duplicate_keys)
-    except InvalidEvent as e:
-        raise BadRequest(400, e.code.value, e.reason) from None
-    except (ValueError, RecursionError) as e:
-        raise BadRequest(400, Reason.MALFORMED_JSON.value, f"malformed JSON: {str(e)[:200]}") from None
-    if not isinstance(obj, dict):
-        raise BadRequest(400, Reason.SCHEMA.value, 'expected a JSON object: {"claim": "...", "context": ["..."]}')
-    unknown = sorted(set(obj) - set(FIELDS))
-    if unknown:
-        raise BadRequest(400, Reason.SCHEMA.value, f"unknown field {unknown[0][:64]!r}: expected {', '.join(FIELDS)}")
-    if "claim" not in obj:
-        raise BadRequest(400, Reason.SCHEMA.value, "no claim: the body needs \"claim\"")
-    claim = _text(obj["claim"], "claim", limits, "assistant")
-    context = obj.get("context", [])
-    if not isinstance(context, list):
-        raise BadRequest(400, Reason.SCHEMA.value, "context must be a list of turns (strings), oldest first")
-    if len(context) > limits.max_context_turns:
-        raise BadRequest(413, Reason.TOO_LARGE.value, f"context has {len(context)} turns > {limits.max_context_turns} "
-                         "(DIALCHECK_CONTEXT_TURNS, as the stream keeps)")
-    context = [_text(t, f"context[{i}]", limits, "user") for i, t in enumerate(context)]
-    evidence = obj.get("evidence")
-    if protocol == "fv":
-        if not isinstance(evidence, list) or not evidence:
-            raise BadRequest(400, Reason.SCHEMA.value, "this server checks against given evidence (--protocol fv): "
-                             "add \"evidence\": [\"...\"]")
-        if len(evidence) > limits.max_context_turns:
-            raise BadRequest(413, Reason.TOO_LARGE.value, f"evidence has {len(evidence)} texts > {limits.max_context_turns}")
-        evidence = [("evidence", _text(t, f"evidence[{i}]", limits, "user")) for i, t in enumerate(evidence)]
-    elif evidence is not None:
-        raise BadRequest(400, Reason.SCHEMA.value, "this server retrieves the evidence (--protocol e2e): "
-                         "leave out \"evidence\", or start one with --protocol fv")
-    conversation = obj.get("conversation_id", "api")
-    if not isinstance(conversation, str) or not conversation.strip() or len(conversation) > 256:
-        raise BadRequest(400, Reason.INVALID_FIELD.value, "conversation_id must be a non-empty string of at most 256 characters")
-    return CheckItem(conversation, f"api-{time.time_ns()}", context, claim, evidence or None)
 
 
 class Checker:

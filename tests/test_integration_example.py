@@ -1,7 +1,8 @@
 """docs/integration.md end to end, as a chat-app developer would run it: their own corpus indexed
 alone (`index build --sources "" --tsv`), a real `dialcheck worker` started from another directory
 against a real embedded Tansu broker, then examples/produce_turns.py and examples/consume_verdicts.py
-(kafka-python only, run as separate processes exactly as documented) and the Node.js example
+(kafka-python only, run as separate processes exactly as documented), the confluent-kafka example
+(examples/confluent_chat_backend.py, librdkafka with zstd and idempotence) and the Node.js example
 (examples/node/chat_backend.js, kafkajs) get a verdict back.
 
 Why each assertion: the verdict must come from the user's corpus (evidence titles from the TSV)
@@ -142,6 +143,20 @@ def test_python_example_gets_a_verdict(worker):
 
 
 @pytest.mark.broker
+def test_confluent_kafka_example_gets_a_verdict(worker):
+    """examples/confluent_chat_backend.py: librdkafka, zstd, the idempotent producer and headers, as
+    chat backends produce; its consumer reads the verdict back."""
+    conv = "integration-example-confluent"
+    ran = subprocess.run([sys.executable, str(EXAMPLES / "confluent_chat_backend.py"), "--bootstrap",
+                          worker["bootstrap"], "--conversation", conv, "--timeout", "300"],
+                         capture_output=True, text=True, timeout=400)
+    assert ran.returncode == 0, ran.stdout + ran.stderr + worker["log"].read_text(errors="replace")[-3000:]
+    lines = [json.loads(ln) for ln in ran.stdout.splitlines()]
+    assert len(lines) == 1, lines
+    _check_shown(lines[0], conv)
+
+
+@pytest.mark.broker
 def test_python_consumer_shows_dead_letters(worker):
     """A turn the contract refuses comes back on chat.deadletter with its code and reason."""
     from kafka import KafkaProducer
@@ -236,12 +251,12 @@ def test_verdicts_gold_limit_wait_scores_what_was_replayed(worker):
 
 
 @pytest.mark.unit
-@pytest.mark.parametrize("script", ["produce_turns.py", "consume_verdicts.py"])
+@pytest.mark.parametrize("script", ["produce_turns.py", "consume_verdicts.py", "confluent_chat_backend.py"])
 def test_examples_say_so_in_one_line_when_no_broker_answers(script):
-    """A port nothing listens on (bound and closed here): the kafka-python examples give up after
-    bootstrap_timeout_ms 8000 (8.9 s measured with interpreter start; no timed assertion here: speed is
-    bench/'s) with one line and exit 2, and take the broker from
-    DIALCHECK_KAFKA_BOOTSTRAP when --bootstrap is not given."""
+    """A port nothing listens on (bound and closed here): the Python examples give up after
+    8 s (kafka-python's bootstrap_timeout_ms 8000, the confluent-kafka example's metadata timeout;
+    8.9 s measured with interpreter start; no timed assertion here: speed is bench/'s) with one line
+    and exit 2, and take the broker from DIALCHECK_KAFKA_BOOTSTRAP when --bootstrap is not given."""
     import socket
 
     with socket.socket() as s:

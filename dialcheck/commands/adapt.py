@@ -39,6 +39,8 @@ def register(sub) -> None:
     p.add_argument("--max-steps", type=int, default=200, help="optimiser steps at most (default 200)")
     p.add_argument("--limit-per-set", type=int, default=300,
                    help="records per yardstick set in the forgetting check (default 300)")
+    p.add_argument("--probe-pairs", type=int, default=200,
+                   help="pairs of the unrelated-evidence probe (and of the silent probe) (default 200)")
     p.add_argument("--data-dir", default=None, help="the yardstick's data dir (default: the settings')")
     p.add_argument("--base", default=None, help="the NLI model dir to adapt (default: the configured one)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -50,8 +52,8 @@ def _check(args) -> None:
         v = getattr(args, name)
         if not 0.0 < v < 1.0:
             raise UsageError(f"--{name} must be between 0 and 1 (got {v})")
-    if args.seeds < 1 or args.max_steps < 1 or args.limit_per_set < 1:
-        raise UsageError("--seeds, --max-steps and --limit-per-set must be at least 1")
+    if args.seeds < 1 or args.max_steps < 1 or args.limit_per_set < 1 or args.probe_pairs < 1:
+        raise UsageError("--seeds, --max-steps, --limit-per-set and --probe-pairs must be at least 1")
     if args.labels and not Path(args.labels).is_file():
         raise UsageError(f"--labels {args.labels}: no such file")
     if args.store and not args.from_feedback:
@@ -118,7 +120,7 @@ def run(args) -> int:
 
     opts = AdaptOptions(holdout=args.holdout, seed=args.seed, seeds=args.seeds, target=args.target,
                         confidence=args.confidence, specialise=args.specialise, max_steps=args.max_steps,
-                        limit_per_set=args.limit_per_set, data_dir=str(args.data_dir or settings.data.dir),
+                        limit_per_set=args.limit_per_set, probe_pairs=args.probe_pairs, data_dir=str(args.data_dir or settings.data.dir),
                         progress=not args.quiet)
     out.mkdir(parents=True, exist_ok=True)
     try:

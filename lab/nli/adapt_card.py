@@ -37,8 +37,9 @@ def render_card(report: dict) -> str:
              f"{report['training']['loss']}; {report['training']['frozen']} frozen",
              f"- mixed with the base weights (WiSE-FT): {100 * report['chosen_weight']:.0f} % adapted",
              f"- temperature: the base model's (the trained probabilities are the served ones); fingerprint {m['fingerprint']}",
-             "- decision.json: the shipped decision rule and parameters, stamped for this model; display.json: the "
-             "shipped badge scorer with thresholds certified on the hold-out (DECISION_CARD.md)", "",
+             "- decision.json: the shipped decision rule and parameters, stamped for this model; display.json: badge "
+             f"score = {h.get('display_scores', 'the shipped badge scorer')}, thresholds certified on the hold-out "
+             "(DECISION_CARD.md)", "",
              "## Hold-out conversations (never fitted on)",
              f"{report['split']['holdout_set']['pairs']} pairs of {report['split']['holdout_set']['conversations']} "
              f"conversations; target {report['options']['target']} at confidence {report['options']['confidence']}.", "",

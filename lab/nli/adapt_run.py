@@ -227,8 +227,8 @@ def holdout_badges(model_dir: Path, held: list[JudgedPair], opts: AdaptOptions, 
 
     settings = load_settings(models={"nli_model_dir": str(model_dir)})
     shipped = load_settings()
-    decision = load_decision(shipped.verify, "fv")
-    policy = display or load_display(shipped.verify)
+    decision = load_decision(shipped.decision, "fv")
+    policy = display or load_display(shipped.decision)
     tuner = Tuner(settings, str(model_dir), cache_dir=CACHE.parent / "tune")
     items = [CheckItem(f"holdout-{i}", f"holdout-{i}#reply", [], p.hypothesis, [("", p.premise)]) for i, p in enumerate(held)]
     evs = [claim_evidence(s) for s in tuner.states(items, "fv", "r0")]
@@ -324,7 +324,8 @@ def _run(pairs, fit, held, report, base_dir, out, work, opts, log, t0) -> dict:
                        "at best adapted)")
     sets = yardstick_pairs(opts.data_dir, opts.limit_per_set) if opts.forgetting else {}
     probes = probe_pairs(opts.data_dir, opts.probe_pairs) if opts.forgetting else {}
-    fit_sources = {p.group.split(":", 1)[0] for p in fit if ":" in p.group} & set(sets)
+    fit_keys = {(p.premise, p.hypothesis) for p in fit}
+    fit_sources = {name for name, ps in sets.items() if any((x.premise, x.hypothesis) in fit_keys for x in ps)}
     report["forgetting"] = {"limit_per_set": opts.limit_per_set, "auc_drop_limit": opts.auc_drop,
                             "unrelated_refutes_limit": opts.unrelated_max, "specialise": opts.specialise,
                             "scored": "pair by pair: the set's gold evidence as the premise, the claim as the hypothesis",
@@ -355,14 +356,22 @@ def _run(pairs, fit, held, report, base_dir, out, work, opts, log, t0) -> dict:
     from schemas.settings import load_settings
     from workers.display import load_display
 
-    display = _stamped(load_display(load_settings().verify), version, out, fp)
-    after = holdout_badges(final, held, opts, display=display)
+    shipped_display = load_display(load_settings().decision)
+    # the adapted model's own p(label) may rank its badges better than the shipped badge scorer (fitted
+    # on the shipped model's numbers): both are certified, the one that shows more is kept
+    displays = {"shipped badge scorer": _stamped(shipped_display, version, out, fp),
+                "p(label) alone": _stamped(dataclasses.replace(shipped_display, scorer=None), version, out, fp)}
+    tried = {name: holdout_badges(final, held, opts, display=d) for name, d in displays.items()}
+    kind = max(tried, key=lambda k: (tried[k]["coverage"], k == "shipped badge scorer"))
+    after = tried[kind]
     report["holdout"] = {"shipped": _figures(auc_before, before), "adapted": _figures(primary[w], after),
-                         "mix_chosen_on": "these hold-out conversations (one of %d mixes): the certificate's "
-                                          "confidence is nominal by that much" % len(opts.weights)}
+                         "display_scores": kind,
+                         "display_candidates": {k: v["coverage"] for k, v in tried.items()},
+                         "mix_chosen_on": "these hold-out conversations (one of %d mixes, one of 2 badge scores): the "
+                                          "certificate's confidence is nominal by that much" % len(opts.weights)}
     if after["policy"] is None:
         return _refuse(report, out, t0, f"the adapted model's display certifies nothing on the hold-out at target "
-                       f"{opts.target} ({after['not_certified'].split(' (')[0]})")
+                       f"{opts.target} ({after['not_certified'].replace(': the current display is kept', '')})")
     if after["coverage"] < before["coverage"]:
         return _refuse(report, out, t0, f"the adapted model certifies less on the hold-out than the shipped one "
                        f"({after['coverage']} % vs {before['coverage']} % of replies at target {opts.target})")
@@ -406,7 +415,7 @@ def _write_model(out: Path, final: Path, after: dict, report: dict, fp: str, ver
     if doc is None:
         from schemas.settings import load_settings
 
-        doc = json.loads(Path(load_settings().verify.decision_params).read_text())
+        doc = json.loads(Path(load_settings().decision.decision_params).read_text())
         doc["meta"] = {**doc.get("meta", {}), "nli_model": decision.meta["nli_model"]}
     doc.setdefault("meta", {})["adapted"] = {"note": "the shipped decision rule and parameters, stamped for this model; "
                                              "its display is certified on the adaptation's hold-out", "version": version}

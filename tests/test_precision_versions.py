@@ -4,7 +4,8 @@ Why: an adapted verifier is rolled out by swapping the model directory under a r
 rollout is judged by the precision of the badges each model showed, so a judgement must count under
 the version of the verdict it judges (the verdict's `model_versions.nli`, which an adapted model's
 calibration.json names from its base and its data), never under whichever model runs when the
-judgement arrives. A real SQLite store in tmp_path and the page's real store; no mocks."""
+judgement arrives. The real store (a SQLite file, and a PostgreSQL database) and the page's real
+store; no mocks."""
 from __future__ import annotations
 
 import orjson
@@ -49,8 +50,9 @@ JUDGEMENTS = [judgement(v, right) for v, right in JUDGED] + [judgement(verdict(9
 
 
 @pytest.fixture
-def store(tmp_path):
-    with FeedbackStore(tmp_path / "fb.sqlite3") as s:
+def store(feedback_store_url):
+    """The same judgements on each backend: the version comes out of the stored verdict's JSON in SQL."""
+    with FeedbackStore(feedback_store_url) as s:
         for verdicts in (BASE_VERDICTS, ADAPTED_VERDICTS, [verdict(300, None)]):  # the rollout comes later
             s.add_verdicts(verdicts)
         s.add_feedback([feedback_from_dict(j) for j in JUDGEMENTS])

@@ -463,3 +463,37 @@ def plot_risk_coverage(curves: dict[str, dict], out: Path, target: float | None 
     fig.suptitle(_title(title, note, 60 + 50 * (len(panels) - 1)), fontsize=8)
     png = Path(out)
     return [_save(fig, png), _write_csv(png.with_suffix(".csv"), ["set", "kind", "coverage", "precision"], rows, note)]
+
+
+# ---- adapting the verifier: learning curve ---------------------------------------------------------
+def plot_adapt_curve(points: dict[str, list[tuple[int, int, float, float]]], shipped: dict[str, tuple[float, float]],
+                     out: Path, title: str = "", note: str | None = None) -> list[Path]:
+    """Hold-out ROC AUC of p(SUPPORTS) and certified coverage (%) against the number of judged replies
+    adapted on: `points[set]` = [(n, seed, auc, coverage), ...] (each seed a dot, the line through the
+    seed means), `shipped[set]` = (auc, coverage) of the shipped model on the same rows (dashed).
+    The numbers go to a CSV beside the PNG."""
+    plt = _plt()
+    fig, axes = plt.subplots(1, 2, figsize=(9.2, 3.8))
+    rows = []
+    for i, (name, pts) in enumerate(points.items()):
+        colour = OKABE_ITO[i % len(OKABE_ITO)]
+        for ax, k in ((axes[0], 2), (axes[1], 3)):
+            ax.scatter([p[0] for p in pts], [p[k] for p in pts], s=14, color=colour)
+            ns = sorted({p[0] for p in pts})
+            ax.plot(ns, [sum(p[k] for p in pts if p[0] == n) / sum(1 for p in pts if p[0] == n) for n in ns],
+                    "-", color=colour, lw=1.3, label=f"{name} adapted")
+            if name in shipped:
+                ax.axhline(shipped[name][k - 2], color=colour, lw=0.9, ls="--")
+        rows += [[name, "adapted", *p] for p in pts]
+        if name in shipped:
+            rows.append([name, "shipped", "", "", *shipped[name]])
+    axes[0].set_ylabel("hold-out ROC AUC of p(SUPPORTS)")
+    axes[1].set_ylabel("certified coverage at 85 % (% of replies)")
+    for ax in axes:
+        ax.set_xscale("log")
+        ax.set_xlabel("judged replies adapted on")
+    axes[0].plot([], [], "--", color="grey", label="shipped (same rows)")
+    axes[0].legend(fontsize=7, loc="lower right")
+    fig.suptitle(_title(title, note, 110), fontsize=8)
+    png = Path(out)
+    return [_save(fig, png), _write_csv(png.with_suffix(".csv"), ["set", "model", "n", "seed", "auc", "coverage"], rows, note)]

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import sys
 import time
@@ -43,6 +44,9 @@ HOLDOUT_FRAC = 0.5
 SPLIT_SEED, HALVES_SEED = 0, 1
 TARGET, CONFIDENCE = 0.85, 0.9
 WISE_WEIGHT = 0.5
+# one thread per fine-tune and per scorer: on shared, oversubscribed cores a two-thread torch step spent
+# more CPU waiting at its barriers than it gained; several one-thread cells run side by side instead
+THREADS = 1
 
 
 # ---------------------------------------------------------------- splits
@@ -107,6 +111,9 @@ class Scorer:
         self._models: dict = {}
 
     def __call__(self, model_dir: Path, pairs: Sequence[JudgedPair]) -> np.ndarray:
+        return self.probs(model_dir, pairs)[:, 0]
+
+    def probs(self, model_dir: Path, pairs: Sequence[JudgedPair]) -> np.ndarray:
         from lab.tuning.cache import PairCache
         from lab.tuning.data import model_fingerprint
         from workers.models.onnx_nli import OnnxNLI
@@ -114,7 +121,7 @@ class Scorer:
         key = str(model_dir)
         if key not in self._models:
             fp = model_fingerprint(model_dir)
-            self._models = {key: (PairCache(self.db, fp), lambda: OnnxNLI(model_dir, batch_size=16, threads=2, workers=1))}
+            self._models = {key: (PairCache(self.db, fp), lambda: OnnxNLI(model_dir, batch_size=16, threads=THREADS, workers=1))}
         cache, make = self._models[key]
         nli = []
 
@@ -123,7 +130,7 @@ class Scorer:
                 nli.append(make())
             return nli[0].predict(prem, hyp)
 
-        return cache.predict(predict, [p.premise for p in pairs], [p.hypothesis for p in pairs], chunk=64)[:, 0]
+        return cache.predict(predict, [p.premise for p in pairs], [p.hypothesis for p in pairs], chunk=64)
 
 
 # ---------------------------------------------------------------- cells
@@ -158,7 +165,7 @@ class Harness:
         return json.loads(p.read_text()) if p.exists() else {}
 
     def _save(self, key: str, cell: dict) -> None:
-        tmp = self._cell_path(key).with_suffix(".tmp")
+        tmp = self._cell_path(key).with_suffix(f".{os.getpid()}.tmp")  # cells run side by side
         tmp.write_text(json.dumps(cell, indent=1))
         tmp.replace(self._cell_path(key))
 
@@ -183,8 +190,11 @@ class Harness:
     def adapted(self, key: str, train: list[JudgedPair], seed: int, sets: Sequence[str], meta: dict,
                 weights: Sequence[float] = (1.0,)) -> None:
         """Fine-tune (once) on `train`, score on `sets`; the same for each WiSE-FT weight < 1."""
+        import lab.nli.adapt as adapt
         from lab.nli.adapt import fine_tune, interpolate
         from lab.nli.judged import target_counts
+
+        adapt.THREADS = THREADS
 
         d = self.out / "models" / key
         cell = self._load(key)
@@ -204,6 +214,36 @@ class Harness:
             if not (wd / "model.onnx").exists():
                 interpolate(self.base_export(), d, w, wd)
             self.score_into(wkey, wd, sets, {**self._load(key), "weight": w, "scores": {}})
+
+
+    def forgetting(self, key: str, model_dir: Path, limit: int = 200, probe_n: int = 200) -> dict:
+        """The yardstick sets (each capped at `limit` records, an even spread) and the unrelated-evidence
+        probe, scored by one model: ROC AUC of p(SUPPORTS) per set, the probe's SUPPORTS / REFUTES rates."""
+        from lab.nli.adapt_run import probe_pairs, yardstick_pairs
+
+        cell = self._load(key)
+        if "forgetting" in cell:
+            return cell
+        from sklearn.metrics import roc_auc_score
+
+        sets = {}
+        for name, pairs in yardstick_pairs(str(self.data), limit).items():
+            known = [x for x in pairs if x.supported is not None]
+            p = self.score(model_dir, known)
+            y = [int(x.supported) for x in known]
+            sets[name] = {"auc": round(float(roc_auc_score(y, p)), 4), "n": len(known)} if 0 < sum(y) < len(y) else None
+        probes = {}
+        for kind, pairs in probe_pairs(str(self.data), probe_n).items():
+            if not pairs:
+                continue
+            jp = [JudgedPair(x.premise, x.hypothesis, "not_entailment", "probe", kind) for x in pairs]
+            probs = self.score.probs(model_dir, jp)
+            probes[kind] = {"pairs": len(jp), "supports": round(float((probs.argmax(1) == 0).mean()), 4),
+                            "refutes": round(float((probs.argmax(1) == 2).mean()), 4)}
+        cell["forgetting"] = {"limit": limit, "sets": sets, "probes": probes}
+        self._save(key, cell)
+        log(f"{key} forgetting: " + ", ".join(f"{k} {v['auc'] if v else None}" for k, v in sets.items()) + f"; {probes}")
+        return cell
 
 
 def log(msg: str) -> None:
@@ -246,74 +286,94 @@ def cells(out: Path = OUT) -> list[dict]:
     return [dict(json.loads(p.read_text()), key=p.stem) for p in sorted((out / "cells").glob("*.json"))]
 
 
-def _fmt(x, digits=3):
+def _fmt(x, digits=3) -> str:
     return "—" if x is None else (f"{x:.{digits}f}" if isinstance(x, float) else str(x))
 
 
+def _seeds(items: list[dict], get, digits: int) -> str:
+    return " / ".join(_fmt(get(c), digits) for c in sorted(items, key=lambda c: c.get("seed", 0)))
+
+
+def _model_groups(rows: list[dict]) -> dict:
+    """(fit set, n, weight) → the cells of its seeds."""
+    out: dict = {}
+    for c in rows:
+        if c["key"] == "shipped" or "seed" not in c:
+            continue
+        out.setdefault((c.get("fit"), str(c.get("n")), float(c.get("weight", 1.0))), []).append(c)
+    return out
+
+
 def table(out: Path = OUT) -> str:
-    """Markdown: per scored set, shipped and each adapted cell (both seeds side by side)."""
+    """Markdown: the learning curve (each set scored on its own scored part), cross-deployment (scored
+    on the other sets' scored parts) and forgetting (yardstick sets, probes); seeds side by side."""
     rows = cells(out)
     shipped = next((c for c in rows if c["key"] == "shipped"), {"scores": {}})
-    lines = ["| fit on | n | WiSE | scored on | AUC (seeds) | Δ AUC vs shipped | cert. coverage % (seeds) | "
-             "shown precision % (seeds) | train CPU s |", "|---|---|---|---|---|---|---|---|---|"]
-    groups: dict = {}
-    for c in rows:
-        if c["key"] == "shipped":
+    ship = shipped.get("scores", {})
+    groups = _model_groups(rows)
+    order = sorted(groups, key=lambda k: (str(k[0]), _nkey(k[1]), k[2]))
+    curve = ["| set | adapted on n (pairs) | ROC AUC (seeds) | Δ AUC (mean) | certified coverage % (seeds) | "
+             "shown precision % (seeds) | fine-tune CPU s (seeds) |", "|---|---|---|---|---|---|---|"]
+    for s, sc in ship.items():
+        curve.append(f"| {s} | shipped | {sc['auc']:.3f} | — | {_fmt(sc['certified']['coverage'], 1)} | "
+                     f"{_fmt(sc['certified']['precision'], 1)} | — |")
+    for fit, n, w in order:
+        items = [c for c in groups[(fit, n, w)] if fit in c.get("scores", {})]
+        if w < 1.0 or not items or fit not in ship:
             continue
-        base = c["key"].rsplit("-s", 1)[0] if "-w" not in c["key"] else c["key"].split("-s")[0] + "-w" + c["key"].rsplit("-w", 1)[1]
-        for s, sc in c.get("scores", {}).items():
-            groups.setdefault((c.get("fit"), c.get("n"), c.get("weight", 1.0), s, base), []).append((c, sc))
-    for (fit, n, w, s, _), items in sorted(groups.items(), key=lambda kv: (str(kv[0][0]), kv[0][3], _nkey(kv[0][1]), kv[0][2])):
-        base = shipped["scores"].get(s, {})
-        aucs = [sc["auc"] for _, sc in items]
-        delta = f"{np.mean(aucs) - base['auc']:+.3f}" if base else "—"
-        lines.append(f"| {fit} | {n} | {_fmt(w if w < 1 else None, 2) if w < 1 else '—'} | {s} | "
-                     f"{' / '.join(f'{a:.3f}' for a in aucs)} | {delta} | "
-                     f"{' / '.join(_fmt(sc['certified']['coverage'], 1) for _, sc in items)} | "
-                     f"{' / '.join(_fmt(sc['certified']['precision'], 1) for _, sc in items)} | "
-                     f"{' / '.join(_fmt(c.get('train_cpu_s'), 0) for c, _ in items)} |")
-    head = ["| scored on | pairs (supported) | shipped AUC | shipped cert. coverage % | shipped shown precision % |",
-            "|---|---|---|---|---|"]
-    for s, sc in shipped["scores"].items():
-        head.append(f"| {s} | {sc['n']} ({sc['positives']}) | {sc['auc']:.3f} | {_fmt(sc['certified']['coverage'], 1)} | "
-                    f"{_fmt(sc['certified']['precision'], 1)} |")
-    return "\n".join(head) + "\n\n" + "\n".join(lines)
+        sc = lambda c: c["scores"][fit]  # noqa: E731
+        curve.append(f"| {fit} | {n} ({items[0]['pairs']}) | {_seeds(items, lambda c: sc(c)['auc'], 3)} | "
+                     f"{np.mean([sc(c)['auc'] for c in items]) - ship[fit]['auc']:+.3f} | "
+                     f"{_seeds(items, lambda c: sc(c)['certified']['coverage'], 1)} | "
+                     f"{_seeds(items, lambda c: sc(c)['certified']['precision'], 1)} | "
+                     f"{_seeds(items, lambda c: c.get('train_cpu_s'), 0)} |")
+    cross = ["| adapted on (n) | WiSE mix | scored on | shipped AUC | adapted AUC (seeds) | Δ AUC (mean) | "
+             "certified coverage %: shipped → adapted (seeds) |", "|---|---|---|---|---|---|---|"]
+    for fit, n, w in order:
+        items = groups[(fit, n, w)]
+        for s in sorted({s for c in items for s in c.get("scores", {})}, key=lambda x: (x != fit, x)):
+            got = [c for c in items if s in c.get("scores", {})]
+            if s not in ship or (s == fit and w == 1.0 and len(got) and n != "all"):
+                continue
+            cross.append(f"| {fit} ({n}) | {w:g} | {s} | {ship[s]['auc']:.3f} | "
+                         f"{_seeds(got, lambda c: c['scores'][s]['auc'], 3)} | "
+                         f"{np.mean([c['scores'][s]['auc'] for c in got]) - ship[s]['auc']:+.3f} | "
+                         f"{_fmt(ship[s]['certified']['coverage'], 1)} → "
+                         f"{_seeds(got, lambda c: c['scores'][s]['certified']['coverage'], 1)} |")
+    forget_rows = [c for c in rows if "forgetting" in c]
+    names = sorted({n for c in forget_rows for n in c["forgetting"]["sets"]})
+    forget = ["| model | " + " | ".join(names) + " | unrelated probe: SUPPORTS / REFUTES % |",
+              "|---|" + "---|" * (len(names) + 1)]
+    for c in sorted(forget_rows, key=lambda c: (c["key"] != "shipped", c["key"])):
+        f = c["forgetting"]
+        pr = f["probes"].get("unrelated")
+        forget.append(f"| {c['key']} | " + " | ".join(_fmt((f["sets"].get(n) or {}).get("auc"), 3) for n in names) +
+                      f" | {_fmt(100 * pr['supports'], 1) if pr else '—'} / {_fmt(100 * pr['refutes'], 1) if pr else '—'} |")
+    return "\n".join(["### Learning curve", *curve, "", "### Cross-deployment", *cross, "", "### Forgetting", *forget])
 
 
 def _nkey(n) -> int:
     return 10 ** 9 if n == "all" else int(n) if str(n).isdigit() else 10 ** 9 + 1
 
 
-def figure(path: Path, fit_set: str = "faithdial", out: Path = OUT) -> Path:
-    """Learning curve on `fit_set`'s scored part: AUC and certified coverage against n, each seed a dot."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+def figure(path: Path, fit_sets: Sequence[str] = CHAT_SETS, out: Path = OUT) -> list[Path]:
+    """Learning curves: each set's scored part against n adapted on from its own fit part."""
+    from lab.evaluation.plots import plot_adapt_curve
 
-    rows = [c for c in cells(out) if c.get("fit") == fit_set and c.get("weight", 1.0) == 1.0
-            and fit_set in c.get("scores", {}) and not c["key"].startswith("lodo")]
-    shipped = next(c for c in cells(out) if c["key"] == "shipped")["scores"][fit_set]
-    xs = {c["n"]: (c["pairs"]) for c in rows}
-    fig, axes = plt.subplots(1, 2, figsize=(9, 3.4))
-    for ax, metric, label in ((axes[0], lambda s: s["auc"], "hold-out ROC AUC of p(SUPPORTS)"),
-                              (axes[1], lambda s: s["certified"]["coverage"], "certified coverage % at 0.85")):
-        pts = sorted((c["pairs"], metric(c["scores"][fit_set])) for c in rows)
-        ax.scatter([x for x, _ in pts], [y for _, y in pts], s=18, color="tab:blue", label="adapted (each seed)")
-        means = {}
-        for x, y in pts:
-            means.setdefault(x, []).append(y)
-        ax.plot(sorted(means), [np.mean(means[x]) for x in sorted(means)], color="tab:blue")
-        ax.axhline(metric(shipped), color="gray", linestyle="--", label="shipped")
-        ax.set_xscale("log")
-        ax.set_xlabel("judged replies adapted on")
-        ax.set_ylabel(label)
-    axes[0].legend(fontsize=8)
-    fig.suptitle(f"Adapting the verifier on {fit_set}: scored on conversations never adapted on", fontsize=10)
-    fig.tight_layout()
+    rows = cells(out)
+    shipped_scores = next((c for c in rows if c["key"] == "shipped"), {"scores": {}})["scores"]
+    points: dict = {}
+    for c in rows:
+        s = c.get("fit")
+        if s in fit_sets and c.get("weight", 1.0) == 1.0 and s in c.get("scores", {}) and not c["key"].startswith("lodo"):
+            sc = c["scores"][s]
+            points.setdefault(s, []).append((c["pairs"], c["seed"], sc["auc"], sc["certified"]["coverage"]))
+    shipped = {s: (v["auc"], v["certified"]["coverage"]) for s, v in shipped_scores.items() if s in points}
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    del xs
-    return path
+    return plot_adapt_curve({s: sorted(p) for s, p in points.items()}, shipped, path,
+                            "Adapting the verifier on n judged replies of a set's fit conversations",
+                            "scored on the set's other conversations (never adapted on); certified: threshold "
+                            "certified on one half of them, coverage read on the other, both ways")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -333,9 +393,12 @@ def main(argv: list[str] | None = None) -> int:
     lo.add_argument("--seeds", default="1,2")
     lo.add_argument("--pool", default=",".join(JUDGED_SETS))
     lo.add_argument("--cap", type=int, default=None, help="at most this many training pairs (drawn per seed)")
+    fo = sub.add_parser("forget", help="yardstick sets and probes scored by done models (keys of cells) and the shipped one")
+    fo.add_argument("--keys", required=True, help="comma-separated cell keys, e.g. faithdial-nall-s1,faithdial-nall-s1-w0.5")
+    fo.add_argument("--limit", type=int, default=200)
     sub.add_parser("table")
     fg = sub.add_parser("figure")
-    fg.add_argument("--fit", default="faithdial")
+    fg.add_argument("--fit", default=",".join(CHAT_SETS))
     fg.add_argument("--to", default="docs/figures/adapt_curve.png")
     sub.add_parser("shipped")
     args = ap.parse_args(argv)
@@ -344,11 +407,20 @@ def main(argv: list[str] | None = None) -> int:
         print(table(out))
         return 0
     if args.cmd == "figure":
-        print(figure(Path(args.to), args.fit, out))
+        print(*figure(Path(args.to), args.fit.split(","), out))
         return 0
     h = Harness(Path(args.data), out)
     if args.cmd == "shipped":
         h.shipped_row(JUDGED_SETS)
+        return 0
+    if args.cmd == "forget":
+        h.forgetting("shipped", h.shipped, args.limit)
+        for key in args.keys.split(","):
+            d = h.out / "models" / key
+            if (d / "model.onnx").exists():
+                h.forgetting(key, d, args.limit)
+            else:
+                log(f"{key}: no model at {d}, skipped")
         return 0
     seeds = [int(s) for s in args.seeds.split(",")]
     if args.cmd == "lodo":

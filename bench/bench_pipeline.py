@@ -53,9 +53,8 @@ def previous_changes(base) -> dict[str, dict]:
     out = {name: dict(fields) for name, fields in PREVIOUS_SETTINGS.items()}
     models = type(base.models).model_fields
     out["models"].update({k: v for k, v in PREVIOUS_NLI_CHUNKING.items() if k in models})
-    verify = type(base.verify).model_fields
-    if "window_first" in verify:  # the adaptive window budget: 0 reads the top k in one call, as before
-        out.setdefault("verify", {})["window_first"] = 0
+    if "window_first" in type(base.windows).model_fields:  # the adaptive window budget: 0 reads the top k in one call, as before
+        out.setdefault("windows", {})["window_first"] = 0
     out.setdefault("perf", {})["search_cache_entries"] = 0
     if "batch_parsing" in type(base.perf).model_fields:  # one spaCy pass per batch for claims and topics
         out["perf"]["batch_parsing"] = False
@@ -67,13 +66,13 @@ def previous_changes(base) -> dict[str, dict]:
 def shipped_files_for(base, nli_version: str, directory: Path) -> dict[str, dict]:
     """Copies of the configured decision and display files relabelled for `nli_version` in
     `directory`, as settings overrides: a variant artifact judged by the shipped files as they are."""
-    from schemas.settings import VerifySettings
+    from schemas.settings import DecisionSettings
     from workers.decision.decider import decision_path
     from workers.display.loader import display_path_for
 
-    decision = decision_path(base.verify, "e2e")
-    display = Path(base.verify.display_params or "")
-    if base.verify.display_params == VerifySettings.model_fields["display_params"].default \
+    decision = decision_path(base.decision, "e2e")
+    display = Path(base.decision.display_params or "")
+    if base.decision.display_params == DecisionSettings.model_fields["display_params"].default \
             and display_path_for(decision).is_file():  # the loader's choice (workers/display/loader.py)
         display = display_path_for(decision)
     out = {}
@@ -86,11 +85,11 @@ def shipped_files_for(base, nli_version: str, directory: Path) -> dict[str, dict
         dst = directory / Path(src).name
         dst.write_text(json.dumps(doc))
         out[key] = str(dst)
-    return {"verify": out}
+    return {"decision": out}
 
 
 def default_surface(base) -> str:
-    return getattr(base.verify, "surface", None) or getattr(base.stream, "surface", None) or PREVIOUS_SURFACE
+    return getattr(base.claims, "surface", None) or getattr(base.stream, "surface", None) or PREVIOUS_SURFACE
 
 
 class Timed:

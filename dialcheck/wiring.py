@@ -16,7 +16,7 @@ DEFAULT_CHECKER = "workers.pipeline:Pipeline.from_settings"
 
 def check_surface(surface: str | None) -> None:
     """A `--surface` given on the command line must be one the Pipeline knows (None: the settings'
-    `verify.surface`, checked when the settings load); said before any model loads."""
+    `claims.surface`, checked when the settings load); said before any model loads."""
     if surface is not None and surface not in SURFACES:
         from dialcheck.errors import UsageError
 
@@ -24,8 +24,8 @@ def check_surface(surface: str | None) -> None:
 
 
 def load_checker(settings: Settings, spec: str | None = None, protocol: str = "e2e", surface: str | None = None) -> Checker:
-    """The checker `spec` builds (default: the Pipeline), at `surface` (None: `verify.surface`)."""
-    surface = surface or settings.verify.surface
+    """The checker `spec` builds (default: the Pipeline), at `surface` (None: `claims.surface`)."""
+    surface = surface or settings.claims.surface
     if spec is None or spec == DEFAULT_CHECKER:
         from workers.pipeline import Pipeline  # the default, imported by name (not through importlib)
 

@@ -22,7 +22,7 @@ RETRIEVAL_PROTOCOLS = ("e2e", "ir")   # the protocols that search an index
 
 # The claim surfaces the verifier can read (workers/surfaces, workers/llm): r0 the reply as written,
 # r1-r4 rule rewrites, r4g R4 behind the BiCon gate, r5/r5g the LLM rewrite (falling back to r4/r4g).
-# Every list of them (the settings' `verify.surface`, the CLI's checks, the Pipeline's stage table)
+# Every list of them (the settings' `claims.surface`, the CLI's checks, the Pipeline's stage table)
 # reads this one.
 SURFACES = ("r0", "r1", "r2", "r3", "r4", "r4g", "r5", "r5g")
 

@@ -4,7 +4,7 @@ slow for that test (model loading and retrieval per worker start, twice); what i
 loop: verdicts → feedback → store → `dialcheck calibrate` → the worker's display.
 
 What is real: the display policy is loaded at create time with `workers.display.load_display`
-from `verify.display_params` (DIALCHECK_DISPLAY_PARAMS), as the Pipeline loads it, and re-read by
+from `decision.display_params` (DIALCHECK_DISPLAY_PARAMS), as the Pipeline loads it, and re-read by
 `reload_display` (the worker's SIGHUP) through the same loader, refused like the Pipeline's; every
 verdict's display is `workers.display.display_of` over a real `Decision` and `ClaimEvidence`. What is
 stood in: the NLI numbers. A claim ending in a tag `[SUPPORTS 0.62]` or `[REFUTES 0.62]` gets that
@@ -41,13 +41,13 @@ def numbers_of(claim: str) -> tuple[str, float] | None:
 class PolicyStandIn:
     def __init__(self, settings, protocol: str = "e2e"):
         self.settings, self.protocol = settings, protocol
-        self.display = load_display(settings.verify, None, protocol)  # None: the constant rule, as the Pipeline
-        self.display_file = settings.verify.display_params
+        self.display = load_display(settings.decision, None, protocol)  # None: the constant rule, as the Pipeline
+        self.display_file = settings.decision.display_params
 
     def reload_display(self) -> str:
         """The display file re-read in place (workers/pipeline.py `Pipeline.reload_display`'s contract)."""
         try:
-            display = load_display(self.settings.verify, None, self.protocol, required=True)
+            display = load_display(self.settings.decision, None, self.protocol, required=True)
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
             raise ReloadRefused(f"{self.display_file} is missing or broken ({type(e).__name__}); "
                                 f"the old policy kept") from e

@@ -177,13 +177,13 @@ def test_a_policy_round_trips_and_decides_like_its_numbers(tmp_path):
 
 
 def test_a_display_policy_for_another_nli_model_is_refused(tmp_path):
-    from schemas.settings import VerifySettings
+    from schemas.settings import DecisionSettings
     from workers.decision import DecisionModelMismatch
     from workers.display import load_display
 
     DisplayPolicy({"SUPPORTS": 0.7, "REFUTES": 0.5}, {"SUPPORTS": 0.9, "REFUTES": 0.8}, ("strong",),
                   {"nli_model": {"version": "nli-a"}}).save(tmp_path / "display.json")
-    settings = VerifySettings(display_params=str(tmp_path / "display.json"))
+    settings = DecisionSettings(display_params=str(tmp_path / "display.json"))
     assert load_display(settings, "nli-a").show["SUPPORTS"] == 0.7
     with pytest.raises(DecisionModelMismatch, match="'nli-a'.*'nli-b'"):
         load_display(settings, "nli-b")

@@ -181,7 +181,7 @@ def test_cli_writes_a_loadable_certified_display(tmp_path, capsys):
     from schemas.settings import load_settings
     from workers.display import load_display
 
-    loaded = load_display(load_settings(verify={"display_params": str(out)}).verify,
+    loaded = load_display(load_settings(decision={"display_params": str(out)}).decision,
                           "dialcheck-nli-minilm-l6-fp32-step438")
     assert loaded.show == policy.show and loaded.high == policy.high
 

@@ -76,7 +76,7 @@ def test_skipped_turn_verdict_says_why(settings, nli, encoder):
     from schemas.items import CheckItem
     from workers.pipeline import Pipeline
 
-    pipe = Pipeline(settings.updated(verify={"checkworthy": True}), nli, encoder, None, protocol="fv", surface="r0")
+    pipe = Pipeline(settings.updated(claims={"checkworthy": True}), nli, encoder, None, protocol="fv", surface="r0")
     elvis = [("Elvis Presley", "Elvis Aaron Presley was born in Tupelo, Mississippi, and moved to Memphis.")]
     q, hi, fact = turn_verdicts(pipe.check_turns([
         CheckItem("q", "1", [], "Did you visit Graceland when you were in Memphis?", elvis),
@@ -91,22 +91,22 @@ def test_skipped_turn_verdict_says_why(settings, nli, encoder):
 
 
 def test_default_skips_only_questions_greetings_and_thanks(settings, nli, encoder):
-    """Shipped default (`verify.skip_turns`): questions, greetings and thanks go unchecked; a personal
-    opinion is still checked unless `verify.checkworthy` skips every kind of turn without a fact."""
+    """Shipped default (`claims.skip_turns`): questions, greetings and thanks go unchecked; a personal
+    opinion is still checked unless `claims.checkworthy` skips every kind of turn without a fact."""
     from schemas.items import CheckItem
     from workers.pipeline import Pipeline
 
-    assert settings.verify.skip_turns == "question,greeting,thanks" and not settings.verify.checkworthy
+    assert settings.claims.skip_turns == "question,greeting,thanks" and not settings.claims.checkworthy
     turns = ["Did you visit Graceland when you were in Memphis?", "Thanks so much!", "I love cheerleading!"]
     items = [CheckItem("d", str(i), [], t, [("Elvis Presley", "Elvis Presley was born in Tupelo.")])
              for i, t in enumerate(turns)]
     default = turn_verdicts(Pipeline(settings, nli, encoder, None, protocol="fv", surface="r0").check_turns(items))
     assert [v.rationale.get("kind") for v in default] == ["question", "thanks", None]
     assert "verify" in default[2].timings_ms  # the opinion was checked
-    everything = turn_verdicts(Pipeline(settings.updated(verify={"checkworthy": True}), nli, encoder, None, protocol="fv",
+    everything = turn_verdicts(Pipeline(settings.updated(claims={"checkworthy": True}), nli, encoder, None, protocol="fv",
                           surface="r0").check_turns(items))
     assert [v.rationale.get("kind") for v in everything] == ["question", "thanks", "personal"]
-    none = turn_verdicts(Pipeline(settings.updated(verify={"skip_turns": ""}), nli, encoder, None, protocol="fv",
+    none = turn_verdicts(Pipeline(settings.updated(claims={"skip_turns": ""}), nli, encoder, None, protocol="fv",
                     surface="r0").check_turns(items))
     assert all("verify" in v.timings_ms for v in none)
 

@@ -125,14 +125,14 @@ def test_shipped_layer_loads_with_current_features():
 
 
 def test_a_fitted_decision_refuses_another_nli_models_probabilities(tmp_path):
-    from schemas.settings import VerifySettings
+    from schemas.settings import DecisionSettings
     from workers.decision import DecisionModelMismatch, load_decision
 
     path = tmp_path / "decision.json"
     layer = method("guarded", {"t_supports": 0.6, "t_refutes": 0.6, "on_topic": 0.5},
                    {"nli_model": {"version": "nli-a", "fingerprint": "x"}})
     layer.save(path)
-    settings = VerifySettings(decision="layer", decision_params=str(path))
+    settings = DecisionSettings(method="layer", decision_params=str(path))
     loaded = load_decision(settings, "fv", "nli-a")
     assert loaded.name == "guarded" and loaded.rule == "layer:guarded"
     with pytest.raises(DecisionModelMismatch, match="fitted for NLI model 'nli-a'.*'nli-b'"):

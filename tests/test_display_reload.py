@@ -40,7 +40,7 @@ def files(tmp_path):
 def test_reload_follows_the_file_and_refuses_bad_ones(settings, nli, encoder, files, tmp_path):
     always, path = files
     policy(0.0, date="first").save(path)  # the worker's file, overwritten in place below
-    pipe = Pipeline(settings.updated(verify={"display_params": str(path)}), nli, encoder, None, protocol="fv",
+    pipe = Pipeline(settings.updated(decision={"display_params": str(path)}), nli, encoder, None, protocol="fv",
                     surface="r0")
     assert isinstance(pipe, DisplayReload)
     assert shown(pipe) and pipe.model_versions()["display"] == "policy@first"
@@ -54,7 +54,7 @@ def test_reload_follows_the_file_and_refuses_bad_ones(settings, nli, encoder, fi
     assert r.verdict.model_versions["display"] == "policy@never"
 
     assert "policy@always" in pipe.reload_display(str(always))  # pointed at another file
-    assert shown(pipe) and pipe.settings.verify.display_params == str(always)
+    assert shown(pipe) and pipe.settings.decision.display_params == str(always)
 
     always.write_text("{not json")
     with pytest.raises(ReloadRefused, match="missing or broken"):
@@ -67,7 +67,7 @@ def test_reload_follows_the_file_and_refuses_bad_ones(settings, nli, encoder, fi
         pipe.reload_display(str(mismatched))
     with pytest.raises(ReloadRefused, match="missing or broken"):
         pipe.reload_display(str(tmp_path / "absent.json"))
-    assert shown(pipe) and pipe.settings.verify.display_params == str(always)  # nothing of a refusal stays
+    assert shown(pipe) and pipe.settings.decision.display_params == str(always)  # nothing of a refusal stays
 
 
 def test_a_batch_running_during_a_reload_keeps_its_policy(settings, nli, encoder, files):
@@ -82,7 +82,7 @@ def test_a_batch_running_during_a_reload_keeps_its_policy(settings, nli, encoder
             reloads.append(pipe.reload_display(str(never)))
         return nli.predict(premises, hypotheses)
 
-    pipe = Pipeline(settings.updated(verify={"display_params": str(always)}), nli, encoder, None, protocol="fv",
+    pipe = Pipeline(settings.updated(decision={"display_params": str(always)}), nli, encoder, None, protocol="fv",
                     surface="r0", hooks=PipelineHooks(verify_forward=forward))
     results = pipe.check_turns([WARM_UP, WARM_UP])
     assert reloads and "policy@never" in reloads[0]

@@ -5,7 +5,7 @@ judge them with the live page's buttons in a real headless Chromium (source "use
 annotation export comes in with `dialcheck feedback import` (source "annotator"); both land in the
 worker's feedback store, joined to the verdicts it published. `dialcheck calibrate --from-feedback`
 certifies new display thresholds from the store. The running worker, its display file
-(DIALCHECK_DISPLAY_PARAMS, `verify.display_params`, a copy of the shipped one) overwritten in place
+(DIALCHECK_DISPLAY_PARAMS, `decision.display_params`, a copy of the shipped one) overwritten in place
 with the certified file and sent SIGHUP, publishes displays that follow the new policy without a
 restart (a broken file sent first is refused and the old policy kept), and so does a worker restarted
 with that file: a SUPPORTS badge the shipped thresholds hid is shown (its score is above the certified
@@ -95,7 +95,7 @@ def test_feedback_from_chromium_and_a_file_certifies_a_display_the_restarted_wor
     with contextlib.ExitStack() as stack:
         broker = stack.enter_context(EmbeddedBroker(log_path=str(tmp_path / "broker.log")))
         settings = load_settings(kafka={"bootstrap": broker.bootstrap}, stream={"feedback_store": str(store_path)},
-                                 verify={"display_params": str(live_display)})
+                                 decision={"display_params": str(live_display)})
         worker, ui, driver, wait = live_page(stack, settings, tmp_path, log, STANDIN)
 
         # 1. the shipped display on the traffic and on the probes
@@ -176,7 +176,7 @@ def test_feedback_from_chromium_and_a_file_certifies_a_display_the_restarted_wor
 
         # 5. the worker restarted on the certified file publishes the new policy's displays
         worker.stop()
-        restarted = settings.updated(verify={"display_params": str(new_display)})
+        restarted = settings.updated(decision={"display_params": str(new_display)})
         assert restarted.env()["DIALCHECK_DISPLAY_PARAMS"] == str(new_display)
         worker = stack.enter_context(WorkerProcess(restarted, log, extra_args=STANDIN))
         worker.wait_ready(timeout_s=WAIT_S)

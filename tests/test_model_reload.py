@@ -33,10 +33,10 @@ def model_dir(shipped: Path, at: Path, version: str | None = None, temperature: 
     cal.update({k: v for k, v in (("version", version), ("temperature", temperature)) if v is not None})
     (at / "calibration.json").write_text(json.dumps(cal))
     if fitted_for is not None:
-        from schemas.settings import VerifySettings
+        from schemas.settings import DecisionSettings
         from workers.display import SHIPPED
 
-        shipped_decision = VerifySettings.model_fields["decision_params"].default
+        shipped_decision = DecisionSettings.model_fields["decision_params"].default
         for src, name in ((shipped_decision, "decision.json"), (SHIPPED, "display.json")):
             doc = json.loads(Path(src).read_text())
             doc["meta"] = {**doc.get("meta", {}), "nli_model": {"version": fitted_for}, "date": f"for-{fitted_for}"}
@@ -78,7 +78,7 @@ def test_a_moved_over_directory_swaps_model_decision_and_display(settings, encod
     assert versions["nli"] == NEW_VERSION and versions["display"] == f"policy@for-{NEW_VERSION}"
     assert after != before  # temperature 3.0: flatter probabilities from the same logits
     assert max(after.values()) < max(before.values())
-    assert pipe.settings.verify.decision_params == str(live / "decision.json")
+    assert pipe.settings.decision.decision_params == str(live / "decision.json")
 
     # a directory fitted for another model (its decision names another version) is refused whole
     mismatched = model_dir(shipped, tmp_path / "mismatched", "dialcheck-nli-another", 2.0, fitted_for="someone-else")

@@ -305,7 +305,7 @@ def test_a_stream_worker_gets_verdicts_through_the_adopted_model_on_triton(adopt
     with TritonServer(adopted["repo"]) as server:
         s = stream_settings(broker, "adopted").updated(
             models={"backend": server.grpc_url, "nli_model_dir": str(out)},
-            verify={"decision_params": str(out / "decision.json"), "display_params": ""})
+            decision={"decision_params": str(out / "decision.json"), "display_params": ""})
         start = end_offsets(s, s.kafka.topic_verdicts)
         replies = {f"adopt-{i}": c for i, c in enumerate(("He was born in Tupelo.", "He moved to Memphis at 13."))}
         turns = [(ChatTurn(conv, f"{conv}#c0", "user", "I love Elvis Presley.", check=False),

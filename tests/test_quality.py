@@ -103,7 +103,7 @@ def test_multi_sentence_turn_checked_claim_by_claim(settings, nli, encoder):
     """Segmentation on: one verdict per claim with its own id; the turn shows the worst label."""
     from workers.pipeline import Pipeline
 
-    s = settings.updated(verify={"segment": True})
+    s = settings.updated(claims={"segment": True})
     pipe = Pipeline(s, nli, encoder, None, protocol="fv", surface="r0")
     turn = "Elvis Presley was born in Tupelo, Mississippi. Elvis Presley was born in London, England."
     item = CheckItem("q", "7", ["Who was Elvis?"], turn, ELVIS)
@@ -131,7 +131,7 @@ def test_multi_sentence_turn_checked_claim_by_claim(settings, nli, encoder):
 def test_not_checkworthy_turn_skips_checking(settings, nli, encoder):
     from workers.pipeline import Pipeline
 
-    pipe = Pipeline(settings.updated(verify={"checkworthy": True}), nli, encoder, None, protocol="fv", surface="r0")
+    pipe = Pipeline(settings.updated(claims={"checkworthy": True}), nli, encoder, None, protocol="fv", surface="r0")
     chat, fact = turn_verdicts(pipe.check_turns([CheckItem("q", "1", [], "I love cheerleading!", ELVIS),
                                   CheckItem("q", "2", [], "Elvis Presley was born in Tupelo, Mississippi.", ELVIS)]))
     assert chat.label == "NOT ENOUGH INFO" and chat.status.reason is None and not chat.evidence

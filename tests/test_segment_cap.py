@@ -42,8 +42,8 @@ def test_segment_keeps_the_first_claims_and_counts_the_rest():
 
 @pytest.fixture(scope="module")
 def pipeline(settings, nli, encoder):
-    s = settings.updated(verify={"segment": True})
-    assert s.verify.max_claims_per_turn == 16  # the default
+    s = settings.updated(claims={"segment": True})
+    assert s.claims.max_claims_per_turn == 16  # the default
     return Pipeline(s, nli, encoder, None, protocol="fv", surface="r0")
 
 

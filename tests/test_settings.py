@@ -82,22 +82,22 @@ def _model_folder(tmp_path, display: bool = True):
 def test_the_decision_beside_the_nli_model_is_used_unless_one_is_named(monkeypatch, tmp_path):
     """DIALCHECK_NLI_MODEL_DIR=DIR alone: DIR/decision.json is the decision (its display beside it
     follows, workers/display/loader.py load_display); a named decision always wins."""
-    shipped = load_settings().verify.decision_params
+    shipped = load_settings().decision.decision_params
     d = _model_folder(tmp_path)
     monkeypatch.setenv("DIALCHECK_NLI_MODEL_DIR", str(d))
     monkeypatch.delenv("DIALCHECK_DECISION_PARAMS", raising=False)
     s = load_settings()
-    assert s.verify.decision_params == str(d / "decision.json") != shipped
+    assert s.decision.decision_params == str(d / "decision.json") != shipped
     assert "DIALCHECK_DECISION_PARAMS" not in s.env()  # a child given env() resolves it the same way
     # another model dir given later: its own decision, or the shipped one when it has none
-    assert s.updated(models={"nli_model_dir": str(tmp_path)}).verify.decision_params == shipped
-    assert load_settings(models={"nli_model_dir": str(tmp_path)}).verify.decision_params == shipped
+    assert s.updated(models={"nli_model_dir": str(tmp_path)}).decision.decision_params == shipped
+    assert load_settings(models={"nli_model_dir": str(tmp_path)}).decision.decision_params == shipped
     # named, in the environment or passed in: kept, even the shipped path beside an adopted model
-    named = s.updated(verify={"decision_params": shipped})
-    assert named.verify.decision_params == shipped
-    assert named.updated(models={"nli_model_dir": str(d)}).verify.decision_params == shipped
+    named = s.updated(decision={"decision_params": shipped})
+    assert named.decision.decision_params == shipped
+    assert named.updated(models={"nli_model_dir": str(d)}).decision.decision_params == shipped
     monkeypatch.setenv("DIALCHECK_DECISION_PARAMS", shipped)
-    assert load_settings().verify.decision_params == shipped
+    assert load_settings().decision.decision_params == shipped
     # a child process given env() decides the same
     assert load_settings().env()["DIALCHECK_DECISION_PARAMS"] == shipped
 
@@ -106,7 +106,7 @@ def test_the_shipped_model_dir_keeps_the_shipped_decision(monkeypatch):
     monkeypatch.delenv("DIALCHECK_NLI_MODEL_DIR", raising=False)
     monkeypatch.delenv("DIALCHECK_DECISION_PARAMS", raising=False)
     s = load_settings()
-    assert s.verify.decision_params.endswith("workers/decision/params/decision.json")
+    assert s.decision.decision_params.endswith("workers/decision/params/decision.json")
 
 
 BROKER_LISTS = [

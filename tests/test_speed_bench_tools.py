@@ -40,15 +40,15 @@ def test_variant_files_are_the_shipped_ones_relabelled(tmp_path):
 
     bench = _bench("bench_pipeline")
     base = load_settings()
-    files = bench.shipped_files_for(base, "some-other-nli", tmp_path)["verify"]
-    shipped = json.loads(Path(base.verify.decision_params).read_text())
+    files = bench.shipped_files_for(base, "some-other-nli", tmp_path)["decision"]
+    shipped = json.loads(Path(base.decision.decision_params).read_text())
     copy = json.loads(Path(files["decision_params"]).read_text())
     assert copy["meta"]["nli_model"]["version"] == "some-other-nli"
     assert {k: v for k, v in copy.items() if k != "meta"} == {k: v for k, v in shipped.items() if k != "meta"}
-    s = base.updated(verify=files)
-    decision = load_decision(s.verify, "e2e", "some-other-nli")  # accepted for the other model ...
+    s = base.updated(decision=files)
+    decision = load_decision(s.decision, "e2e", "some-other-nli")  # accepted for the other model ...
     assert (decision.name, decision.params) == (shipped["method"], shipped["params"])  # ... and it is the shipped rule
-    display, shipped_display = load_display(s.verify, "some-other-nli", "e2e"), load_display(base.verify)
+    display, shipped_display = load_display(s.decision, "some-other-nli", "e2e"), load_display(base.decision)
     assert shipped_display is not None and display == shipped_display  # thresholds, scorer, evidence: the shipped ones
     with pytest.raises(ValueError):  # the originals still refuse another model
-        load_decision(base.verify, "e2e", "some-other-nli")
+        load_decision(base.decision, "e2e", "some-other-nli")

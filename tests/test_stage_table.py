@@ -23,7 +23,7 @@ def test_the_table_names_only_known_protocols_and_surfaces():
 def test_every_surface_gets_a_checked_chain(settings, nli, encoder, protocol):
     """Built (and so checked: `check_chain`) for every surface, with the LLM steps on so that every
     row of the table is reached somewhere; no searcher and no LLM endpoint are needed to build."""
-    on = settings.updated(llm={"edit": True, "judge": True}, verify={"checkworthy": True})
+    on = settings.updated(llm={"edit": True, "judge": True}, claims={"checkworthy": True})
     for surface in SURFACES:
         names = [st.name for st in Pipeline(on, nli, encoder, None, protocol, surface).stages]
         expected = (["checkworthy"] if protocol in LABEL_PROTOCOLS else []) + ["surfaces"] \
@@ -35,10 +35,10 @@ def test_every_surface_gets_a_checked_chain(settings, nli, encoder, protocol):
 
 def test_the_settings_switch_rows_off(settings, nli, encoder):
     """Check-worthiness with no turn kind to skip, editing and the judge off: those rows drop out."""
-    off = settings.updated(llm={"edit": False, "judge": False}, verify={"checkworthy": False, "skip_turns": ""})
+    off = settings.updated(llm={"edit": False, "judge": False}, claims={"checkworthy": False, "skip_turns": ""})
     assert [st.name for st in Pipeline(off, nli, encoder, None, "e2e", "r0").stages] == ["surfaces", "retrieve", "verify"]
 
 
 def test_the_surface_default_is_the_settings(settings, nli, encoder):
-    assert Pipeline(settings, nli, encoder, None, "fv").surface == settings.verify.surface
-    assert Pipeline(settings.updated(verify={"surface": "r4"}), nli, encoder, None, "fv").surface == "r4"
+    assert Pipeline(settings, nli, encoder, None, "fv").surface == settings.claims.surface
+    assert Pipeline(settings.updated(claims={"surface": "r4"}), nli, encoder, None, "fv").surface == "r4"

@@ -225,7 +225,7 @@ def small_index(tmp_path_factory, encoder):
 def batch(settings, nli, encoder, small_index):
     from workers.pipeline import Pipeline
 
-    pipe = Pipeline(settings.updated(verify={"checkworthy": True}), nli, encoder, small_index, "e2e", "r4g")
+    pipe = Pipeline(settings.updated(claims={"checkworthy": True}), nli, encoder, small_index, "e2e", "r4g")
     items = [CheckItem("c", "1", ["Do you like Elvis?"], "Elvis Presley was born in Tupelo, Mississippi."),
              CheckItem("c", "2", [], "The Eiffel Tower in Paris was completed in 1889, and it is made of wrought iron."),
              CheckItem("c", "3", [], "I love cheerleading!"),

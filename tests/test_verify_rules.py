@@ -81,7 +81,7 @@ def test_retrieval_metrics_known_values():
 
 
 def test_title_in_premise_prefixes_the_passage_title_only_when_set():
-    """verify.title_in_premise: the NLI reads 'Title. window' (a window naming its subject only by a
+    """windows.title_in_premise: the NLI reads 'Title. window' (a window naming its subject only by a
     pronoun is then about that subject); off by default (measured mixed across sets, README)."""
     from types import SimpleNamespace
 
@@ -102,7 +102,7 @@ def test_title_in_premise_prefixes_the_passage_title_only_when_set():
                             passages=[Passage("p0", "Elvis Presley", "He was born in Tupelo, Mississippi.")])
     seen = {}
     for on in (False, True):
-        stage = VerifyStage(RecordingNLI(), load_settings(verify={"title_in_premise": on}).verify, decision=None)
+        stage = VerifyStage(RecordingNLI(), load_settings(windows={"title_in_premise": on}).windows, decision=None)
         with pytest.raises(Seen) as e:
             stage.run([state])
         seen[on] = e.value.args[0]

@@ -64,13 +64,13 @@ class Parts:
 
 
 def _skip_turns(s: Settings) -> frozenset | None:
-    """The turn kinds left unchecked; None: every kind that states no fact (`verify.checkworthy`)."""
-    return None if s.verify.checkworthy else frozenset(k for k in s.verify.skip_turns.split(",") if k)
+    """The turn kinds left unchecked; None: every kind that states no fact (`claims.checkworthy`)."""
+    return None if s.claims.checkworthy else frozenset(k for k in s.claims.skip_turns.split(",") if k)
 
 
 def _verify(p: Parts) -> VerifyStage:
     s = p.settings
-    stage = VerifyStage(p.nli, s.verify, p.decision, batch_parse=s.perf.batch_parsing, **(
+    stage = VerifyStage(p.nli, s.windows, p.decision, batch_parse=s.perf.batch_parsing, **(
         {"window_fn": p.hooks.window_fn} if p.hooks.window_fn is not None else {}))
     if p.hooks.verify_forward is not None:
         stage.forward = lambda pairs: p.hooks.verify_forward(*pairs)
@@ -173,8 +173,8 @@ class Builder:
         the table's stages on them, and their versions. `required_display`: a named display file that
         is missing raises (a reload) instead of falling back to the constant rule."""
         version = getattr(nli, "version", None)
-        decision = load_decision(settings.verify, self.protocol, version) if self.protocol in LABEL_PROTOCOLS else None
-        display = load_display(settings.verify, version, self.protocol, required=required_display)
+        decision = load_decision(settings.decision, self.protocol, version) if self.protocol in LABEL_PROTOCOLS else None
+        display = load_display(settings.decision, version, self.protocol, required=required_display)
         parts = Parts(settings, self.protocol, self.surface, nli, self.encoder, self.searcher, self.surface_builder,
                       self.hooks, decision, display)
         stages = tuple(stages_for(parts))

@@ -19,7 +19,7 @@ OUTAGES = (ModelUnavailable, SearchUnavailable)
 
 
 def views(states: list[ClaimState], stage: Stage, check_contracts: bool) -> list:
-    """The states as `stage` may touch them (checked views with `verify.check_contracts`)."""
+    """The states as `stage` may touch them (checked views with `stages.check_contracts`)."""
     return checked(states, stage) if check_contracts else states
 
 

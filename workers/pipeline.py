@@ -48,15 +48,15 @@ __all__ = ["CheckItem", "ClaimState", "Pipeline", "PipelineHooks", "PROTOCOLS", 
 
 class Pipeline:
     """A Checker: `check_turns(list[CheckItem]) -> list[TurnResult]`, the call the stream worker,
-    `dialcheck check` and `dialcheck eval` all make. `surface` None: the settings' `verify.surface`."""
+    `dialcheck check` and `dialcheck eval` all make. `surface` None: the settings' `claims.surface`."""
 
     def __init__(self, settings: Settings, nli: NLIModel, encoder: Encoder, searcher: Searcher | None = None,
                  protocol: str = "e2e", surface: str | None = None, surface_builder=None,
                  hooks: PipelineHooks | None = None):
-        self._builder = Builder.of(settings, encoder, searcher, protocol, surface or settings.verify.surface,
+        self._builder = Builder.of(settings, encoder, searcher, protocol, surface or settings.claims.surface,
                                    surface_builder, hooks)
         self._chain: Chain = self._builder.chain(settings, nli)
-        self._overlap = OverlapRunner(settings.perf.overlap_parts, settings.verify.check_contracts)
+        self._overlap = OverlapRunner(settings.perf.overlap_parts, settings.stages.check_contracts)
         # status reasons quote backends' errors (URLs, passwords): for the publish boundaries (`_verdict`)
         self.scrub = Scrubber.from_settings(settings)
         self.load_ms: dict[str, float] = {}  # from_settings: models, index and warm-up milliseconds
@@ -125,7 +125,7 @@ class Pipeline:
         return reloading.model_in_words(self._builder, self._chain)
 
     def reload_display(self, display_params: str | None = None) -> str:
-        """Re-read the display file alone (`verify.display_params`, overwritten in place by an
+        """Re-read the display file alone (`decision.display_params`, overwritten in place by an
         operator, or `display_params` to point at another file), checked against the running NLI
         model; ReloadRefused (the policy in use kept) otherwise. The policy now in use, in words."""
         self._chain = reloading.reload_display(self._builder, self._chain, display_params)
@@ -177,19 +177,19 @@ class Pipeline:
 
     # ---- public API ---------------------------------------------------------------------------
     def check_turns(self, items: list[CheckItem]) -> list[TurnResult]:
-        """Per item, a TurnResult with every verdict to publish: with `verify.segment` a turn of
+        """Per item, a TurnResult with every verdict to publish: with `claims.segment` a turn of
         several claims gets one verdict per claim (own claim_id) and then the turn summary (the
         turn's claim_id, the worst label — REFUTES > SUPPORTS > NEI — its rationale saying so);
         otherwise the one verdict of the turn. `states` are the claims' stage fields (IR metrics,
         tuning); under the IR protocol no label is decided. The display policy is read once, here."""
         chain = self._chain
-        if not chain.settings.verify.segment or self.protocol == "ir":
+        if not chain.settings.claims.segment or self.protocol == "ir":
             return [TurnResult(st.item, [self._verdict(st, chain)], [st]) for st in self._run(items, chain)]
         from .segment import capped, segment, turn_label
 
         flat, owner, segs = [], [], []
         for i, it in enumerate(items):
-            claims = segment(it.claim, chain.settings.verify.max_claims_per_turn)  # capped: the rest in `note`
+            claims = segment(it.claim, chain.settings.claims.max_claims_per_turn)  # capped: the rest in `note`
             segs.append(claims)
             for seg in claims:
                 flat.append(CheckItem(it.conversation_id, it.turn_id, list(it.context), seg.text, it.gold_evidence))
@@ -219,7 +219,7 @@ class Pipeline:
         shared: dict[int, int] = {}
         at = self._split_at(chain, len(states))
         if at is None:
-            run_stages(chain.stages, states, shared, chain.settings.verify.check_contracts)
+            run_stages(chain.stages, states, shared, chain.settings.stages.check_contracts)
         else:
             self._overlap.run(chain.stages, at, states, shared)
         for st in states:

@@ -58,20 +58,20 @@ def reload_model(builder: Builder, running: Chain, model_dir: str | None = None)
         try:
             return builder.chain(settings, nli, required_display=True)
         except BROKEN as e:
-            files = f"its decision ({decision_path(settings.verify, builder.protocol)}) or display " \
-                    f"({display_file(settings.verify, builder.protocol)})"
+            files = f"its decision ({decision_path(settings.decision, builder.protocol)}) or display " \
+                    f"({display_file(settings.decision, builder.protocol)})"
             raise _why(e, files, kept) from e
 
 
 def reload_display(builder: Builder, running: Chain, display_params: str | None = None) -> Chain:
-    """The running chain with the display file re-read (`verify.display_params`, or `display_params`
+    """The running chain with the display file re-read (`decision.display_params`, or `display_params`
     to point at another file), checked against the running NLI model; ReloadRefused otherwise."""
     with _one_at_a_time:
-        path = display_params or display_file(running.settings.verify, builder.protocol)
+        path = display_params or display_file(running.settings.decision, builder.protocol)
         try:
             settings = running.settings if display_params is None else \
-                running.settings.updated(verify={"display_params": display_params})  # checks the file is there
-            display = load_display(settings.verify, getattr(running.nli, "version", None), builder.protocol,
+                running.settings.updated(decision={"display_params": display_params})  # checks the file is there
+            display = load_display(settings.decision, getattr(running.nli, "version", None), builder.protocol,
                                    required=True)
         except BROKEN as e:
             raise _why(e, str(path), "the old policy kept") from e
@@ -82,7 +82,7 @@ def in_words(builder: Builder, chain: Chain) -> str:
     """The display policy a chain uses, in words."""
     if chain.display is None:
         return "the constant rule (no display file)"
-    return f"{display_file(chain.settings.verify, builder.protocol)} ({chain.context.model_versions['display']})"
+    return f"{display_file(chain.settings.decision, builder.protocol)} ({chain.context.model_versions['display']})"
 
 
 def model_in_words(builder: Builder, chain: Chain) -> str:

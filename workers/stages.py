@@ -3,7 +3,7 @@
 Each stage declares (`@component`, workers/state.py) which `ClaimState` fields it reads and writes
 and whether it is batched (one model or search call for the whole batch) or works claim by claim;
 `check_chain` refuses a protocol whose stage reads a field no earlier stage writes, when the
-Pipeline is built (workers/pipeline.py), and with `verify.check_contracts` a stage touching an
+Pipeline is built (workers/pipeline.py), and with `stages.check_contracts` a stage touching an
 undeclared field fails. A stage may declare how it degrades when
 a backend is out (`on_outage`); only `ModelUnavailable` and `SearchUnavailable` reach it — any
 other exception is a bug and propagates (in the stream, to the error-verdict path). The model
@@ -19,7 +19,7 @@ import numpy as np
 from schemas import Surface
 from schemas.items import CheckItem
 from schemas.protocols import Encoder, ModelUnavailable, NLIModel, Passage, Searcher
-from schemas.settings import GateSettings, RetrievalSettings, VerifySettings
+from schemas.settings import GateSettings, RetrievalSettings, WindowSettings
 
 from .decision import ClaimEvidence, DecisionMethod, WindowDecision
 from .gate import BiConGate, GateInput, gate_decision
@@ -66,8 +66,8 @@ class Phases(BaseStage):
 class CheckWorthyStage(BaseStage):
     """Claim detection: a turn that states no checkable fact is answered here ("not check-worthy":
     NOT ENOUGH INFO, nothing decided); the runner passes it to no later stage. `skip`: the turn kinds left
-    unchecked (`verify.skip_turns`: questions, greetings, thanks by default), None for every kind
-    of turn that states no fact (`verify.checkworthy`). `batch_parse` (settings `perf.batch_parsing`,
+    unchecked (`claims.skip_turns`: questions, greetings, thanks by default), None for every kind
+    of turn that states no fact (`claims.checkworthy`). `batch_parse` (settings `perf.batch_parsing`,
     with the parse cache on): the batch's turns are parsed in one `nlp.pipe` pass first (the same
     parses, 2.4x faster than one `nlp()` call each) and the surfaces reuse them."""
     name = "checkworthy"
@@ -224,14 +224,14 @@ class GoldEvidenceStage(BaseStage):
            writes=("windows", "decisions", "evidence", "decision", "problems"), can=("begin", "degrade"))
 class VerifyStage(Phases):
     """Windows → lexical pre-score top-k → batched NLI calls → the claim's `Decision` from the
-    configured decision method (workers/decision/). With a window budget (`verify.window_first` > 0)
+    configured decision method (workers/decision/). With a window budget (`windows.window_first` > 0)
     the windows are read best pre-score first in rounds, one NLI call per round for the whole batch,
     and a claim whose windows read so far are all quiet (neither entailment nor contradiction near
     any threshold: `windows.quiet`) reads no more; the top `max_windows` stays the upper bound. The
     windows read are the claim's `decisions`; `windows` keeps every candidate."""
     name = "verify"
 
-    def __init__(self, nli: NLIModel, settings: VerifySettings, decision: DecisionMethod, window_fn=top_windows,
+    def __init__(self, nli: NLIModel, settings: WindowSettings, decision: DecisionMethod, window_fn=top_windows,
                  batch_parse: bool = False):
         self.nli, self.settings, self.decision = nli, settings, decision
         self.batch_parse = batch_parse  # the claims' topics parsed in one spaCy pass before deciding
@@ -311,7 +311,7 @@ class VerifyStage(Phases):
 
 def premise(w: Window, titles: list) -> str:
     """The NLI premise of a window: its text, prefixed with its passage title when one is given and
-    the window does not already start with it (`verify.title_in_premise`)."""
+    the window does not already start with it (`windows.title_in_premise`)."""
     title = (titles[w.passage_index] if 0 <= w.passage_index < len(titles) else "") or ""
     title = title.strip()
     return f"{title}. {w.text}" if title and not w.text.startswith(title) else w.text

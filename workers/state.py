@@ -9,7 +9,7 @@ to its word instead:
 - each stage declares (`@component`, as Haystack 2 components and spaCy's `assigns`/`requires` do)
   the fields it reads and writes; `check_chain` refuses a protocol whose stage reads a field no
   earlier stage writes, when the Pipeline is built (workers/pipeline.py);
-- with `verify.check_contracts` (DIALCHECK_CHECK_CONTRACTS, on in the test suite) every stage runs on
+- with `stages.check_contracts` (DIALCHECK_CHECK_CONTRACTS, on in the test suite) every stage runs on
   `Checked` views of the states: a stage that reads a field it declares neither to read nor to write,
   or writes one it does not declare to write, fails with `StageContractError`.
 
@@ -237,5 +237,5 @@ class Checked:
 
 
 def checked(states: list[ClaimState], stage) -> list:
-    """The states as `stage` may touch them (the Pipeline's runner, with `verify.check_contracts`)."""
+    """The states as `stage` may touch them (the Pipeline's runner, with `stages.check_contracts`)."""
     return [Checked(s, stage) for s in states]

@@ -128,7 +128,7 @@ def top_windows(passages: list[str], fact: str, keep: int = 24, splitter: str | 
     return scored[:keep]
 
 
-# The adaptive window budget (`verify.window_first` / `verify.window_chunk`): most claims settle on
+# The adaptive window budget (`windows.window_first` / `windows.window_chunk`): most claims settle on
 # their first windows, so reading the rest only for the unsettled ones saves NLI calls. Set before
 # measuring, from the shipped rule's thresholds (workers/decision/params/decision.json: SUPPORTS at
 # entailment >= 0.40, REFUTES at contradiction >= 0.56), not fitted: a claim whose windows read so

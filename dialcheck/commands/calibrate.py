@@ -71,13 +71,13 @@ def _base_display(args):
 
     settings = load_settings()
     try:
-        policy = load_display(settings.verify)
+        policy = load_display(settings.decision)
     except (ValueError, KeyError, TypeError, AttributeError) as e:  # UnicodeDecodeError is a ValueError
-        raise UsageError(f"the display file {settings.verify.display_params} (DIALCHECK_DISPLAY_PARAMS) is not a "
+        raise UsageError(f"the display file {settings.decision.display_params} (DIALCHECK_DISPLAY_PARAMS) is not a "
                          f"display JSON file ({type(e).__name__})") from None
     if policy is None or policy.scorer is None:
         raise UsageError("the settings name no fitted display with a badge scorer: pass --display PATH")
-    return policy, settings.verify.display_params
+    return policy, settings.decision.display_params
 
 
 def _load_display(path: str):

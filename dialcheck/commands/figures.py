@@ -61,10 +61,10 @@ def _say(msg: str) -> None:
 def in_sample_note(settings, set_key: str, what: str) -> str | None:
     """The caveat for a figure of `set_key` when the shipped decision layer was fitted on it, with the
     decision card's leave-one-dataset-out REFUTES precision for that set as the out-of-sample reference."""
-    if settings.verify.decision != "layer":
+    if settings.decision.method != "layer":
         return None
     try:
-        meta = json.loads(Path(settings.verify.decision_params).read_text(encoding="utf-8"))
+        meta = json.loads(Path(settings.decision.decision_params).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
     sets = (meta.get("meta", {}).get("fitted_on") or {}).get("sets") or {}
@@ -74,7 +74,7 @@ def in_sample_note(settings, set_key: str, what: str) -> str | None:
     lodo = ((meta.get("meta", {}).get("lodo") or {}).get(set_key) or {}).get(method) or {}
     ref = (f" Out of sample (fitted without {set_key}, DECISION_CARD.md): REFUTES precision {lodo['refutes_precision']}%."
            if lodo.get("refutes_precision") is not None else "")
-    return (f"In-sample: the shipped decision thresholds ({Path(settings.verify.decision_params).name}, {method}) "
+    return (f"In-sample: the shipped decision thresholds ({Path(settings.decision.decision_params).name}, {method}) "
             f"were fitted on {'+'.join(sets)}, which includes these {what}.{ref}")
 
 
@@ -266,7 +266,7 @@ def _feedback_curve(store: str | None) -> dict | None:
     from lab.tuning.calibrate import curve, from_feedback, shown_stats
     from workers.display import load_display
 
-    policy = load_display(settings.verify)
+    policy = load_display(settings.decision)
     if policy is None:
         return None
     rows, _ = from_feedback(policy, FeedbackStore(where))

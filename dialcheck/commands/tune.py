@@ -115,7 +115,7 @@ def run_decision(args) -> int:
         return run_lodo(args)
     t = _tuner(args)
     methods = [m for m in args.methods.split(",") if m]
-    turns = [int(x) for x in args.hyp_turns.split(",")] if args.hyp_turns else [t.settings.verify.hypothesis_context_turns]
+    turns = [int(x) for x in args.hyp_turns.split(",")] if args.hyp_turns else [t.settings.windows.hypothesis_context_turns]
     transfer = transfer_sets(t, [x for x in args.transfer.split(",") if x]) if args.transfer else None
     report = {"model_dir": t.model_dir, "model_fingerprint": t.fp, "data": t.data, "records": len(t.records),
               "protocol": args.protocol, "folds": args.folds, "grouped_by": "context_id", "metric": "macro_f1",
@@ -164,8 +164,8 @@ def run_lodo(args) -> int:
     from schemas.settings import load_settings
 
     try:  # the decision the settings ship, applied as is (the tuner's own settings decide by rule)
-        shipped = load_decision(load_settings().verify, "fv")
-        shipped_display = load_display(load_settings().verify) or CONSTANT
+        shipped = load_decision(load_settings().decision, "fv")
+        shipped_display = load_display(load_settings().decision) or CONSTANT
     except (FileNotFoundError, ValueError):
         shipped, shipped_display = None, None
     sets = [load_set(n, t.settings.data.dir, args.limit_per_set) for n in names]

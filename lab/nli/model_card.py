@@ -52,9 +52,9 @@ def onnx_facts(model_path: Path) -> dict[str, Any]:
 
 def default_hypothesis_turns() -> int:
     """The verifier's default hypothesis context (DIALCHECK_HYP_CONTEXT_TURNS), from the settings."""
-    from schemas.settings import VerifySettings
+    from schemas.settings import WindowSettings
 
-    return int(VerifySettings.model_fields["hypothesis_context_turns"].default)
+    return int(WindowSettings.model_fields["hypothesis_context_turns"].default)
 
 
 def read_record(model_dir: Path, version: str | None) -> tuple[dict, str]:

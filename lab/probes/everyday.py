@@ -50,8 +50,8 @@ def main(argv: list[str] | None = None) -> int:
     items = [CheckItem("probe", r["id"], [], r["claim"]) for r in rows]
     states = tuner.states(items, "e2e", args.surface)
     evs = [claim_evidence(st) for st in states]
-    shipped = load_decision(settings.verify, "e2e")
-    policy = load_display(settings.verify, None, "e2e")
+    shipped = load_decision(settings.decision, "e2e")
+    policy = load_display(settings.decision, None, "e2e")
     methods = {"shipped": shipped}
     base = dict(shipped.params)
     for level, scope in STANDALONE.items():

@@ -440,13 +440,13 @@ def yardstick_report(limit_per_set: int | None = 500, target: float = 0.85, conf
     from .tune import Tuner, log
 
     settings = load_settings()
-    policy = DisplayPolicy.load(display) if display else load_display(settings.verify)  # before any set is read
+    policy = DisplayPolicy.load(display) if display else load_display(settings.decision)  # before any set is read
     if policy is None or policy.scorer is None:
         raise ValueError("the settings name no fitted display with a badge scorer: pass --display PATH")
     tuner = Tuner(settings)
     sets = {n: load_set(n, tuner.settings.data.dir, limit_per_set) for n in SETS}
     evs = {n: set_evidence(tuner, s) for n, s in sets.items()}
-    shipped = load_decision(settings.verify, "fv")
+    shipped = load_decision(settings.decision, "fv")
     variant = shipped.meta.get("variant", "guarded")
     kw = {"target": target, "confidence": confidence, "high_target": high_target}
 

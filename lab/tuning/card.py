@@ -88,8 +88,8 @@ def fit_and_write(tuner, method: str, surface: str, protocol: str, out: str | Pa
     s = tuner.settings
     layer.meta = {
         "fitted_on": {"data": Path(tuner.data).name, "records": len(evs), "protocol": protocol, "surface": surface,
-                      "hypothesis_context_turns": s.verify.hypothesis_context_turns, "tau_fv": s.gate.tau_fv,
-                      "max_windows": s.verify.max_windows},
+                      "hypothesis_context_turns": s.windows.hypothesis_context_turns, "tau_fv": s.gate.tau_fv,
+                      "max_windows": s.windows.max_windows},
         "nli_model": nli_model_meta(tuner),
         "cv": {"folds": k, "grouped_by": "context_id", **{m: {kk: r[kk] for kk in ("mean", "std", "folds")}
                                                          for m, r in cv.items()}},
@@ -157,8 +157,8 @@ def fit_union_and_write(tuner, sets: list, out: str | Path, k: int = 5, by_set: 
     display = _display(layer, train)
     layer.meta = {
         "fitted_on": {"sets": {s.name: len(s) for s in sets}, "protocol": "fv", "surface": "r0",
-                      "hypothesis_context_turns": tuner.settings.verify.hypothesis_context_turns,
-                      "max_windows": tuner.settings.verify.max_windows},
+                      "hypothesis_context_turns": tuner.settings.windows.hypothesis_context_turns,
+                      "max_windows": tuner.settings.windows.max_windows},
         "nli_model": nli_model_meta(tuner),
         "variant": variant,
         "lodo": {name: {m: {kk: r.get(kk) for kk in LODO_KEYS} for m, r in row.items()}

@@ -42,8 +42,8 @@ class Tuner:
         # layer out of the loop (and a layer fitted for another model from being loaded); every
         # claim is verified (no turn skipped: `tune checkworthy` measures skipping on its own)
         self.settings = settings.updated(models={"nli_model_dir": self.model_dir},
-                                         verify={"decision": "threshold", "skip_turns": "", "checkworthy": False,
-                                                 "segment": False, "display_params": ""})
+                                         decision={"method": "threshold", "display_params": ""},
+                                         claims={"skip_turns": "", "checkworthy": False, "segment": False})
         self.data = data or settings.data.dialfact_sample
         self.cache_dir = cache_dir
         self.fp = model_fingerprint(self.model_dir)
@@ -108,10 +108,10 @@ class Tuner:
                  tau_fv: float | None = None, tau_ir: float | None = None, window_fn=None) -> list[ClaimEvidence]:
         from workers.stages import claim_evidence
 
-        verify = {"hypothesis_context_turns": hyp_turns}
+        windows = {"hypothesis_context_turns": hyp_turns}
         gate = {"tau_fv": tau_fv, "tau_ir": tau_ir}
         return [claim_evidence(st) for st in
-                self.states(self.items(protocol), protocol, surface, window_fn, verify=verify, gate=gate)]
+                self.states(self.items(protocol), protocol, surface, window_fn, windows=windows, gate=gate)]
 
     def cv(self, evs, methods=METHODS, k: int = 5, transfer: dict | None = None) -> dict:
         return {m: cross_validate(evs, self.labels, self.groups, lambda e, y, m=m: fit_decision(m, e, y), k, transfer)

@@ -17,24 +17,29 @@ from pydantic_settings import SettingsError
 
 from schemas.settings.base import (ENV_PREFIX, REPO_ROOT, Section, SettingsInvalid, env, redact, variable_names,
                                    warn_unknown_variables)
+from schemas.settings.claims import ClaimSettings
 from schemas.settings.data import SHARED_DATA_DIR, DataSettings, user_data_dir
+from schemas.settings.decision import DecisionSettings
 from schemas.settings.gate import GateSettings
 from schemas.settings.kafka import KafkaSettings
 from schemas.settings.llm import LLMSettings
 from schemas.settings.models import ModelSettings
 from schemas.settings.perf import PerfSettings
 from schemas.settings.retrieval import RetrievalSettings
+from schemas.settings.stages import StageSettings
 from schemas.settings.stream import StreamSettings
 from schemas.settings.ui import UISettings
-from schemas.settings.verify import VerifySettings
+from schemas.settings.windows import WindowSettings
 
-__all__ = ["ENV_PREFIX", "REPO_ROOT", "SECTIONS", "SHARED_DATA_DIR", "DataSettings", "GateSettings", "KafkaSettings",
-           "LLMSettings", "ModelSettings", "PerfSettings", "RetrievalSettings", "Section", "Settings", "SettingsInvalid",
-           "StreamSettings", "UISettings", "VerifySettings", "env", "load_settings", "redact", "user_data_dir"]
+__all__ = ["ENV_PREFIX", "REPO_ROOT", "SECTIONS", "SHARED_DATA_DIR", "ClaimSettings", "DataSettings", "DecisionSettings",
+           "GateSettings", "KafkaSettings", "LLMSettings", "ModelSettings", "PerfSettings", "RetrievalSettings", "Section",
+           "Settings", "SettingsInvalid", "StageSettings", "StreamSettings", "UISettings", "WindowSettings", "env",
+           "load_settings", "redact", "user_data_dir"]
 
 SECTIONS: dict[str, type[Section]] = {
     "data": DataSettings, "models": ModelSettings, "retrieval": RetrievalSettings, "gate": GateSettings,
-    "verify": VerifySettings, "kafka": KafkaSettings, "stream": StreamSettings, "ui": UISettings,
+    "windows": WindowSettings, "decision": DecisionSettings, "claims": ClaimSettings, "stages": StageSettings,
+    "kafka": KafkaSettings, "stream": StreamSettings, "ui": UISettings,
     "perf": PerfSettings, "llm": LLMSettings,
 }
 
@@ -46,13 +51,16 @@ class Settings(BaseModel):
     models: ModelSettings
     retrieval: RetrievalSettings
     gate: GateSettings
-    verify: VerifySettings
+    windows: WindowSettings
+    decision: DecisionSettings
+    claims: ClaimSettings
+    stages: StageSettings
     kafka: KafkaSettings
     stream: StreamSettings
     ui: UISettings
     perf: PerfSettings
     llm: LLMSettings
-    # whether a decision file was named (DIALCHECK_DECISION_PARAMS, or verify.decision_params passed in)
+    # whether a decision file was named (DIALCHECK_DECISION_PARAMS, or decision.decision_params passed in)
     _decision_named: bool = PrivateAttr(default=False)
 
     def updated(self, **sections: dict[str, Any]) -> "Settings":
@@ -67,7 +75,7 @@ class Settings(BaseModel):
             if unknown:
                 raise SettingsInvalid(f"unknown setting {name}.{sorted(unknown)[0]}")
             new[name] = _build(SECTIONS[name], {**_raw(current), **values})
-        named = self._decision_named or (sections.get("verify") or {}).get("decision_params") is not None
+        named = self._decision_named or (sections.get("decision") or {}).get("decision_params") is not None
         return _decision_beside_model(self.model_copy(update=new), named)
 
     def env(self) -> dict[str, str]:
@@ -83,7 +91,7 @@ class Settings(BaseModel):
                     value = ",".join(str(x) for x in value)
                 out[_env_name(info)] = str(value)
         if not self._decision_named:  # the child resolves it from the model dir, as this one did
-            del out[_env_name(VerifySettings.model_fields["decision_params"])]
+            del out[_env_name(DecisionSettings.model_fields["decision_params"])]
         return out
 
     def as_table(self) -> list[tuple[str, str, Any, str]]:
@@ -140,7 +148,7 @@ def load_settings(**sections: dict[str, Any]) -> Settings:
     return base.updated(**sections) if sections else base
 
 
-_SHIPPED_DECISION = VerifySettings.model_fields["decision_params"].default
+_SHIPPED_DECISION = DecisionSettings.model_fields["decision_params"].default
 
 
 def _decision_beside_model(settings: Settings, named: bool) -> Settings:
@@ -148,12 +156,12 @@ def _decision_beside_model(settings: Settings, named: bool) -> Settings:
     its folder has one, else the shipped one. A folder written by `dialcheck nli adopt` carries the
     decision fitted for that model's probabilities (and its display beside it, which
     `load_display` then reads), so `DIALCHECK_NLI_MODEL_DIR=DIR` alone is enough; a decision that is
-    named (DIALCHECK_DECISION_PARAMS, or `verify.decision_params` passed in) is always the one used."""
+    named (DIALCHECK_DECISION_PARAMS, or `decision.decision_params` passed in) is always the one used."""
     if not named:
         beside = Path(settings.models.nli_model_dir) / "decision.json"
         want = str(beside) if beside.is_file() else _SHIPPED_DECISION
-        if settings.verify.decision_params != want:
-            verify = settings.verify.model_copy(update={"decision_params": want})
-            settings = settings.model_copy(update={"verify": verify})
+        if settings.decision.decision_params != want:
+            decision = settings.decision.model_copy(update={"decision_params": want})
+            settings = settings.model_copy(update={"decision": decision})
     settings._decision_named = named
     return settings

@@ -1,4 +1,4 @@
-"""The configured decision: `verify.decision` = layer (the fitted JSON in `verify.decision_params`)
+"""The configured decision: `decision.method` = layer (the fitted JSON in `decision.decision_params`)
 | threshold | argmax (the per-window rules with the settings' threshold and gap). The display policy
 fitted with it is loaded by workers/display/loader.py.
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from schemas.settings import VerifySettings
+from schemas.settings import DecisionSettings
 
 from .methods import DecisionMethod, load, method
 
@@ -27,18 +27,18 @@ def check_nli(decision, path: str, nli_version: str | None) -> None:
         f"{nli_version!r}: refit it (`dialcheck tune fit`) or set DIALCHECK_DECISION=threshold")
 
 
-def decision_path(settings: VerifySettings, protocol: str) -> Path:
+def decision_path(settings: DecisionSettings, protocol: str) -> Path:
     """`decision-<protocol>.json` beside `decision_params` when there is one, else decision_params."""
     path = Path(settings.decision_params or "")
     specific = path.with_name(f"decision-{protocol}.json")
     return specific if specific.exists() else path
 
 
-def load_decision(settings: VerifySettings, protocol: str = "e2e", nli_version: str | None = None) -> DecisionMethod:
+def load_decision(settings: DecisionSettings, protocol: str = "e2e", nli_version: str | None = None) -> DecisionMethod:
     """The decision the verify stage calls, checked against the NLI model it will read."""
-    if settings.decision != "layer":
-        return method(settings.decision, {"threshold": settings.entail_threshold, "gap": settings.win_gap}
-                      if settings.decision == "threshold" else {})
+    if settings.method != "layer":
+        return method(settings.method, {"threshold": settings.entail_threshold, "gap": settings.win_gap}
+                      if settings.method == "threshold" else {})
     path = decision_path(settings, protocol)
     if not path.is_file():
         raise FileNotFoundError(f"decision layer {path} not found: run `dialcheck tune fit` or set "

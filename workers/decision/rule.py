@@ -12,12 +12,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from schemas.protocols import CONTRADICTION, ENTAILMENT, NEUTRAL
-from schemas.settings import VerifySettings
+from schemas.settings import DecisionSettings
 
 from ..windows import Window
 
-DEFAULT_THRESHOLD: float = VerifySettings.model_fields["entail_threshold"].default
-DEFAULT_GAP: float = VerifySettings.model_fields["win_gap"].default
+DEFAULT_THRESHOLD: float = DecisionSettings.model_fields["entail_threshold"].default
+DEFAULT_GAP: float = DecisionSettings.model_fields["win_gap"].default
 NO_EVIDENCE = {"SUPPORTS": 0.0, "REFUTES": 0.0, "NOT ENOUGH INFO": 1.0}  # nothing read, nothing decided
 
 

@@ -14,7 +14,7 @@ The rule (docs/integration.md says the same), a `DisplayPolicy`:
 - The shipped policy is fitted (`dialcheck tune fit --method guarded`, lab/tuning/display_fit.py) so that shown
   badges are right ≥ 80 % and "high" ones ≥ 90 % on every yardstick set when that set is left out of
   the fit, at the largest coverage that allows; it is a JSON artifact beside decision.json
-  (`verify.display_params`), fingerprinted to the NLI model like the decision.
+  (`decision.display_params`), fingerprinted to the NLI model like the decision.
 - Version 2 policies also carry a `BadgeScorer` (per badge label, a logistic regression of "this
   badge is right" on `BADGE_FEATURES`: p(label), the deciding window's entailment and contradiction,
   how many claim terms the evidence does not state, whether it is a reply in a conversation, ...)

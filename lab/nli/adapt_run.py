@@ -211,10 +211,10 @@ def _stamped(layer, version: str, model_dir: Path, fingerprint: str):
         return layer
 
 
-def holdout_badges(model_dir: Path, held: list[JudgedPair], opts: AdaptOptions, display=None) -> dict:
-    """The hold-out replies through the FV pipeline with `model_dir` (shipped decision rule, the
-    shipped display's scorer unless `display`), the display certified on them; returns the certified
-    policy (None when nothing certifies), its section, and false REFUTES."""
+def holdout_badges(model_dir: Path, held: list[JudgedPair], opts: AdaptOptions, displays: dict | None = None) -> dict:
+    """The hold-out replies through the FV pipeline with `model_dir` (the shipped decision rule), once,
+    and each of `displays` (name → policy; default the shipped display) certified on them: per name
+    the certified policy (None when nothing certifies), its section, and false REFUTES."""
     from schemas.items import CheckItem
     from schemas.settings import load_settings
     from workers.decision import load_decision
@@ -228,28 +228,32 @@ def holdout_badges(model_dir: Path, held: list[JudgedPair], opts: AdaptOptions, 
     settings = load_settings(models={"nli_model_dir": str(model_dir)})
     shipped = load_settings()
     decision = load_decision(shipped.decision, "fv")
-    policy = display or load_display(shipped.decision)
+    displays = displays or {"shipped": load_display(shipped.decision)}
     tuner = Tuner(settings, str(model_dir), cache_dir=CACHE.parent / "tune")
     items = [CheckItem(f"holdout-{i}", f"holdout-{i}#reply", [], p.hypothesis, [("", p.premise)]) for i, p in enumerate(held)]
     evs = [claim_evidence(s) for s in tuner.states(items, "fv", "r0")]
     ds = decision.decide_many(evs)
     rights = [badge_right(p, d.label) for p, d in zip(held, ds)]
     known = [i for i, r in enumerate(rights) if r is not None or ds[i].label not in ("SUPPORTS", "REFUTES")]
-    rows = BadgeRows.of(ds, [bool(r) for r in rights], evs).scored(policy.scorer, policy.complete)
-    rows = _take(rows, known)
     refutes = [i for i, d in enumerate(ds) if d.label == "REFUTES"]
     false_refutes = sum(rights[i] is False for i in refutes)
     out = {"claims": len(held), "badge_known": len(known), "refutes": len(refutes), "false_refutes": false_refutes,
            "false_refutes_rate": round(false_refutes / max(len(held), 1), 4),
-           "labels": {lab: sum(d.label == lab for d in ds) for lab in ("SUPPORTS", "REFUTES", "NOT ENOUGH INFO")}}
-    try:
-        cert_policy, certified = certify_policy(policy, rows, opts.target, opts.confidence,
-                                                data={"source": "adapt hold-out", "claims": len(held)})
-    except NotCertified as e:
-        return {**out, "policy": None, "certified": None, "not_certified": str(e), "coverage": 0.0,
-                "precision": None, "decision": decision}
-    return {**out, "policy": cert_policy, "certified": certified, "coverage": certified["coverage"],
-            "precision": certified["precision"], "n": certified["n"], "decision": decision}
+           "labels": {lab: sum(d.label == lab for d in ds) for lab in ("SUPPORTS", "REFUTES", "NOT ENOUGH INFO")},
+           "decision": decision}
+    results = {}
+    for name, policy in displays.items():
+        rows = _take(BadgeRows.of(ds, [bool(r) for r in rights], evs).scored(policy.scorer, policy.complete), known)
+        try:
+            cert_policy, certified = certify_policy(policy, rows, opts.target, opts.confidence,
+                                                    data={"source": "adapt hold-out", "claims": len(held)})
+        except NotCertified as e:
+            results[name] = {**out, "policy": None, "certified": None, "not_certified": str(e), "coverage": 0.0,
+                             "precision": None}
+            continue
+        results[name] = {**out, "policy": cert_policy, "certified": certified, "coverage": certified["coverage"],
+                         "precision": certified["precision"], "n": certified["n"]}
+    return results
 
 
 # --- the whole run ------------------------------------------------------------------------------
@@ -352,7 +356,7 @@ def _run(pairs, fit, held, report, base_dir, out, work, opts, log, t0) -> dict:
     interpolate(base_dir, work / f"seed{seeds[0]}", float(w), final, version=version)
     fp = model_fingerprint(final)
     log("adapt: the hold-out through the FV pipeline, shipped and adapted")
-    before = holdout_badges(Path(base_dir), held, opts)
+    before = holdout_badges(Path(base_dir), held, opts)["shipped"]
     from schemas.settings import load_settings
     from workers.display import load_display
 
@@ -361,7 +365,7 @@ def _run(pairs, fit, held, report, base_dir, out, work, opts, log, t0) -> dict:
     # on the shipped model's numbers): both are certified, the one that shows more is kept
     displays = {"shipped badge scorer": _stamped(shipped_display, version, out, fp),
                 "p(label) alone": _stamped(dataclasses.replace(shipped_display, scorer=None), version, out, fp)}
-    tried = {name: holdout_badges(final, held, opts, display=d) for name, d in displays.items()}
+    tried = holdout_badges(final, held, opts, displays)
     kind = max(tried, key=lambda k: (tried[k]["coverage"], k == "shipped badge scorer"))
     after = tried[kind]
     report["holdout"] = {"shipped": _figures(auc_before, before), "adapted": _figures(primary[w], after),

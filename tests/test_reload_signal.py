@@ -60,3 +60,18 @@ def test_sighup_reloads_on_the_loop(capsys):
 
     assert asyncio.run(main()) == f"{RELOADED}: the new file\n"
     assert checker.calls == 1
+
+
+class ReloadingAll(Reloading):
+    """A checker that re-reads its model, decision and display (`Reload`) as well as its display alone."""
+
+    def reload(self) -> str:
+        self.calls += 100
+        return "NLI model v2 from /models/nli, decision d, display /models/nli/display.json (policy@x)"
+
+
+def test_a_checker_that_reloads_everything_is_asked_for_everything():
+    checker = ReloadingAll("display alone")
+    said = asyncio.run(reload_once(checker))
+    assert said == f"{RELOADED}: NLI model v2 from /models/nli, decision d, display /models/nli/display.json (policy@x)"
+    assert checker.calls == 100  # reload, not reload_display

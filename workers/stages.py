@@ -5,13 +5,19 @@ and whether it is batched (one model or search call for the whole batch) or work
 `check_chain` refuses a protocol whose stage reads a field no earlier stage writes, when the
 Pipeline is built (workers/pipeline.py), and with `stages.check_contracts` a stage touching an
 undeclared field fails. A stage may declare how it degrades when
-a backend is out (`on_outage`); only `ModelUnavailable` and `SearchUnavailable` reach it — any
+a backend is out ("degrade", `on_outage`); only `ModelUnavailable` and `SearchUnavailable` reach it — any
 other exception is a bug and propagates (in the stream, to the error-verdict path). The model
-stages (gate, verify) run as preprocess → forward → postprocess, as transformers pipelines do:
-each phase is timed (`phase_ms`), and `forward` is the one hook a caller may replace."""
+stages (gate, verify) run as preprocess → forward → postprocess, as transformers pipelines do, and
+`forward` is the one hook a caller may replace.
+
+What else the Pipeline may ask of a stage is declared too (`@component(can=...)`, workers/state.py
+CAPABILITIES): "beside_nli" (never calls the NLI model, so the overlap runner may run it while the NLI
+reads another part), "begin" (the NLI reader's split run), "display" (reads the display policy) and
+"degrade" (its own `on_outage`); what a stage does not declare comes from `BaseStage`, and the
+declarations are checked with the fields when the chain is built. Which stages a protocol and surface
+get is one table, workers/building.py `STAGE_TABLE`."""
 from __future__ import annotations
 
-import time
 from typing import Callable
 
 import numpy as np
@@ -40,26 +46,13 @@ GATE_CANDIDATES = 1
 
 
 class Phases(BaseStage):
-    """preprocess → forward → postprocess, each phase's milliseconds summed in `phase_ms`
-    (`<stage>.<phase>`); `forward` is the model call a caller may replace (tuning: cached
-    probabilities)."""
+    """preprocess → forward → postprocess; `forward` is the model call a caller may replace (tuning:
+    cached probabilities)."""
     name: str
 
-    def _init_phases(self) -> None:
-        self.phase_ms: dict[str, float] = {}
-
-    def _timed(self, phase: str, fn: Callable, *args):
-        t = time.perf_counter()
-        try:
-            return fn(*args)
-        finally:
-            key = f"{self.name}.{phase}"
-            self.phase_ms[key] = self.phase_ms.get(key, 0.0) + (time.perf_counter() - t) * 1000
-
     def run(self, states: list[ClaimState]) -> None:
-        inputs = self._timed("preprocess", self.preprocess, states)
-        outputs = self._timed("forward", self.forward, inputs)
-        self._timed("postprocess", self.postprocess, states, inputs, outputs)
+        inputs = self.preprocess(states)
+        self.postprocess(states, inputs, self.forward(inputs))
 
 
 @component(reads=("item",), writes=("skip_reason", "notes"), can=("beside_nli",))
@@ -120,7 +113,6 @@ class GateStage(Phases):
 
     def __init__(self, gate: BiConGate, settings: GateSettings):
         self.gate, self.settings = gate, settings
-        self._init_phases()
 
     def preprocess(self, states: list[ClaimState]) -> tuple[list[GateInput], list[int]]:
         """Each claim's R4 candidate(s) that differ from the claim, with their owner."""
@@ -236,7 +228,6 @@ class VerifyStage(Phases):
         self.nli, self.settings, self.decision = nli, settings, decision
         self.batch_parse = batch_parse  # the claims' topics parsed in one spaCy pass before deciding
         self.window_fn = window_fn  # (passages, fact, keep) → windows; tuning compares variants here
-        self._init_phases()
 
     def preprocess(self, states: list[ClaimState]) -> tuple[list[str], list[str]]:
         """Each claim's windows (pre-score top-k) and the (premise, hypothesis) pairs the NLI reads."""
@@ -263,10 +254,10 @@ class VerifyStage(Phases):
         runs the next part's earlier stages meanwhile, settings `perf.overlap_parts`). Returns the
         `finish` that waits for the reads and postprocesses; `run` is `begin(states)()`. Only the
         NLI model is used off the caller's thread: no cache, parse or decision."""
-        pairs = self._timed("preprocess", self.preprocess, states)
+        pairs = self.preprocess(states)
 
         def read() -> list[np.ndarray]:
-            return self._timed("forward", self.read, states, pairs)
+            return self.read(states, pairs)
 
         if submit is None:
             probs = read()
@@ -275,7 +266,7 @@ class VerifyStage(Phases):
             result = submit(read).result
 
         def finish() -> None:
-            self._timed("postprocess", self.postprocess, states, pairs, result())
+            self.postprocess(states, pairs, result())
         return finish
 
     def read(self, states: list[ClaimState], pairs: tuple[list[str], list[str]]) -> list[np.ndarray]:

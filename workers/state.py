@@ -9,6 +9,9 @@ to its word instead:
 - each stage declares (`@component`, as Haystack 2 components and spaCy's `assigns`/`requires` do)
   the fields it reads and writes; `check_chain` refuses a protocol whose stage reads a field no
   earlier stage writes, when the Pipeline is built (workers/pipeline.py);
+- each stage declares what else the Pipeline may ask of it (`CAPABILITIES`: runs beside the NLI, has
+  a `begin` step, reads the display, degrades on an outage), with `BaseStage`'s defaults for the rest;
+  `check_chain` holds each declaration to what the class defines, so the Pipeline asks, never probes;
 - with `stages.check_contracts` (DIALCHECK_CHECK_CONTRACTS, on in the test suite) every stage runs on
   `Checked` views of the states: a stage that reads a field it declares neither to read nor to write,
   or writes one it does not declare to write, fails with `StageContractError`.

@@ -3,12 +3,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from schemas.protocols import SURFACES
+
 from .contractions import decontract
 from .pronouns import find_pronoun, parse_ahead, parse_cache_on, resolve
 from .punctuation import restore_punctuation
 from .truecasing import truecase
 
-SURFACE_NAMES = ("r0", "r1", "r2", "r3", "r4")
+SURFACE_NAMES = SURFACES[:SURFACES.index("r4") + 1]  # the rule rewrites, r0 to r4, of the one list
 
 
 @dataclass

@@ -60,6 +60,20 @@ def test_config_masks_secrets():
     assert "https://***@os:9200" in out.stdout
 
 
+def test_config_lists_the_sections_that_say_what_they_hold():
+    """The verifier's settings are in windows, decision, claims and stages (no catch-all `verify`),
+    each still read from its DIALCHECK_* name."""
+    out = _run(["config"], DIALCHECK_MAX_WINDOWS="12", DIALCHECK_DECISION="threshold", DIALCHECK_SURFACE="r4g")
+    assert out.returncode == 0, out.stderr
+    rows = {line.split()[0]: line for line in out.stdout.splitlines() if line.strip()}
+    assert "DIALCHECK_MAX_WINDOWS" in rows["windows.max_windows"] and "12" in rows["windows.max_windows"]
+    assert "threshold" in rows["decision.method"] and "DIALCHECK_DECISION " in rows["decision.method"] + " "
+    assert "r4g" in rows["claims.surface"] and "DIALCHECK_CHECK_CONTRACTS" in rows["stages.check_contracts"]
+    assert not [k for k in rows if k.startswith("verify.")]
+    s = load_settings()
+    assert (s.windows.max_windows, s.decision.method, s.claims.surface) == (24, "layer", "r0")
+
+
 def test_settings_repr_masks_secrets(monkeypatch):
     monkeypatch.setenv("DIALCHECK_KAFKA_SASL_PASSWORD", "hunter2-secret")
     monkeypatch.setenv("DIALCHECK_OPENSEARCH_URL", "https://admin:hunter2-secret@os:9200")

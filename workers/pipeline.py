@@ -21,7 +21,7 @@ import time
 
 from schemas import Verdict
 from schemas.items import CheckItem
-from schemas.protocols import PROTOCOLS, RETRIEVAL_PROTOCOLS, SURFACES, Encoder, NLIModel, Searcher, TurnResult
+from schemas.protocols import PROTOCOLS, RETRIEVAL_PROTOCOLS, Encoder, NLIModel, Searcher, TurnResult
 from schemas.settings import Settings
 from schemas.secrets import Scrubber
 
@@ -43,7 +43,7 @@ WARM_UP = CheckItem("dialcheck-warm-up", "0", ["Do you know where Elvis Presley 
                     "He was born in Tupelo, Mississippi.",
                     gold_evidence=[("Elvis Presley", "Elvis Presley was born in Tupelo, Mississippi, in 1935.")])
 
-__all__ = ["CheckItem", "ClaimState", "Pipeline", "PipelineHooks", "PROTOCOLS", "SURFACES", "TurnResult"]
+__all__ = ["CheckItem", "ClaimState", "Pipeline", "PipelineHooks", "PROTOCOLS", "TurnResult"]
 
 
 class Pipeline:

@@ -6,7 +6,9 @@
 The badge scorer of the current display is kept; its show / "high" thresholds are refitted so that,
 with probability ≥ confidence, shown badges are right ≥ target on traffic like the labels. The
 worker reads the new file on restart when the display-file setting names it
-(DIALCHECK_DISPLAY_PARAMS=DISPLAY.json). Too few labels: one line, exit 2, nothing written."""
+(DIALCHECK_DISPLAY_PARAMS=DISPLAY.json). Nothing certified: one line, exit 2, nothing written; the
+line says per badge whether too few badges or the error bound at the first threshold tested stopped
+it (n, wrong, bound), and the highest target that would certify something."""
 from __future__ import annotations
 
 import json
@@ -23,7 +25,8 @@ def register(sub) -> None:
                      help="the judged verdicts in the feedback store (DIALCHECK_FEEDBACK_STORE, or --store)")
     src.add_argument("--run", default=None, help="a run file of `dialcheck eval --output` (with --labels)")
     src.add_argument("--yardstick", action="store_true", help=argparse_help_yardstick())
-    p.add_argument("--labels", default=None, help="with --run: DialFact-format JSONL (`id`, `response_label`)")
+    p.add_argument("--labels", default=None, help="with --run: DialFact-format JSONL (`id`, `response_label`: three-way, or binary "
+                   "SUPPORTS / NOT SUPPORTS; a REFUTES against 'not supported' is not counted wrong)")
     p.add_argument("--surface", default=None, help="with --run: the run file's surface to read (when it holds several)")
     p.add_argument("--store", default=None, help="with --from-feedback: the store's path or database URL")
     p.add_argument("--target", type=float, default=0.85, help="least share of shown badges that are right (default 0.85)")

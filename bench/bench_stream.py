@@ -130,6 +130,7 @@ def main() -> int:
             worker_memory = rss_mb(worker.pid)
     out = {
         "records": len(records), "batch_size": settings.stream.batch_size, "batch_within_s": settings.stream.batch_within_s,
+        "take_events": settings.stream.take_events,
         "broker": "embedded Tansu" if not settings.kafka.bootstrap else settings.kafka.bootstrap,
         "batch_path": batch, "kafka_path": kafka,
         "kafka_over_batch_throughput": round(kafka["claims_per_s"] / batch["claims_per_s"], 3),

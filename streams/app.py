@@ -6,11 +6,11 @@ streams/reload.py); what happens to a batch of turns is streams/turn_worker.py's
 batch of feedback streams/feedback.py's `FeedbackWorker`, and how both deliver their outputs and
 acknowledge their input (every delivery guarantee) is the one outbox's (streams/outbox.py).
 
-Why these settings (docs/local-stack.md "Kafka", all verified against Tansu):
+Why these settings (docs/local-stack.md "Kafka"):
 - at_least_once only; outputs are idempotent instead (stable claim ids, downstream dedups).
-- broker_session_timeout=6: Tansu holds JoinGroup for half the session timeout.
-- producer_max_batch_size=1: with multi-record batches Tansu reports a wrong end offset and table
-  recovery from the changelog loses state.
+- the group's session timeout and the producer's batching depend on the broker: Tansu's workarounds
+  (one record per batch, 6 s) only against Tansu, Kafka's batching and timeouts against Kafka
+  (streams/kafka_config.py `faust_client_kwargs`, the `broker_kind` setting).
 - the tables use the key partitioner (`use_partitioner=True`): a batch from `take_events` mixes
   partitions, so "the current event's partition" is not the key's partition; the raw key bytes
   hash exactly like the producer's key on chat.turns, so table partition == input partition.
@@ -26,12 +26,13 @@ from schemas.protocols import Checker
 from schemas.settings import Settings
 
 from . import reload, transport
+from .broker import broker_kind
 from .checking import Scrubber
 from .feedback import FeedbackWorker
 from .feedback_store import FeedbackStore
-from .kafka_config import faust_broker_kwargs
+from .kafka_config import faust_broker_kwargs, faust_client_kwargs
 from .observability import Observability
-from .outbox import Outbox, StoreWriter
+from .outbox import Outage, Outbox, StoreWriter
 from .processes import free_port
 from .turn_worker import AttemptsTable, TurnWorker
 
@@ -66,6 +67,7 @@ def create_app(settings: Settings, checker: Checker, store: FeedbackStore | None
     if feedback and store is None:
         store = FeedbackStore(st.feedback_store)
     broker = faust_broker_kwargs(settings)
+    kind = broker_kind(settings)
     app = DialcheckApp(
         st.app_id,
         keep_topics={settings.kafka.topic_turns, *([settings.kafka.topic_feedback] if feedback else [])},
@@ -73,9 +75,7 @@ def create_app(settings: Settings, checker: Checker, store: FeedbackStore | None
         # the consumer's fetch wait is a setting (Faust hard-codes 1.5 s): streams/transport.py
         broker_consumer=broker["broker"].replace("kafka://", f"{transport.SCHEME}://"),
         processing_guarantee="at_least_once",
-        broker_session_timeout=6.0,
-        broker_heartbeat_interval=1.0,
-        producer_max_batch_size=1,
+        **faust_client_kwargs(settings, kind),
         consumer_auto_offset_reset="earliest",
         store="memory://",
         datadir=str(st.state_path),  # Faust's default is ./<app id>-data in the current directory
@@ -102,8 +102,9 @@ def create_app(settings: Settings, checker: Checker, store: FeedbackStore | None
                                        key_type=bytes))
     obs = Observability(settings)  # /metrics, /healthz, /readyz (served by run_worker)
     outbox = Outbox(app, settings, dead_topic=dead_topic, obs=obs, scrub=Scrubber.from_settings(settings))
-    writer = (StoreWriter(store, backoff_s=st.send_backoff_s, scrub=outbox.scrub, counters=outbox.counters)
-              if feedback else None)
+    obs.outage = Outage()  # what is down now: /readyz and dialcheck_degraded
+    writer = (StoreWriter(store, backoff_s=st.send_backoff_s, scrub=outbox.scrub, outage=obs.outage,
+                          counters=outbox.counters) if feedback else None)
     worker = TurnWorker(app, settings, checker, table=table, attempts=attempts, verdicts_topic=verdicts_topic,
                         dead_topic=dead_topic, obs=obs, store_writer=writer, outbox=outbox)
 
@@ -131,7 +132,7 @@ def create_app(settings: Settings, checker: Checker, store: FeedbackStore | None
         await app.tables.recovery.completed.wait()
         worker.install_scrubber()
         print(f"{READY_MARKER}: app={st.app_id} broker={worker.scrub(settings.kafka.bootstrap)} "
-              f"conversations={len(table)}", flush=True)
+              f"broker_kind={kind} conversations={len(table)}", flush=True)
 
     @app.timer(st.status_interval_s)
     async def sweep_and_report():
@@ -144,6 +145,7 @@ def create_app(settings: Settings, checker: Checker, store: FeedbackStore | None
 
     app.dialcheck_table = table  # for tests and introspection
     app.dialcheck_worker = worker
+    app.dialcheck_broker_kind = kind
     obs.attach(app, table, worker.counters, checker=checker)  # its cache hit rates on /metrics
     if feedback:
         obs.attach_feedback(store, st.precision_target, st.precision_confidence)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import logging
 import os
 import signal
 import socket
@@ -17,7 +18,10 @@ from typing import Iterator
 
 from schemas.settings import Settings
 
+from .kafka_config import kafka_python_kwargs
 from .processes import die_with_parent, free_port, terminate
+
+log = logging.getLogger("dialcheck.stream")
 
 _LIVE: "weakref.WeakSet" = weakref.WeakSet()  # children to stop if the interpreter exits with them running
 
@@ -91,4 +95,27 @@ def kafka_for(settings: Settings, log_path: str | None = None) -> Iterator[Setti
         yield settings
         return
     with EmbeddedBroker(log_path=log_path or os.environ.get("DIALCHECK_BROKER_LOG")) as broker:
-        yield settings.updated(kafka={"bootstrap": broker.bootstrap})
+        yield settings.updated(kafka={"bootstrap": broker.bootstrap, "broker_kind": "tansu"})
+
+
+def broker_kind(settings: Settings) -> str:
+    """"tansu" or "kafka": the `broker_kind` setting, or when it is "auto" the broker's own answer
+    (Tansu's cluster id names it: "tansu_cluster" unless its operator chose another, then set
+    DIALCHECK_BROKER_KIND=tansu). When the broker cannot be asked, "tansu": its settings are safe on
+    any broker (only slower), Kafka's are not on Tansu."""
+    kind = settings.kafka.broker_kind
+    if kind != "auto":
+        return kind
+    from kafka.admin import KafkaAdminClient
+
+    try:
+        admin = KafkaAdminClient(client_id="dialcheck-admin", **kafka_python_kwargs(settings))
+        try:
+            cluster_id = str(admin.describe_cluster().get("cluster_id") or "")
+        finally:
+            admin.close()
+    except Exception as e:  # noqa: BLE001 - any failure to ask: the safe settings
+        log.warning("could not ask the broker which kind it is (%s): Tansu's settings, which are safe on any "
+                    "broker; set DIALCHECK_BROKER_KIND=kafka to batch", type(e).__name__)
+        return "tansu"
+    return "tansu" if "tansu" in cluster_id.lower() else "kafka"

@@ -7,7 +7,11 @@ event of a batch is held until its outputs are done (dead letters delivered, jud
 to the store), so a crash before the commit redelivers the batch, and the store's natural key makes
 the redelivery land on the same rows.
 
-A store that keeps failing stops the worker without committing, like a send that keeps failing.
+A store that fails (a PostgreSQL server gone, a locked or read-only SQLite file) does not stop the
+worker: the batch stays unacknowledged and its write is retried with backoff (at most
+`outbox.MAX_BACKOFF_S` apart) for as long as the process runs, the outage is reported (`/readyz`,
+`dialcheck_degraded`), and the turns go on being checked. Nothing is lost: when the store is back,
+the held batch is written and only then acknowledged.
 
 Store calls run in one thread of their own (`StoreWriter`): commits never block the event loop's
 heartbeats."""
@@ -18,12 +22,10 @@ import logging
 from schemas import InvalidEvent
 from schemas.feedback import parse_feedback
 
-from .checking import bound, validate_keyed
-from .outbox import Outbox, StoreWriter, fatal
+from .checking import validate_keyed
+from .outbox import Outbox, StoreWriter
 
 log = logging.getLogger("dialcheck.feedback")
-
-STORE_RETRIES = 5
 
 
 def validate_feedback(key: bytes | None, value: bytes | None, max_bytes: int, max_depth: int):
@@ -51,10 +53,8 @@ class FeedbackWorker:
                     dead.append(outbox.dead_letter(msg, e.code, e.reason))
             await outbox.deliver(dead)
             if good:
-                try:
-                    await self.writer.call(self.writer.store.add_feedback, good, attempts=STORE_RETRIES)
-                except Exception as e:  # noqa: BLE001
-                    fatal(f"could not write {len(good)} feedback records to the store: {bound(outbox.scrub(repr(e)), 300)}")
+                # until it is written: a store outage holds this batch (unacknowledged), never drops it
+                await self.writer.call(self.writer.store.add_feedback, good, attempts=None)
                 outbox.counters.feedback += len(good)
                 if st.trace_records:
                     log.info("trace feedback stored %s", " ".join(f"{m.partition}@{m.offset}" for m in held))

@@ -138,3 +138,28 @@ def kafka_python_kwargs(settings: Settings) -> dict[str, Any]:
         kw.update(sasl_mechanism=settings.kafka.sasl_mechanism or "PLAIN",
                   sasl_plain_username=user, sasl_plain_password=password)
     return kw
+
+
+# The group and producer settings per broker kind (the `broker_kind` setting, resolved by
+# streams/broker.py `broker_kind`). Tansu's are workarounds, verified against Tansu 0.6:
+# - one record per produce batch: after a multi-record batch Tansu reports a wrong end offset, and a
+#   table restored from its changelog up to that offset loses state;
+# - a 6 s session timeout, heartbeats every second: Tansu holds a JoinGroup for half the session
+#   timeout, so Kafka's 45 s would stall every rebalance for 22 s (and a killed worker's partitions
+#   would wait 45 s for another worker).
+# Against Kafka those would cost one produce request per record; there the producer batches
+# (linger, batch bytes: settings) and the group keeps Kafka's defaults (KIP-735: 45 s, 3 s).
+TANSU_CLIENT = {"broker_session_timeout": 6.0, "broker_heartbeat_interval": 1.0,
+                "producer_max_batch_size": 1, "producer_linger": 0.0}
+KAFKA_SESSION_TIMEOUT_S = 45.0
+KAFKA_HEARTBEAT_INTERVAL_S = 3.0
+
+
+def faust_client_kwargs(settings: Settings, kind: str) -> dict[str, Any]:
+    """faust.App's group and producer settings for a broker of `kind` ("tansu" or "kafka")."""
+    if kind == "tansu":
+        return dict(TANSU_CLIENT)
+    if kind != "kafka":
+        raise ValueError(f"broker kind must be 'tansu' or 'kafka' here, not {kind!r}")
+    return {"broker_session_timeout": KAFKA_SESSION_TIMEOUT_S, "broker_heartbeat_interval": KAFKA_HEARTBEAT_INTERVAL_S,
+            "producer_max_batch_size": settings.kafka.batch_bytes, "producer_linger": settings.kafka.linger_ms / 1000.0}

@@ -117,6 +117,7 @@ class Observability:
             "dialcheck_undecodable_batches", "Record batches the consumer could not decode (unknown codec, bad CRC): "
             "their offsets were dead-lettered (reason undecodable) and skipped.", registry=r)
         self.undecodable_count, self.last_undecodable = 0, None  # how many and where/why the last was, for /readyz
+        self.outage = None  # a streams.outbox.Outage: parts down now (/readyz "degraded", dialcheck_degraded)
         self.batch_size = Histogram("dialcheck_batch_size", "Turns per checker call.", buckets=BATCH_BUCKETS, registry=r)
         self.stage_latency = Histogram("dialcheck_stage_latency_seconds",
                                        "Per-stage pipeline latency per verdict (verdict.timings_ms).",
@@ -197,6 +198,9 @@ class Observability:
         body: dict[str, Any] = {"table_recovered": rec, "models_loaded": models}
         if self.undecodable_count:
             body.update(undecodable_batches=self.undecodable_count, last_undecodable=self.last_undecodable)
+        down = self.outage.current() if self.outage is not None else {}
+        if down:  # still ready (turns are checked); what is down is held and retried, and said here
+            body.update(state="degraded", degraded=down)
         return rec and models, body
 
     def serve(self, host: str | None = None, port: int | None = None) -> int:
@@ -277,7 +281,12 @@ class _StateCollector:
             conversations.add_metric([], len(values))
             turns.add_metric([], sum(len(v.get("turns", [])) for v in values if isinstance(v, dict)))
         ready.add_metric([], 1.0 if self.obs.readiness()[0] else 0.0)
-        yield from (lag, conversations, turns, ready, worker)
+        degraded = GaugeMetricFamily("dialcheck_degraded", "1 while a part the worker writes to is down (its "
+                                     "input held unacknowledged and retried), by part: feedback_store.", labels=["part"])
+        outage = self.obs.outage
+        for part, down in _safe(lambda: outage.states() if outage is not None else {}, {}).items():
+            degraded.add_metric([part], 1.0 if down else 0.0)
+        yield from (lag, conversations, turns, ready, worker, degraded)
 
 
 class _PrecisionCollector:

@@ -29,9 +29,10 @@ The delivery guarantees:
    code) and every send round that had to be retried (`Counters.send_retries`).
 
 Work before the ack that is not a record (a store commit) goes through a `StoreWriter`: its own
-thread, retried with the same backoff, and either given up after a number of attempts (the caller
-decides what that costs) or retried for as long as the process runs (`attempts=None`), with the
-outage reported while it lasts (`Outage`).
+thread, retried with the same backoff, either a number of times (the caller decides what giving up
+costs) or for as long as the process runs (`attempts=None`: the feedback agent's judgements, held
+unacknowledged until the store takes them). While a store call fails the outage is reported
+(`Outage`: /readyz says "degraded", `dialcheck_degraded` is 1) and cleared by the next success.
 """
 from __future__ import annotations
 
@@ -117,7 +118,17 @@ class Outage:
 
     def __init__(self):
         self._lock = threading.Lock()
+        self._parts: set[str] = set()  # every part watched (the gauge says 0 for those up)
         self._down: dict[str, tuple[str, float]] = {}  # part → (reason, since)
+
+    def watch(self, part: str) -> None:
+        with self._lock:
+            self._parts.add(part)
+
+    def states(self) -> dict[str, bool]:
+        """Every watched part → True while it is down."""
+        with self._lock:
+            return {p: p in self._down for p in sorted(self._parts | set(self._down))}
 
     def down(self, part: str, reason: str) -> None:
         with self._lock:
@@ -224,27 +235,58 @@ class StoreWriter:
         self.store, self.backoff_s = store, backoff_s
         self.scrub = scrub or Scrubber([])
         self.outage = outage or Outage()
+        self.outage.watch(self.PART)
         self.counters = counters or Counters()
         self.executor = DaemonExecutor("feedback-store")
+        self._in_flight = 0  # calls started and not finished (retries and their waits included)
+        self._failed_at = 0.0  # monotonic time of the last failed attempt
 
     def is_down(self) -> bool:
         return self.PART in self.outage.current()
 
     async def call(self, fn, *args, attempts: int | None = 5):
         """`fn(*args)` in the store thread until it succeeds, `attempts` times at most (None: for as
-        long as the process runs); the last error raised. A success reports the store up again."""
+        long as the process runs); the last error raised. A failure reports the store down (the
+        reason scrubbed), a success up again."""
         loop = asyncio.get_running_loop()
 
         def failed(e: BaseException) -> None:
+            self._failed_at = time.monotonic()
             self.counters.store_retries += 1
             reason = bound(self.scrub(repr(e)), 300)
             if not self.is_down():
-                log.error("feedback store unavailable (%s); retrying with backoff, nothing acknowledged", reason)
+                log.error("feedback store unavailable (%s); retrying with backoff", reason)
             self.outage.down(self.PART, reason)
 
-        result = await retrying(lambda: loop.run_in_executor(self.executor, fn, *args), attempts=attempts,
-                                backoff_s=self.backoff_s, on_retry=failed)
+        async def attempt():
+            try:
+                return await loop.run_in_executor(self.executor, fn, *args)
+            except Exception as e:
+                if attempts == 1:  # no retry follows: still report it
+                    failed(e)
+                raise
+
+        self._in_flight += 1
+        try:
+            result = await retrying(attempt, attempts=attempts, backoff_s=self.backoff_s, on_retry=failed)
+        finally:
+            self._in_flight -= 1
         if self.is_down():
             log.warning("feedback store available again")
             self.outage.up(self.PART)
         return result
+
+    async def call_unless_down(self, fn, *args, attempts: int = 5):
+        """For work that may be left undone (the verdicts kept for joining feedback): while the store
+        is down, it is tried once, and only when no other call is already waiting on it and
+        MAX_BACKOFF_S passed since the last failure; else `StoreDown` at once, so an outage never
+        slows the caller (the turns) by a busy timeout per batch."""
+        if self.is_down():
+            if self._in_flight or time.monotonic() - self._failed_at < MAX_BACKOFF_S:
+                raise StoreDown(self.outage.current().get(self.PART, {}).get("reason", "down"))
+            attempts = 1
+        return await self.call(fn, *args, attempts=attempts)
+
+
+class StoreDown(RuntimeError):
+    """The store is known to be down: the call was not tried."""

@@ -67,15 +67,23 @@ class AttemptsTable:
 
     def set(self, key: bytes, msg, n: int | None) -> None:
         """Record n attempts for this message; None forgets it (and the key once it holds nothing)."""
-        cur = dict(self.table.get(key) or {})
-        if n is None:
-            cur.pop(self._slot(msg), None)
-        else:
-            cur[self._slot(msg)] = n
-        if cur:
-            self.table[key] = cur
-        elif key in self.table:
-            del self.table[key]
+        self.set_many([(key, msg, n)])
+
+    def set_many(self, changes: list[tuple]) -> None:
+        """(key, message, n or None) for many messages, each key written once: one changelog record
+        per conversation instead of one per turn (each is a produce request on Tansu)."""
+        slots: dict[bytes, dict] = {}
+        for key, msg, n in changes:
+            cur = slots.setdefault(key, dict(self.table.get(key) or {}))
+            if n is None:
+                cur.pop(self._slot(msg), None)
+            else:
+                cur[self._slot(msg)] = n
+        for key, cur in slots.items():
+            if cur:
+                self.table[key] = cur
+            elif key in self.table:
+                del self.table[key]
 
 
 class TurnWorker:
@@ -128,8 +136,7 @@ class TurnWorker:
     async def check_group(self, group: list, stamps: dict | None = None) -> None:
         """One pipeline call: count the attempt durably first, deliver, then forget the count.
         `stamps`: (conversation id, turn id) → (the turn's ts, its record timestamp) for `stamped`."""
-        for key, msg, _ in group:
-            self.attempts.set(key, msg, self.attempts.prior(key, msg) + 1)
+        self.attempts.set_many([(key, msg, self.attempts.prior(key, msg) + 1) for key, msg, _ in group])
         await self.outbox.flush("pipeline attempts to the changelog")  # before the call can crash us
         verdicts = await self.run_pipeline([item for _, _, item in group])
         stamps = stamps or {}
@@ -143,20 +150,23 @@ class TurnWorker:
             log.info("trace delivered %s", " ".join(f"{v.turn_id}:{v.claim_id}" for v in verdicts))
         self.counters.verdicts += len(verdicts)
         self.obs.checked(group, verdicts)
-        for key, msg, _ in group:
-            self.attempts.set(key, msg, None)
+        # after delivery: a verdict that cannot be delivered stops the worker with the count kept,
+        # so a turn whose output always fails is quarantined like one whose call always crashes
+        self.attempts.set_many([(key, msg, None) for key, msg, _ in group])
 
     async def keep_verdicts(self, published: list[bytes]) -> None:
         """The verdicts as published, into the feedback store (before the ack: a crash redelivers the
-        batch and they are stored then). A store failure does not stop checking: it is logged and
-        counted (`verdicts_unstored`), and feedback on those verdicts stays unjoined."""
+        batch and they are stored then). A store failure does not stop checking, nor slow it while
+        the store is down (`call_unless_down`): it is logged and counted (`verdicts_unstored`), and
+        feedback on those verdicts stays unjoined."""
         if self.store_writer is None or not published:
             return
         import orjson
 
         try:
-            await self.store_writer.call(self.store_writer.store.add_verdicts, [orjson.loads(raw) for raw in published])
-        except Exception as e:  # noqa: BLE001
+            await self.store_writer.call_unless_down(self.store_writer.store.add_verdicts,
+                                                     [orjson.loads(raw) for raw in published])
+        except Exception as e:  # noqa: BLE001 - StoreDown included: the outage is on /readyz already
             self.counters.verdicts_unstored += len(published)
             log.error("could not keep %d verdicts in the feedback store: %s", len(published), bound(self.scrub(repr(e)), 300))
 
@@ -171,6 +181,7 @@ class TurnWorker:
             to_check: list[tuple] = []  # (conversation key, message, CheckItem)
             stamps: dict[tuple[str, str], tuple] = {}  # checked turn → (its ts, its record timestamp)
             owned = self.owned_partitions()
+            states: dict[bytes, dict] = {}  # each conversation's new state, written once per batch
             for ev in events:
                 msg = ev.message
                 try:
@@ -183,12 +194,14 @@ class TurnWorker:
                     log.info("trace read %s/%d@%d turn %s", msg.topic, msg.partition, msg.offset, turn.turn_id)
                 self.obs.turn_in()
                 key = turn.conversation_id.encode("utf-8")
-                state, context = add_turn(self.table.get(key), turn, now, st.context_turns, st.context_idle_s)
-                self.table[key] = state
+                prior = states[key] if key in states else self.table.get(key)
+                states[key], context = add_turn(prior, turn, now, st.context_turns, st.context_idle_s)
                 self.recency.touch(key)
                 if should_check(turn, self.roles):
                     to_check.append((key, msg, CheckItem(turn.conversation_id, turn.turn_id, context, turn.text)))
                     stamps[(turn.conversation_id, turn.turn_id)] = (turn.ts, getattr(msg, "timestamp", None))
+            for key, state in states.items():  # one changelog record per conversation, not per turn
+                self.table[key] = state
             for old in self.recency.overflow(st.max_conversations):
                 if old in self.table and self._partition(old) in owned:
                     del self.table[old]
@@ -210,8 +223,9 @@ class TurnWorker:
                     # a redelivery after a crash: one call per turn, so only the culprit's count grows
                     c.isolated_batches += 1
                     groups = [[(k, m, i)] for k, m, i, _ in fresh]
-                else:
-                    groups = [[(k, m, i) for k, m, i, _ in fresh]] if fresh else []
+                else:  # at most batch_size turns per call: the batch path's size, whatever a take held
+                    size = st.batch_size
+                    groups = [[(k, m, i) for k, m, i, _ in fresh[j:j + size]] for j in range(0, len(fresh), size)]
                 for group in groups:
                     await self.check_group(group, stamps)
 

@@ -194,3 +194,49 @@ def test_a_dead_letter_carries_the_input_a_scrubbed_reason_its_code_and_is_count
     assert dl.reason.startswith("not JSON; password ") and SECRET not in dl.reason
     assert len(dl.reason.encode()) <= 64
     assert got == {"counted": 1, "metric": 1.0}
+
+
+def test_a_store_call_held_for_as_long_as_it_fails_reports_the_outage(tmp_path):
+    """Work before the ack that is not a record (the feedback agent's judgements): retried past the
+    5 attempts a bounded call gets, the store reported down while it fails (and the verdict path
+    not even trying meanwhile), up again and the records stored once when it works. The store is a
+    real SQLite FeedbackStore; its first seven writes raise SQLite's own "database is locked" before
+    reaching it (a locked file takes the store's 30 s busy timeout per attempt: the end-to-end test
+    of that is tests/test_feedback_store_locked.py)."""
+    import sqlite3
+
+    import orjson
+
+    from schemas.feedback import parse_feedback
+    from streams.checking import Scrubber
+    from streams.feedback_store import FeedbackStore
+    from streams.outbox import Counters, StoreDown, StoreWriter
+
+    store = FeedbackStore(str(tmp_path / "feedback.sqlite3"))
+    writer = StoreWriter(store, backoff_s=0.001, scrub=Scrubber([SECRET]), counters=Counters())
+    seen = []
+
+    def add_feedback(records):
+        seen.append(writer.outage.states()["feedback_store"])
+        if len(seen) <= 7:
+            raise sqlite3.OperationalError(f"database is locked (password {SECRET})")
+        return store.add_feedback(records)
+
+    fb = [parse_feedback(orjson.dumps({"conversation_id": "c", "turn_id": "t", "claim_id": "x" * 20,
+                                       "label_shown": "SUPPORTS", "judgement": "right", "source": "annotator",
+                                       "ts": 1.0, "feedback_id": "f1", "shown": True}))]
+
+    async def main():
+        call = asyncio.ensure_future(writer.call(add_feedback, fb, attempts=None))
+        while len(seen) < 3:
+            await asyncio.sleep(0.001)
+        down = dict(writer.outage.current())
+        with pytest.raises(StoreDown):  # the verdict path does not queue behind the held call
+            await writer.call_unless_down(store.add_verdicts, [])
+        await call
+        return down
+    down = asyncio.run(main())
+    assert seen == [False] + [True] * 7  # down from the first failure until the call went through
+    assert "locked" in down["feedback_store"]["reason"] and SECRET not in down["feedback_store"]["reason"]
+    assert writer.outage.states() == {"feedback_store": False} and writer.counters.store_retries == 7
+    assert store.counts()["feedback"] == 1

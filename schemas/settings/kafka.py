@@ -61,6 +61,23 @@ class KafkaSettings(Section):
     topic_deadletter: str = env("TOPIC_DEADLETTER", "chat.deadletter", "Rejected input with reasons.", min_length=1)
     topic_feedback: str = env("TOPIC_FEEDBACK", "chat.feedback", "Judgements of verdicts (schemas/feedback.schema.json; "
                               "key: conversation id).", min_length=1)
+    # what the producer and the group may assume of the broker (streams/kafka_config.py `faust_client_kwargs`)
+    broker_kind: Literal["auto", "tansu", "kafka"] = env(
+        "BROKER_KIND", "auto",
+        "Which broker the worker talks to. tansu (the embedded broker is Tansu): one record per produce batch, "
+        "because Tansu reports wrong end offsets after multi-record batches and a table restored from its "
+        "changelog would lose state, and a 6 s session timeout (Tansu holds a JoinGroup for half of it). "
+        "kafka (Apache Kafka, Redpanda, MSK, ...): the producer batches (KAFKA_LINGER_MS, KAFKA_BATCH_BYTES) "
+        "and the group keeps Kafka's usual 45 s session timeout. auto: tansu when the embedded broker was "
+        "started here or the cluster id names Tansu, else kafka.")
+    linger_ms: float = env("KAFKA_LINGER_MS", 5.0,
+                           "Against Kafka: how long the producer waits to fill a batch. The worker sends a batch's "
+                           "verdicts together and awaits them once, so a few ms gather them in one request "
+                           "(librdkafka's and Kafka 4's default is 5 ms).", ge=0, le=1000)
+    batch_bytes: int = env("KAFKA_BATCH_BYTES", 131072,
+                           "Against Kafka: the most bytes of one produce batch per partition. A verdict is 1-4 KB, "
+                           "a pipeline batch up to 64 turns, so 128 KiB keeps one partition's share of a batch in "
+                           "one request; below the 1 MB request and message limits.", ge=1024, le=900000)
     topic_partitions: int = env("TOPIC_PARTITIONS", 4,
                                  "Partitions of the stream topics and changelogs when dialcheck creates them.", ge=1, le=10000)
     topic_replication: int = env("TOPIC_REPLICATION", 1, "Replication factor of topics dialcheck creates.", ge=1, le=16)

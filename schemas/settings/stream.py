@@ -31,9 +31,12 @@ class StreamSettings(Section):
     max_text_chars: int = env("MAX_TEXT_CHARS", 4000, "Longer turns are rejected to the dead-letter topic.", ge=1)
     batch_size: int = env("BATCH_SIZE", 16, "Claims per model batch (eval, benchmarks, the stream's batch path).",
                            ge=1, le=10000)
-    take_events: int = env("TAKE_EVENTS", 64,
+    take_events: int = env("TAKE_EVENTS", 256,
                             "Records the worker takes per step (context turns included); the checked turns among them "
-                            "are one pipeline call.", ge=1, le=10000)
+                            "are checked BATCH_SIZE at a time (a pipeline call each, its verdicts delivered before the "
+                            "next), and the step is acknowledged when all are delivered. Many records per step keep "
+                            "the calls full when turns queue up; few keep fewer records to redeliver after a crash.",
+                            ge=1, le=10000)
     batch_within_s: float = env("BATCH_WITHIN_S", 0.2, "Max wait to fill a batch.", gt=0, le=60)
     status_interval_s: float = env("STREAM_STATUS_S", 5.0, "Worker status log and idle-eviction sweep period.",
                                     gt=0, le=3600)

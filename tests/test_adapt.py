@@ -143,12 +143,14 @@ def test_too_few_labels_is_one_line_exit_2_and_nothing_written(tmp_path, capsys)
     (["--labels", "nope.jsonl", "--out", "x"], "--labels nope.jsonl: no such file"),
     (["--from-feedback", "--sources", "moderator,robot", "--out", "x"], "--sources moderator,robot"),
     (["--labels", "LAB", "--out", "x", "--holdout", "1.5"], "--holdout must be between 0 and 1"),
+    (["--labels", "LAB", "--out", "."], "is not empty: name a new directory"),
 ])
 def test_mistakes_are_one_line(tmp_path, capsys, argv, says):
     from dialcheck.cli import main
 
     lab = _write(tmp_path / "l.jsonl", [{"response": "r", "response_label": "SUPPORTS", "evidence_list": [["", "", "e"]]}])
-    argv = [str(lab) if a == "LAB" else str(tmp_path / a) if a == "x" else a for a in argv]
+    argv = [str(lab) if a == "LAB" else str(tmp_path / a) if a == "x" else str(tmp_path) if a == "." else a
+            for a in argv]
     with pytest.raises(SystemExit) if "required" in says else _nothing():
         rc = main(["adapt", *argv])
         assert rc == 2

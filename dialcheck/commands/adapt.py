@@ -61,6 +61,9 @@ def _check(args) -> None:
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         raise UsageError(f"--out {args.out} is a file: name a directory")
+    if out.is_dir() and {p.name for p in out.iterdir()} - {"adapt.json", ".adapt-work"}:
+        raise UsageError(f"--out {args.out} is not empty: name a new directory (write beside the model in use, "
+                         "then move it over: docs/operations.md)")
 
 
 def _sources(raw: str) -> tuple[str, ...]:

@@ -34,8 +34,17 @@ from typing import Sequence
 
 import numpy as np
 
-from lab.nli.judged import JudgedPair, split_by_group
+import lab.nli.adapt as adapt
+import lab.nli.export  # noqa: F401  (fine_tune's lazy import, loaded before the run)
+from lab.nli.adapt_run import probe_pairs, yardstick_pairs
+from lab.nli.judged import JudgedPair, split_by_group, target_counts
 from lab.nli.judged_sets import CHAT_SETS, JUDGED_SETS, load_judged_set, supports_gold
+# imported up front, not per cell: a long run then never meets a half-edited shared tree mid-way
+from lab.tuning.cache import PairCache
+from lab.tuning.calibrate import certify
+from lab.tuning.data import model_fingerprint
+from sklearn.metrics import roc_auc_score
+from workers.models.onnx_nli import OnnxNLI
 
 OUT = Path("artifacts/adapt-curve")
 SHIPPED = Path("triton_models/nli/1")
@@ -75,8 +84,6 @@ def draw(fit: Sequence[JudgedPair], n: int | None, seed: int) -> list[JudgedPair
 def certified_coverage(p: np.ndarray, gold: np.ndarray, in_a: np.ndarray, target: float = TARGET,
                        confidence: float = CONFIDENCE) -> dict:
     """Certify a p(SUPPORTS) threshold on one half, read coverage / precision on the other, both ways."""
-    from lab.tuning.calibrate import certify
-
     sides = []
     for cal in (in_a, ~in_a):
         test = ~cal
@@ -94,8 +101,6 @@ def certified_coverage(p: np.ndarray, gold: np.ndarray, in_a: np.ndarray, target
 
 
 def set_scores(p: np.ndarray, gold: Sequence[int], in_a: np.ndarray) -> dict:
-    from sklearn.metrics import roc_auc_score
-
     gold = np.asarray(gold)
     return {"auc": round(float(roc_auc_score(gold, p)), 4), "n": int(len(gold)), "positives": int(gold.sum()),
             "certified": certified_coverage(np.asarray(p, float), gold, in_a)}
@@ -114,10 +119,6 @@ class Scorer:
         return self.probs(model_dir, pairs)[:, 0]
 
     def probs(self, model_dir: Path, pairs: Sequence[JudgedPair]) -> np.ndarray:
-        from lab.tuning.cache import PairCache
-        from lab.tuning.data import model_fingerprint
-        from workers.models.onnx_nli import OnnxNLI
-
         key = str(model_dir)
         if key not in self._models:
             fp = model_fingerprint(model_dir)
@@ -150,11 +151,9 @@ class Harness:
 
     def base_export(self) -> Path:
         """The shipped weights re-exported by this build's exporter: what interpolation averages with."""
-        from lab.nli.adapt import base_export
-
         d = self.out / "models" / "base-export"
         if not (d / "model.onnx").exists():
-            base_export(self.shipped, d)
+            adapt.base_export(self.shipped, d)
         return d
 
     def _cell_path(self, key: str) -> Path:
@@ -190,10 +189,6 @@ class Harness:
     def adapted(self, key: str, train: list[JudgedPair], seed: int, sets: Sequence[str], meta: dict,
                 weights: Sequence[float] = (1.0,)) -> None:
         """Fine-tune (once) on `train`, score on `sets`; the same for each WiSE-FT weight < 1."""
-        import lab.nli.adapt as adapt
-        from lab.nli.adapt import fine_tune, interpolate
-        from lab.nli.judged import target_counts
-
         adapt.THREADS = THREADS
 
         d = self.out / "models" / key
@@ -201,7 +196,7 @@ class Harness:
         if not (d / "model.onnx").exists():
             log(f"{key}: fine-tune on {len(train)} pairs")
             t0, c0 = time.time(), time.process_time()
-            fine_tune(self.shipped, train, seed=seed, out_dir=d, progress=False)
+            adapt.fine_tune(self.shipped, train, seed=seed, out_dir=d, progress=False)
             cell = {**meta, "pairs": len(train), "targets": target_counts(train), "seed": seed,
                     "train_wall_s": round(time.time() - t0, 1), "train_cpu_s": round(time.process_time() - c0, 1),
                     "steps": json.loads((d / "calibration.json").read_text()).get("adapt", {}).get("steps")}
@@ -212,20 +207,16 @@ class Harness:
                 continue
             wkey, wd = f"{key}-w{w:g}", self.out / "models" / f"{key}-w{w:g}"
             if not (wd / "model.onnx").exists():
-                interpolate(self.base_export(), d, w, wd)
+                adapt.interpolate(self.base_export(), d, w, wd)
             self.score_into(wkey, wd, sets, {**self._load(key), "weight": w, "scores": {}})
 
 
     def forgetting(self, key: str, model_dir: Path, limit: int = 200, probe_n: int = 200) -> dict:
         """The yardstick sets (each capped at `limit` records, an even spread) and the unrelated-evidence
         probe, scored by one model: ROC AUC of p(SUPPORTS) per set, the probe's SUPPORTS / REFUTES rates."""
-        from lab.nli.adapt_run import probe_pairs, yardstick_pairs
-
         cell = self._load(key)
-        if "forgetting" in cell:
+        if cell.get("forgetting", {}).get("limit") == limit:
             return cell
-        from sklearn.metrics import roc_auc_score
-
         sets = {}
         for name, pairs in yardstick_pairs(str(self.data), limit).items():
             known = [x for x in pairs if x.supported is not None]
@@ -342,13 +333,14 @@ def table(out: Path = OUT) -> str:
                          f"{_seeds(got, lambda c: c['scores'][s]['certified']['coverage'], 1)} |")
     forget_rows = [c for c in rows if "forgetting" in c]
     names = sorted({n for c in forget_rows for n in c["forgetting"]["sets"]})
-    forget = ["| model | " + " | ".join(names) + " | unrelated probe: SUPPORTS / REFUTES % |",
-              "|---|" + "---|" * (len(names) + 1)]
+    forget = ["| model | " + " | ".join(names) + " | unrelated probe: SUPPORTS / REFUTES % | silent probe: SUPPORTS / REFUTES % |",
+              "|---|" + "---|" * (len(names) + 2)]
     for c in sorted(forget_rows, key=lambda c: (c["key"] != "shipped", c["key"])):
         f = c["forgetting"]
-        pr = f["probes"].get("unrelated")
+        probes = " | ".join(f"{100 * pr['supports']:.1f} / {100 * pr['refutes']:.1f}" if pr else "—"
+                            for pr in (f["probes"].get("unrelated"), f["probes"].get("silent")))
         forget.append(f"| {c['key']} | " + " | ".join(_fmt((f["sets"].get(n) or {}).get("auc"), 3) for n in names) +
-                      f" | {_fmt(100 * pr['supports'], 1) if pr else '—'} / {_fmt(100 * pr['refutes'], 1) if pr else '—'} |")
+                      f" | {probes} |")
     return "\n".join(["### Learning curve", *curve, "", "### Cross-deployment", *cross, "", "### Forgetting", *forget])
 
 
@@ -414,11 +406,11 @@ def main(argv: list[str] | None = None) -> int:
         h.shipped_row(JUDGED_SETS)
         return 0
     if args.cmd == "forget":
-        h.forgetting("shipped", h.shipped, args.limit)
+        h.forgetting("shipped", h.shipped, args.limit, args.limit)
         for key in args.keys.split(","):
             d = h.out / "models" / key
             if (d / "model.onnx").exists():
-                h.forgetting(key, d, args.limit)
+                h.forgetting(key, d, args.limit, args.limit)
             else:
                 log(f"{key}: no model at {d}, skipped")
         return 0

@@ -192,37 +192,6 @@ def test_the_gate_refuses_labels_that_cannot_improve_one_line_exit_2_no_model(tm
     assert not (out / "model.onnx").exists() and not (out / "display.json").exists()
 
 
-@pytest.mark.model
-def test_a_small_real_adaptation_writes_a_dir_that_serves_its_verdicts(tmp_path, data_dir):
-    """90 real FaithDial replies (every 24th of the audit: people's and three models' replies), six
-    steps, a loose target so that 45 held-out replies can certify: the directory passes the gate and
-    `DIALCHECK_NLI_MODEL_DIR=DIR` alone serves its model, decision and display. (The gate's margin on
-    so few replies is thin: measured here, AUC 0.749 → 0.751 and coverage 28.9 → 31.1 %.)"""
-    from lab.nli.judged import from_eval_set
-    from lab.tuning.datasets import load_set
-
-    labels = _write(tmp_path / "labels.jsonl", _dialfact_rows(from_eval_set(load_set("faithdial", data_dir))[::24][:90]))
-    out = tmp_path / "model"
-    r = _cli("adapt", "--labels", str(labels), "--out", str(out), "--seeds", "1", "--max-steps", "8",
-             "--holdout", "0.5", "--target", "0.7", "--confidence", "0.5", "--limit-per-set", "15",
-             "--probe-pairs", "15", "--specialise", "--quiet")
-    assert r.returncode == 0, r.stderr[-3000:]
-    report = json.loads((out / "adapt.json").read_text())
-    version = report["model"]["version"]
-    assert version.startswith(report["base_model"]["version"] + "+adapt-")
-    assert {"model.onnx", "calibration.json", "decision.json", "display.json", "MODEL_CARD.md", "adapt.json"} <= \
-        {p.name for p in out.iterdir()}
-    assert "valid for the traffic it was adapted on" in (out / "MODEL_CARD.md").read_text().lower()
-    a, s = report["holdout"]["adapted"], report["holdout"]["shipped"]
-    assert a["auc"] > s["auc"] and a["certified_coverage"] >= s["certified_coverage"]
-    served = _cli("check", "--protocol", "fv", "--evidence", "The Eiffel Tower is a wrought-iron lattice tower in "
-                  "Paris, France.", "--claim", "The Eiffel Tower is in Paris.", "--json",
-                  env={"DIALCHECK_NLI_MODEL_DIR": str(out)})
-    assert served.returncode == 0, served.stderr[-2000:]
-    verdict = json.loads(served.stdout.strip().splitlines()[-1])
-    assert verdict["model_versions"]["nli"] == version and "display" in verdict
-
-
 def test_from_feedback_reads_the_store_and_too_few_judgements_is_one_line(tmp_path, capsys):
     """Judged verdicts in a real SQLite feedback store: moderators' judgements become pairs (the
     users' are left out by default), and too few of them stop before any training."""

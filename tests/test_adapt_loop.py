@@ -162,6 +162,20 @@ def adapt(settings, store_path, base, out) -> subprocess.CompletedProcess:
                           cwd=str(REPO_ROOT), env=env, capture_output=True, text=True, timeout=ADAPT_TIMEOUT_S)
 
 
+def check_with_model_dir(model_dir) -> dict:
+    """`dialcheck check --protocol fv` in a fresh process whose only model setting is DIALCHECK_NLI_MODEL_DIR:
+    the directory's model, decision and display are what a user gets (the probe's verdict as JSON)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DIALCHECK_DECISION", "DIALCHECK_DISPLAY"))}
+    env.update(DIALCHECK_NLI_MODEL_DIR=str(model_dir),
+               PYTHONPATH=os.pathsep.join(filter(None, [str(REPO_ROOT), env.get("PYTHONPATH", "")])))
+    premise, claim = EVIDENCE[PROBE_TEXT][1], PROBE_TEXT
+    r = subprocess.run([sys.executable, "-m", "dialcheck", "check", "--protocol", "fv", "--evidence", premise,
+                        "--claim", claim, "--json"], cwd=str(REPO_ROOT), env=env, capture_output=True, text=True,
+                       timeout=600)
+    assert r.returncode == 0, r.stderr[-2000:]
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
 @pytest.mark.timeout(2400)
 def test_judged_verdicts_adapt_the_verifier_the_worker_takes_on_sighup(fresh_broker, tmp_path):
     models = tmp_path / "models"
@@ -209,6 +223,14 @@ def test_judged_verdicts_adapt_the_verifier_the_worker_takes_on_sighup(fresh_bro
         assert report["base_model"]["version"] == base_version and report["data"]["pairs"] == len(records)
         held = report["holdout"]
         assert held["adapted"]["auc"] > held["shipped"]["auc"]  # adapt's gate, as it reported it
+        assert {"model.onnx", "calibration.json", "decision.json", "display.json", "MODEL_CARD.md"} <= \
+            {p.name for p in beside.iterdir()}
+        assert "valid for the traffic it was adapted on" in (beside / "MODEL_CARD.md").read_text().lower()
+
+        # 3b. the directory alone makes the verifier: `DIALCHECK_NLI_MODEL_DIR=DIR dialcheck check` serves it
+        served = check_with_model_dir(beside)
+        assert served["model_versions"]["nli"] == new_version and "display" in served
+        assert served["probabilities"]["SUPPORTS"] == pytest.approx(own_score(beside), abs=1e-3)
 
         # 4. roll out: two renames, SIGHUP; the same process reloads and says which model it now uses
         live.rename(previous)

@@ -73,7 +73,8 @@ _JOIN = """FROM feedback f LEFT JOIN verdicts v ON v.claim_id = COALESCE(f.claim
         (SELECT w.claim_id FROM verdicts w WHERE w.conversation_id = f.conversation_id AND w.turn_id = f.turn_id
          AND w.claim_index = f.claim_index ORDER BY w.stored_at, w.claim_id LIMIT 1))"""
 _JUDGED = """SELECT f.source, f.conversation_id, f.turn_id, f.claim_id, f.claim_index, f.label_shown, f.confidence_shown,
-        f.shown, f.judgement, f.ts, f.received_at, v.claim_id, v.claim_index, v.shown, v.confidence, v.verdict, f.note
+        f.shown, f.judgement, f.ts, f.received_at, v.claim_id, v.claim_index, v.shown, v.confidence, v.verdict, f.note,
+        f.record
     """ + _JOIN
 # per (label, confidence, shown, judgement, NLI version): the record's own confidence and shown, else the
 # stored verdict's; the version is the judged verdict's ({nli}: `_nli_version`'s SQL, NULL when not stored)
@@ -155,6 +156,7 @@ class JudgedVerdict:
     shown: bool | None = None  # the record's, else the stored verdict's display.show
     ts: float | None = None
     note: str | None = None
+    corrected_label: str | None = None  # the label the judge would give (feedback schema 1.1), when given
 
     @property
     def nli_version(self) -> str:
@@ -334,7 +336,7 @@ class FeedbackStore:
         returns those whose verdict was never stored (verdict None)."""
         out = []
         for (source, conv, turn, cid, cidx, label, conf, shown, judgement, ts, received, vcid, vidx, vshown, vconf,
-             vjson, note) in self._query(_JUDGED + " ORDER BY f.received_at, f.ts"):
+             vjson, note, record) in self._query(_JUDGED + " ORDER BY f.received_at, f.ts"):
             if vjson is None and joined_only:
                 continue
             eff_shown = shown if shown is not None else vshown
@@ -343,7 +345,8 @@ class FeedbackStore:
                                      claim_index=cidx if cidx is not None else vidx, label_shown=label,
                                      received_at=float(received), claim_id=cid or vcid,
                                      confidence_shown=conf or vconf,
-                                     shown=None if eff_shown is None else bool(eff_shown), ts=float(ts), note=note))
+                                     shown=None if eff_shown is None else bool(eff_shown), ts=float(ts), note=note,
+                                     corrected_label=orjson.loads(record).get("corrected_label") or None))
         return out
 
     def counts(self) -> dict:

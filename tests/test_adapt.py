@@ -48,10 +48,11 @@ def _verdict(label: str, window: str = "Paris is the capital of France.", surfac
             "evidence": [{"window": "unrelated", "entail": 0.1, "contradict": 0.1}]}
 
 
-def _judged(label, judgement, source="moderator", conv="c1", turn="t1", ts=1.0, claim_id="k1", verdict=None):
+def _judged(label, judgement, source="moderator", conv="c1", turn="t1", ts=1.0, claim_id="k1", verdict=None,
+            corrected=None):
     return JudgedVerdict(verdict=verdict if verdict is not None else _verdict(label), judgement=judgement,
                          source=source, conversation_id=conv, turn_id=turn, claim_index=0, label_shown=label,
-                         received_at=ts, claim_id=claim_id, ts=ts)
+                         received_at=ts, claim_id=claim_id, ts=ts, corrected_label=corrected)
 
 
 def test_feedback_pairs_read_the_deciding_window_and_the_surface_and_keep_trusted_sources():
@@ -72,11 +73,10 @@ def test_feedback_pairs_read_the_deciding_window_and_the_surface_and_keep_truste
 
 def test_the_latest_judgement_of_a_claim_wins_and_a_corrected_label_says_more():
     judged = [_judged("SUPPORTS", "right", ts=1.0), _judged("SUPPORTS", "wrong", ts=2.0),
-              _judged("REFUTES", "right", conv="x", claim_id="r1", ts=3.0),
-              _judged("NOT ENOUGH INFO", "wrong", conv="y", claim_id="n1", ts=4.0)]
-    corrected = {("moderator", "x", "t1", 3.0, ("id", "r1")): "NOT SUPPORTS",  # binary: not evidence of contradiction
-                 ("moderator", "y", "t1", 4.0, ("id", "n1")): "SUPPORTS"}
-    pairs, _ = from_feedback(judged, corrected=corrected)
+              # binary: not evidence of contradiction
+              _judged("REFUTES", "right", conv="x", claim_id="r1", ts=3.0, corrected="NOT SUPPORTS"),
+              _judged("NOT ENOUGH INFO", "wrong", conv="y", claim_id="n1", ts=4.0, corrected="SUPPORTS")]
+    pairs, _ = from_feedback(judged)
     assert sorted((p.group, p.target) for p in pairs) == [("c1", "not_entailment"), ("x", "not_entailment"),
                                                           ("y", "entailment")]
 

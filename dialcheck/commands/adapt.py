@@ -88,14 +88,13 @@ def _pairs(args):
             raise UsageError(str(e)) from None
         data = {"kind": "labels", "file": Path(args.labels).name, "file_sha1": sha1_of(args.labels)}
     else:
-        from lab.nli.judged import corrected_labels
         from schemas.settings import load_settings
 
         from .feedback import open_store
 
         sources = _sources(args.sources)
         with open_store(args.store, load_settings()) as store:
-            pairs, dropped = from_feedback(store.judged(), sources, corrected_labels(store))
+            pairs, dropped = from_feedback(store.judged(), sources)
             where = store.url
         from schemas.settings import redact
 

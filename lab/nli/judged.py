@@ -179,41 +179,15 @@ def claim_surface(verdict: dict) -> str | None:
     return str(text).strip() if text else None
 
 
-def corrected_labels(store) -> dict:
-    """The judgements' `corrected_label` (feedback schema 1.1) by (source, conversation, turn, ts,
-    claim reference), read from the records the store keeps (`JudgedVerdict` does not carry it)."""
-    out = {}
-    for source, conv, turn, ts, record in store._query("SELECT source, conversation_id, turn_id, ts, record FROM feedback"):
-        try:
-            r = json.loads(record)
-        except (TypeError, ValueError):
-            continue
-        if r.get("corrected_label"):
-            ref = ("id", r["claim_id"]) if r.get("claim_id") is not None else ("idx", r.get("claim_index"))
-            out[(source, conv, turn, float(ts), ref)] = r["corrected_label"]
-    return out
-
-
-def _corrected(j, corrected: dict) -> str | None:
-    for ref in (("id", j.claim_id), ("idx", j.claim_index)):
-        got = corrected.get((j.source, j.conversation_id, j.turn_id, float(j.ts or 0.0), ref))
-        if got:
-            return got
-    return None
-
-
-def from_feedback(judged: Iterable, sources: Sequence[str] = DEFAULT_SOURCES,
-                  corrected: dict | None = None) -> tuple[list[JudgedPair], dict]:
+def from_feedback(judged: Iterable, sources: Sequence[str] = DEFAULT_SOURCES) -> tuple[list[JudgedPair], dict]:
     """The feedback store's judged verdicts (`FeedbackStore.judged()`) → (pairs, what was left out).
     Only `sources`; the latest judgement of a claim by a source wins; a judgement of another label
     than the stored verdict's, `unsure`, and a verdict without a window are left out.
-    `corrected` (`corrected_labels(store)`): a judgement's corrected label (feedback schema 1.1, the
-    label the judge would give) says more than right / wrong: SUPPORTS → entailment, REFUTES →
+    A judgement's `corrected_label` (feedback schema 1.1, the label the judge would give) says more than right / wrong: SUPPORTS → entailment, REFUTES →
     contradiction, NOT ENOUGH INFO → not_entailment and not_contradiction, a binary NOT SUPPORTS →
     not_entailment only. It replaces the judgement's own target (a REFUTES judged "right" against a
     binary "not supported" is not evidence of contradiction), and makes judged NOT ENOUGH INFO
     verdicts usable."""
-    corrected = corrected or {}
     latest: dict = {}
     dropped = Counter()
     for j in sorted(judged, key=lambda j: float(j.received_at or 0.0)):
@@ -230,7 +204,7 @@ def from_feedback(judged: Iterable, sources: Sequence[str] = DEFAULT_SOURCES,
         if j.label_shown and j.label_shown != v.get("label"):
             dropped["other_label"] += 1
             continue
-        fixed = _corrected(j, corrected) if j.judgement != "unsure" else None
+        fixed = j.corrected_label if j.judgement != "unsure" else None
         targets = CORRECTED_TARGETS.get(fixed) if fixed else None
         if targets is None:
             target = target_of_judgement(v.get("label"), j.judgement)

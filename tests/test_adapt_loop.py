@@ -40,15 +40,13 @@ from dataclasses import replace
 import orjson
 import pytest
 
-from schemas import ChatTurn, Verdict, claim_id
+from schemas import ChatTurn, Verdict
 from schemas.settings import REPO_ROOT
 from streams.feedback_store import FeedbackStore
 from streams.precision import ALL_VERSIONS
 from streams.reload import REFUSED, RELOADED
-from streams.replay import TurnProducer
-from streams.verdicts import VerdictLog, collect_verdicts, end_offsets
 from streams.worker import WorkerProcess
-from tests.test_feedback_stream import send_feedback, stream_settings
+from tests.test_feedback_stream import publish, send_feedback, stream_settings
 from tests.waiting import wait_until
 
 pytestmark = [pytest.mark.broker, pytest.mark.model, pytest.mark.data]
@@ -120,22 +118,14 @@ def create(settings, protocol: str = "fv", surface: str = "r0"):
 WORKER_ARGS = ["--pipeline", "tests.test_adapt_loop:create", "--protocol", "fv", "--surface", "r0"]
 
 
-def publish(settings, worker, turns: list[ChatTurn]) -> dict[str, Verdict]:
+def publish_by_turn(settings, worker, turns: list[ChatTurn]) -> dict[str, Verdict]:
     """Send the turns; their verdicts by turn id."""
-    ids = {claim_id(t.conversation_id, t.turn_id, t.text): t.turn_id for t in turns}
-    start = end_offsets(settings, settings.kafka.topic_verdicts)
-    with TurnProducer(settings) as p:
-        for t in turns:
-            p.send_turn(t)
-        p.flush()
-    vlog = collect_verdicts(settings, set(ids), WAIT_S, start=start, log=VerdictLog(), alive=worker.alive)
-    assert set(ids) <= vlog.verdicts.keys(), "worker did not answer every reply:\n" + worker.log_text()[-3000:]
-    return {ids[cid]: vlog.verdicts[cid] for cid in ids}
+    return {v.turn_id: v for v in publish(settings, worker, turns, WAIT_S).values()}
 
 
 def probe(settings, worker, run: str) -> Verdict:
     turn = ChatTurn(f"probe-{run}", f"probe-{run}#r", "assistant", PROBE_TEXT, check=True)
-    return publish(settings, worker, [turn])[turn.turn_id]
+    return publish_by_turn(settings, worker, [turn])[turn.turn_id]
 
 
 def own_score(model_dir) -> float:
@@ -193,7 +183,7 @@ def test_judged_verdicts_adapt_the_verifier_the_worker_takes_on_sighup(fresh_bro
         # 1. the deployment's traffic and the probe, checked by the shipped verifier
         turns = {f"c{i:02d}-{kind}#r": ChatTurn(f"c{i:02d}-{kind}", f"c{i:02d}-{kind}#r", "assistant", text, check=True)
                  for i, region in enumerate(REGIONS) for kind, text in replies(*region).items()}
-        got = publish(settings, worker, list(turns.values()))
+        got = publish_by_turn(settings, worker, list(turns.values()))
         before = probe(settings, worker, "before")
         assert {v.model_versions["nli"] for v in [*got.values(), before]} == {base_version}
         badges = {tid: v for tid, v in got.items() if v.label in ("SUPPORTS", "REFUTES")}

@@ -27,14 +27,13 @@ import signal
 
 import pytest
 
-from schemas import ChatTurn, Verdict, claim_id
+from schemas import ChatTurn, Verdict
 from schemas.settings import load_settings
 from streams.broker import EmbeddedBroker
 from streams.feedback_store import FeedbackStore
 from streams.reload import REFUSED, RELOADED
-from streams.replay import TurnProducer
-from streams.verdicts import VerdictLog, collect_verdicts, end_offsets
 from streams.worker import WorkerProcess
+from tests.test_feedback_stream import publish
 from tests.test_ui_browser import ARTIFACTS, _cli, judge, live_page
 from tests.waiting import wait_until
 from workers.display import SHIPPED, BadgeFacts, DisplayPolicy
@@ -55,19 +54,6 @@ PROBES = {"A": ("SUPPORTS", 0.6), "B": ("SUPPORTS", 0.32), "C": ("REFUTES", 0.65
 
 def text(topic: str, label: str, p: float) -> str:
     return f"The {topic} ferry leaves at nine. [{label} {p}]"
-
-
-def publish(settings, worker, turns: list[ChatTurn]) -> dict[str, Verdict]:
-    """Send the turns, return their verdicts by claim id."""
-    ids = {claim_id(t.conversation_id, t.turn_id, t.text): t for t in turns}
-    start = end_offsets(settings, settings.kafka.topic_verdicts)
-    with TurnProducer(settings) as p:
-        for t in turns:
-            p.send_turn(t)
-        p.flush()
-    vlog = collect_verdicts(settings, set(ids), WAIT_S, start=start, log=VerdictLog(), alive=worker.alive)
-    assert set(ids) <= vlog.verdicts.keys(), "worker did not answer every claim:\n" + worker.log_text()[-3000:]
-    return {cid: vlog.verdicts[cid] for cid in ids}
 
 
 def expected_display(policy: DisplayPolicy, v: Verdict):
@@ -100,7 +86,7 @@ def test_feedback_from_chromium_and_a_file_certifies_a_display_the_restarted_wor
 
         # 1. the shipped display on the traffic and on the probes
         old_probes = probes("old")
-        got = publish(settings, worker, turns + list(old_probes.values()))
+        got = publish(settings, worker, turns + list(old_probes.values()), WAIT_S)
         for v in got.values():  # every display is the shipped policy's, computed from what the store keeps
             assert v.display == expected_display(shipped, v), v.claim
         by_text = {v.claim: v for v in got.values()}
@@ -157,7 +143,7 @@ def test_feedback_from_chromium_and_a_file_certifies_a_display_the_restarted_wor
             os.kill(worker.pid, signal.SIGHUP)
             line = worker.wait_for(marker, WAIT_S)
             sent = probes(run)
-            got_run = {v.claim: v for v in publish(settings, worker, list(sent.values())).values()}
+            got_run = {v.claim: v for v in publish(settings, worker, list(sent.values()), WAIT_S).values()}
             return line, {k: got_run[t.text] for k, t in sent.items()}
 
         pid = worker.pid
@@ -181,7 +167,7 @@ def test_feedback_from_chromium_and_a_file_certifies_a_display_the_restarted_wor
         worker = stack.enter_context(WorkerProcess(restarted, log, extra_args=STANDIN))
         worker.wait_ready(timeout_s=WAIT_S)
         new_probes = probes("new")
-        after = publish(restarted, worker, list(new_probes.values()))
+        after = publish(restarted, worker, list(new_probes.values()), WAIT_S)
         by_text_new = {v.claim: v for v in after.values()}
         now = {k: by_text_new[t.text] for k, t in new_probes.items()}
         for k in "ABCD":

@@ -14,7 +14,7 @@ import urllib.request
 import orjson
 import pytest
 
-from schemas import ChatTurn, claim_id
+from schemas import ChatTurn, Verdict, claim_id
 from schemas.settings import load_settings
 from streams.feedback_store import FeedbackStore
 from streams.observability import METRICS_MARKER
@@ -52,6 +52,19 @@ def send_feedback(s, records: list[tuple[bytes | None, bytes | None]], pause_s: 
             p.producer.send(s.kafka.topic_feedback, key=key, value=value).get(timeout=30)
             if pause_s:
                 time.sleep(pause_s)
+
+
+def publish(s, worker, turns: list[ChatTurn], wait_s: float) -> dict[str, Verdict]:
+    """Send the turns to a running worker; their verdicts by claim id (each turn one claim)."""
+    ids = {claim_id(t.conversation_id, t.turn_id, t.text) for t in turns}
+    start = end_offsets(s, s.kafka.topic_verdicts)
+    with TurnProducer(s) as p:
+        for t in turns:
+            p.send_turn(t)
+        p.flush()
+    vlog = collect_verdicts(s, ids, wait_s, start=start, log=VerdictLog(), alive=worker.alive)
+    assert ids <= vlog.verdicts.keys(), "worker did not answer every claim:\n" + worker.log_text()[-3000:]
+    return {cid: vlog.verdicts[cid] for cid in ids}
 
 
 def stored(s) -> int:

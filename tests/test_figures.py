@@ -237,3 +237,34 @@ def test_risk_coverage_bad_report_is_one_line(tmp_path, capsys):
     (tmp_path / "bad.json").write_text("{}")
     assert main(["figures", "--risk-coverage", str(tmp_path / "bad.json"), "--out", str(tmp_path)]) == 2
     assert capsys.readouterr().err.count("\n") == 1
+
+
+@pytest.mark.unit
+def test_adapt_curve_figure_from_the_harness_cells(tmp_path, capsys):
+    """`dialcheck figures --adapt-curve CELLS`: the learning curve drawn from the harness's cells alone
+    (each adapted cell's own-set AUC and certified coverage, the shipped model's beside it); a directory
+    without cells is one line and exit 2."""
+    from dialcheck.cli import main
+
+    cells = tmp_path / "cells"
+    cells.mkdir()
+
+    def score(auc, cov):
+        return {"auc": auc, "certified": {"coverage": cov, "precision": None}}
+
+    (cells / "shipped.json").write_text(json.dumps({"scores": {"begin_wow": score(0.8, 0.0)}}))
+    for n, seed, auc, cov in ((50, 1, 0.83, 0.0), (200, 1, 0.9, 12.5), (200, 2, 0.88, 4.0)):
+        (cells / f"begin_wow-n{n}-s{seed}.json").write_text(json.dumps(
+            {"fit": "begin_wow", "n": str(n), "weight": 1.0, "pairs": n, "seed": seed, "scores": {"begin_wow": score(auc, cov)}}))
+    (cells / "begin_wow-n200-s1-w0.5.json").write_text(json.dumps(  # a WiSE mix is not a curve point
+        {"fit": "begin_wow", "n": "200", "weight": 0.5, "pairs": 200, "seed": 1, "scores": {"begin_wow": score(0.99, 50.0)}}))
+    assert main(["figures", "--adapt-curve", str(tmp_path), "--out", str(tmp_path / "fig")]) == 0
+    assert (tmp_path / "fig" / "adapt_curve.png").stat().st_size > 0
+    rows = list(csv.reader(l for l in open(tmp_path / "fig" / "adapt_curve.csv") if not l.startswith("#")))
+    got = {(r[1], r[2], r[3], r[4], r[5]) for r in rows[1:] if r[0] == "begin_wow"}
+    assert ("adapted", "200", "1", "0.9", "12.5") in got and ("adapted", "50", "1", "0.83", "0.0") in got
+    assert not any(r[4] == "0.99" for r in rows[1:])
+    assert any(r[1] == "shipped" and r[4] == "0.8" for r in rows[1:])
+    capsys.readouterr()
+    assert main(["figures", "--adapt-curve", str(tmp_path / "empty"), "--out", str(tmp_path)]) == 2
+    assert capsys.readouterr().err.count("\n") == 1

@@ -14,8 +14,9 @@ and the command prints any DIALCHECK_* variable it sees):
 
 Every figure made from a set the shipped decision layer was fitted on says so in its title and in a
 `# ...` first line of its CSV (the sets come from the decision JSON's own `fitted_on`).
-bench_stream.png (bench/bench_stream.py + bench/plot_bench.py) and ui.png (tests/test_ui_browser.py)
-are made by their own tools."""
+`--adapt-curve` draws adapt_curve.png alone, from the cells `python -m lab.nli.adapt_curve` left (no
+model is run: the numbers are the harness's). bench_stream.png (bench/bench_stream.py +
+bench/plot_bench.py) and ui.png (tests/test_ui_browser.py) are made by their own tools."""
 from __future__ import annotations
 
 import argparse
@@ -31,6 +32,7 @@ from schemas.settings import REPO_ROOT
 
 HYBRIDIAL_INDEX = str(REPO_ROOT / "artifacts" / "index-hybridial")
 FIGURES = str(REPO_ROOT / "docs" / "figures")
+ADAPT_CELLS = str(REPO_ROOT / "artifacts" / "adapt-curve")
 
 
 def register(sub) -> None:
@@ -50,6 +52,9 @@ def register(sub) -> None:
                         "verdicts when there are any (--store)")
     p.add_argument("--store", default=None, help="--risk-coverage: the feedback store (default: DIALCHECK_FEEDBACK_STORE "
                                                    "or artifacts/feedback.sqlite3, when it exists)")
+    p.add_argument("--adapt-curve", default=None, metavar="CELLS_DIR", nargs="?", const=ADAPT_CELLS,
+                   help="only the adaptation learning curve (adapt_curve.png + .csv) from the cells of "
+                        f"`python -m lab.nli.adapt_curve` (default {ADAPT_CELLS})")
     p.add_argument("--pipeline", default=None, help=argparse.SUPPRESS)  # the stream worker's checker (tests)
     p.set_defaults(func=run)
 
@@ -283,6 +288,14 @@ def run(args) -> int:
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)
         for p in risk_coverage_figure(args.risk_coverage, out, args.store):
+            print(p)
+        return 0
+    if args.adapt_curve:
+        from lab.nli.adapt_report import cells, figure
+
+        if not cells(Path(args.adapt_curve)):
+            raise UsageError(f"no adaptation cells in {args.adapt_curve}/cells (run `python -m lab.nli.adapt_curve curve ...` first)")
+        for p in figure(Path(args.out) / "adapt_curve.png", out=Path(args.adapt_curve)):
             print(p)
         return 0
     if args.limit is not None and args.limit < 1:

@@ -8,6 +8,8 @@ judgement arrives. The real store (a SQLite file, and a PostgreSQL database) and
 store; no mocks."""
 from __future__ import annotations
 
+import json
+
 import orjson
 import pytest
 from prometheus_client import generate_latest
@@ -122,3 +124,21 @@ def test_the_page_keeps_a_bounded_number_of_versions_apart():
         page.add_verdict_raw(orjson.dumps(verdict(i, f"v{i}")))
     names = [v["nli_version"] for v in page.snapshot()["precision"]["versions"]]
     assert len(names) == MAX_VERSIONS + 1 and names[-1] == OTHER_VERSIONS
+
+
+def test_feedback_stats_shows_each_model_version_of_a_rollout(store, feedback_store_url, capsys):
+    """`dialcheck feedback stats` on a store that saw a rollout: the pooled rows, then each version's
+    (text and --json), the adapted model's badges judged apart from its base's."""
+    from dialcheck.cli import main
+
+    assert main(["feedback", "stats", "--store", feedback_store_url]) == 0
+    out = capsys.readouterr().out
+    assert f"NLI model {BASE}:" in out and f"NLI model {ADAPTED}:" in out
+    assert out.index(f"NLI model {BASE}:") < out.index(f"NLI model {ADAPTED}:")
+    assert main(["feedback", "stats", "--store", feedback_store_url, "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    per = {v: {r["label"]: r for r in rows} for v, rows in got["by_nli_version"].items()}
+    assert list(per) == [BASE, ADAPTED, UNKNOWN_VERSION]
+    assert (per[BASE]["SUPPORTS"]["right"], per[BASE]["SUPPORTS"]["wrong"]) == (6, 4)
+    assert (per[ADAPTED]["SUPPORTS"]["right"], per[ADAPTED]["SUPPORTS"]["wrong"]) == (8, 0)
+    assert {r["label"]: r["n"] for r in got["precision"]}["SUPPORTS"] == 19

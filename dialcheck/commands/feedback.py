@@ -14,7 +14,9 @@ when no row was usable. Importing the same file again changes nothing (each row'
 stable, the store upserts on it).
 
 `stats` prints judgements by kind and source, and per badge bucket the shown-badge precision with
-its interval, n and coverage, and whether the drift alarm fires (streams/precision.py)."""
+its interval, n and coverage, and whether the drift alarm fires (streams/precision.py); when the
+store holds verdicts of more than one NLI model version (an adapted model rolled out), the same per
+version, so a rollout is judged before and after (`--json`: `by_nli_version`)."""
 from __future__ import annotations
 
 import csv
@@ -250,22 +252,34 @@ def cmd_stats(args) -> int:
     confidence = settings.stream.precision_confidence if args.confidence is None else args.confidence
     if not (0 < target <= 1 and 0 < confidence < 1):
         raise UsageError("--target must be in (0, 1] and --confidence in (0, 1)")
+    from streams.precision import ALL_VERSIONS
+
     with open_store(args.store, settings) as store:
-        counts, rows = store.counts(), store.precision(target, confidence)
+        counts, by_version = store.counts(), store.precision_by_version(target, confidence)
+    rows = by_version.pop(ALL_VERSIONS)
     if args.json:
-        print(json.dumps({"store": _where(store), **counts, "precision": [r.to_dict() for r in rows]}))
+        print(json.dumps({"store": _where(store), **counts, "precision": [r.to_dict() for r in rows],
+                          "by_nli_version": {v: [r.to_dict() for r in rs] for v, rs in by_version.items()}}))
         return 0
     j = counts["judgement"]
     print(f"feedback store {_where(store)}: {counts['feedback']} judgements ({j['right']} right, {j['wrong']} wrong, "
           f"{j['unsure']} unsure; by source {', '.join(f'{k} {v}' for k, v in sorted(counts['source'].items())) or '-'}), "
           f"{counts['verdicts']} verdicts, {counts['unjoined']} judgements without their verdict")
     print(f"shown-badge precision ({confidence:.0%} Clopper-Pearson interval; alarm when its upper end < {target:.2f}):")
+    _print_rows(rows, "  ")
+    if len(by_version) > 1:  # a rollout: each NLI model version's badges judged on their own
+        for version, vrows in by_version.items():
+            print(f"  NLI model {version}:")
+            _print_rows(vrows, "    ")
+    return 0
+
+
+def _print_rows(rows, indent: str) -> None:
     for r in rows:
         prec = "no judgements yet" if r.precision is None else (
             f"{r.precision:.3f} [{r.lower:.3f}, {r.upper:.3f}] n={r.n}")
         cov = "-" if r.coverage is None else f"{r.coverage:.1%} ({r.shown}/{r.verdicts})"
-        print(f"  {r.label:<9} {prec:<34} coverage {cov}{'  ALARM' if r.alarm else ''}")
-    return 0
+        print(f"{indent}{r.label:<9} {prec:<34} coverage {cov}{'  ALARM' if r.alarm else ''}")
 
 
 def _where(store) -> str:

@@ -109,3 +109,23 @@ def test_certified_coverage_reads_the_threshold_on_the_other_half():
     assert c["precision"] >= 85 and c["coverage"] >= 100 * gold.mean()  # every positive shown, few negatives
     assert all(side["threshold"] <= 0.5 for side in c["sides"])
     assert certified_coverage(rng.random(400), gold, in_a)["coverage"] == 0.0  # a useless score certifies nothing
+
+
+def test_lodo_rows_score_a_set_only_with_models_adapted_without_it():
+    """A set (and a set derived from it: TRUE-DialFact from DialFact) that a model was adapted on never
+    appears as its left-out row; the seeds' spread is printed beside the change."""
+    from lab.nli.adapt_report import lodo_rows
+
+    def forgetting(**aucs):
+        return {"limit": 200, "sets": {k: {"auc": v, "n": 200} for k, v in aucs.items()}, "probes": {}}
+
+    rows = [{"key": "shipped", "forgetting": forgetting(dialfact=0.8, true_dialfact=0.88, wice=0.6, faithdial=0.75)}]
+    for seed, a in ((1, 0.78), (2, 0.74)):
+        rows.append({"key": f"lodo-dialfact-s{seed}", "seed": seed, "left_out": "dialfact", "fit": "faithdial+begin_wow",
+                     "weight": 1.0, "forgetting": forgetting(dialfact=a, true_dialfact=a + 0.05, wice=0.61, faithdial=0.9)})
+    rows.append({"key": "lodo-wice-s1", "seed": 1, "left_out": "wice", "fit": "dialfact+faithdial", "weight": 1.0,
+                 "forgetting": forgetting(dialfact=0.9, true_dialfact=0.95, wice=0.5, faithdial=0.9)})
+    got = {tuple(c.strip() for c in r.split("|")[1:4]): r for r in lodo_rows(rows) if r.startswith("| ") and "scored on" not in r}
+    assert set(got) == {("faithdial+begin_wow", "1", "dialfact"), ("faithdial+begin_wow", "1", "true_dialfact"),
+                        ("faithdial+begin_wow", "1", "wice"), ("dialfact+faithdial", "1", "wice")}
+    assert "0.780 / 0.740 | -0.040 | 0.040" in got[("faithdial+begin_wow", "1", "dialfact")]

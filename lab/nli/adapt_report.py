@@ -82,7 +82,43 @@ def table(out: Path = OUT) -> str:
                             for pr in (f["probes"].get("unrelated"), f["probes"].get("silent")))
         forget.append(f"| {c['key']} | " + " | ".join(_fmt((f["sets"].get(n) or {}).get("auc"), 3) for n in names) +
                       f" | {probes} |")
-    return "\n".join(["### Learning curve", *curve, "", "### Cross-deployment", *cross, "", "### Forgetting", *forget])
+    sections = ["### Learning curve", *curve, "", "### Cross-deployment", *cross, "", "### Forgetting", *forget]
+    lodo = lodo_rows(rows)
+    return "\n".join(sections + (["", "### Leave one dataset out", *lodo] if lodo else []))
+
+
+# a yardstick set built from another set's records: out of a fit only when that set is out too
+DERIVED_FROM = {"true_dialfact": "dialfact"}
+
+
+def out_of_fit(name: str, fit: set[str]) -> bool:
+    return name not in fit and DERIVED_FROM.get(name) not in fit
+
+
+def lodo_rows(rows: list[dict]) -> list[str]:
+    """Markdown rows: each yardstick set scored by the models adapted without it (`lodo` cells with a
+    forgetting check), beside the shipped model on the same records; the seeds' spread is the noise
+    a change has to exceed."""
+    ship = next((c for c in rows if c["key"] == "shipped"), {}).get("forgetting", {})
+    groups: dict = {}
+    for c in rows:
+        if c.get("left_out") and "forgetting" in c and c["forgetting"].get("limit") == ship.get("limit"):
+            groups.setdefault((c["left_out"], float(c.get("weight", 1.0))), []).append(c)
+    out = []
+    for (left, w), items in sorted(groups.items()):
+        fit = set(items[0]["fit"].split("+"))
+        for name in sorted(n for n in ship.get("sets", {}) if out_of_fit(n, fit)):
+            base = (ship["sets"].get(name) or {}).get("auc")
+            got = [(c["forgetting"]["sets"].get(name) or {}).get("auc") for c in sorted(items, key=lambda c: c["seed"])]
+            if base is None or None in got:
+                continue
+            out.append(f"| {items[0]['fit']} | {w:g} | {name} | {base:.3f} | {' / '.join(f'{a:.3f}' for a in got)} | "
+                       f"{np.mean(got) - base:+.3f} | {max(got) - min(got):.3f} |")
+    if not out:
+        return []
+    return [f"(each set's even spread of {ship.get('limit')} records, p(SUPPORTS) ROC AUC with gold evidence)", "",
+            "| adapted on (none of them the set scored) | WiSE mix | scored on | shipped AUC | adapted AUC (seeds) | "
+            "Δ AUC (mean) | seed spread |", "|---|---|---|---|---|---|---|", *out]
 
 
 def _nkey(n) -> int:

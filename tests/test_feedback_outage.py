@@ -82,7 +82,7 @@ def test_postgres_stopped_under_the_worker_loses_no_judgement(broker, tmp_path, 
     with WorkerProcess(s, log, extra_args=STANDIN) as w:
         w.wait_ready(180)
         base = w.wait_for(METRICS_MARKER, 30).split(METRICS_MARKER, 1)[1].strip().rsplit("/", 1)[0]
-        verdicts = publish_turns(s, 20, "fbo", log, w)
+        verdicts = publish_turns(s, 20, "fbo", w)
         records = [(v.conversation_id.encode(), orjson.dumps(judgement(v, "right" if i % 3 else "wrong", i)))
                    for i, v in ((i, verdicts[i % len(verdicts)]) for i in range(before + during))]
         send_feedback(s, records[:before])

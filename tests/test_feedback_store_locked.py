@@ -49,7 +49,7 @@ def test_a_locked_store_holds_feedback_says_degraded_and_loses_nothing(fresh_bro
         w.wait_ready(180)
         metrics = w.wait_for(METRICS_MARKER, 30).split(METRICS_MARKER, 1)[1].strip()
         readyz = metrics.replace("/metrics", "/readyz")
-        verdicts = publish_turns(s, 6, "fbo", log, w)
+        verdicts = publish_turns(s, 6, "fbo", w)
         code, body = _get(readyz)
         assert code == 200 and "degraded" not in json.loads(body) and _degraded_gauge(metrics) == 0
         records = [(v.conversation_id.encode(), orjson.dumps(judgement(v, "right", i))) for i, v in enumerate(verdicts)]
@@ -65,7 +65,7 @@ def test_a_locked_store_holds_feedback_says_degraded_and_loses_nothing(fresh_bro
             assert code == 200 and "feedback_store" in ready["degraded"]  # turns are still checked: ready
             assert "locked" in ready["degraded"]["feedback_store"]["reason"]
             assert _degraded_gauge(metrics) == 1
-            more = publish_turns(s, 2, "fbo-during", log, w)  # the turns go on while the store is down
+            more = publish_turns(s, 2, "fbo-during", w)  # the turns go on while the store is down
             assert len(more) == 2 and w.alive()
         finally:
             lock.rollback()

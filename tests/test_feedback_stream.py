@@ -72,19 +72,11 @@ def stored(s) -> int:
         return st.counts()["feedback"]
 
 
-def publish_turns(s, n: int, prefix: str, log_path, worker):
+def publish_turns(s, n: int, prefix: str, worker) -> list[Verdict]:
+    """n one-claim turns under conversations `prefix-000`…; their verdicts (`publish`, 180 s)."""
     turns = [ChatTurn(f"{prefix}-{i:03d}", f"{prefix}-{i:03d}#r", "assistant", f"Claim number {i} of {prefix}.", check=True)
              for i in range(n)]
-    ids = {claim_id(t.conversation_id, t.turn_id, t.text) for t in turns}
-    start = end_offsets(s, s.kafka.topic_verdicts)
-    with TurnProducer(s) as p:
-        for t in turns:
-            p.send_turn(t)
-        p.flush()
-    vlog = VerdictLog()
-    collect_verdicts(s, ids, 180, start=start, log=vlog, alive=worker.alive)
-    assert ids <= vlog.verdicts.keys()
-    return list(vlog.verdicts.values())
+    return list(publish(s, worker, turns, 180).values())
 
 
 @pytest.mark.timeout(600)
@@ -92,7 +84,7 @@ def test_feedback_is_stored_joined_and_bad_records_dead_lettered(fresh_broker, t
     s = stream_settings(fresh_broker.bootstrap, tmp_path, "fbs")
     with WorkerProcess(s, tmp_path / "worker.log", extra_args=STANDIN) as w:
         w.wait_ready(180)
-        verdicts = publish_turns(s, 12, "fbs", tmp_path / "worker.log", w)
+        verdicts = publish_turns(s, 12, "fbs", w)
         wait_until(lambda: FeedbackStore(s.stream.feedback_store).counts()["verdicts"] >= 12, 60,
                    "the worker did not keep its verdicts")
         good = [(v.conversation_id.encode(), orjson.dumps(judgement(v, "right" if i % 3 else "wrong", i)))
@@ -134,7 +126,7 @@ def test_kill9_during_feedback_ingestion_loses_nothing_and_stores_nothing_twice(
     log = tmp_path / "worker.log"
     with WorkerProcess(s, log, extra_args=STANDIN) as first:
         first.wait_ready(180)
-        verdicts = publish_turns(s, 30, "fbk", log, first)
+        verdicts = publish_turns(s, 30, "fbk", first)
         records = [(v.conversation_id.encode(), orjson.dumps(judgement(v, "right" if i % 4 else "wrong", i)))
                    for i, v in ((i, verdicts[i % len(verdicts)]) for i in range(n))]
         producer = threading.Thread(target=send_feedback, args=(s, records, 0.02))
@@ -170,7 +162,7 @@ def test_live_precision_and_the_alarm_on_metrics(fresh_broker, tmp_path):
     with WorkerProcess(s, tmp_path / "worker.log", extra_args=STANDIN) as w:
         w.wait_ready(180)
         base = w.wait_for(METRICS_MARKER, 30).split(METRICS_MARKER, 1)[1].strip()
-        verdicts = publish_turns(s, 20, "fbm", tmp_path / "worker.log", w)
+        verdicts = publish_turns(s, 20, "fbm", w)
         # SUPPORTS badges judged right 9 of 10, REFUTES badges 1 of 10: REFUTES must alarm at target 0.85
         recs = []
         for i in range(20):

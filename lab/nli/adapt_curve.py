@@ -36,7 +36,7 @@ import numpy as np
 
 import lab.nli.adapt as adapt
 import lab.nli.export  # noqa: F401  (fine_tune's lazy import, loaded before the run)
-from lab.nli.adapt_report import cells, figure, table  # noqa: F401  (the commands below; tests import cells)
+from lab.nli.adapt_report import figure, table
 from lab.nli.adapt_run import probe_pairs, yardstick_pairs
 from lab.nli.judged import JudgedPair, split_by_group, target_counts
 from lab.nli.judged_sets import CHAT_SETS, JUDGED_SETS, load_judged_set, supports_gold

@@ -105,7 +105,7 @@ def lodo_rows(rows: list[dict]) -> list[str]:
         if c.get("left_out") and "forgetting" in c and c["forgetting"].get("limit") == ship.get("limit"):
             groups.setdefault((c["left_out"], float(c.get("weight", 1.0))), []).append(c)
     out = []
-    for (left, w), items in sorted(groups.items()):
+    for (_, w), items in sorted(groups.items()):
         fit = set(items[0]["fit"].split("+"))
         for name in sorted(n for n in ship.get("sets", {}) if out_of_fit(n, fit)):
             base = (ship["sets"].get(name) or {}).get("auc")

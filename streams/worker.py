@@ -24,12 +24,35 @@ from .topics import ensure_topics, partition_count
 from .turn_worker import STATUS_MARKER
 
 
+def worker_class():
+    """faust.Worker without its terminal spinner. Why: to advance the spinner on every log record,
+    Faust sets the root logger to DEBUG, so every debug line of aiokafka and Faust (one per produce
+    request) was built, scrubbed and dropped on the event loop while the checker waited for the GIL."""
+    import faust
+
+    class Worker(faust.Worker):
+        def on_setup_root_logger(self, logger, level: int) -> None:
+            self.spinner = None
+            super().on_setup_root_logger(logger, level)
+
+    return Worker
+
+
+def freeze_startup_heap() -> None:
+    """Move everything alive now (models, tokenizers, spaCy, Faust, aiokafka: about half a million
+    objects) out of the garbage collector's sight. Why: a full collection scans every tracked object
+    while holding the GIL, and one came every ~190 claims, stopping checker and event loop for
+    0.25 s (bench/bench_stream.py; docs/results.md). These objects live as long as the process."""
+    import gc
+
+    gc.collect()
+    gc.freeze()
+
+
 def run_worker(settings: Settings, checker: Checker, loglevel: str = "info") -> int:
     """Blocks until SIGTERM/SIGINT; the topics are created first so their partition counts match.
     The display policy is the checker's, loaded when it was built: a new display file is picked up on
     restart, or on SIGHUP by a checker that can reload it (streams/reload.py)."""
-    import faust
-
     ensure_topics(settings)
     # an existing chat.turns may have another partition count: the changelog must match it
     n = partition_count(settings, settings.kafka.topic_turns)
@@ -49,8 +72,9 @@ def run_worker(settings: Settings, checker: Checker, loglevel: str = "info") -> 
         print(f"feedback store: {store.public_url} (DIALCHECK_FEEDBACK_STORE; chat.feedback → judgements)", flush=True)
     app = create_app(settings, checker, store=store)
     app.dialcheck_obs.serve()  # /metrics, /healthz, /readyz from now on (streams/observability.py)
-    worker = faust.Worker(app, loglevel=loglevel, quiet=True, redirect_stdouts=False,
-                          logging_config=logging_config(settings, loglevel))
+    worker = worker_class()(app, loglevel=loglevel, quiet=True, redirect_stdouts=False,
+                            logging_config=logging_config(settings, loglevel))
+    freeze_startup_heap()
     try:
         worker.execute_from_commandline()
     except SystemExit as e:

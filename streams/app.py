@@ -34,6 +34,7 @@ from .kafka_config import faust_broker_kwargs, faust_client_kwargs
 from .observability import Observability
 from .outbox import Outage, Outbox, StoreWriter
 from .processes import free_port
+from .take import take_steps
 from .turn_worker import AttemptsTable, TurnWorker
 
 READY_MARKER = "dialcheck worker ready"
@@ -99,7 +100,7 @@ def create_app(settings: Settings, checker: Checker, store: FeedbackStore | None
     table = app.Table(TABLE_NAME, default=None, use_partitioner=True, partitions=parts,
                       key_type=bytes)  # bytes keys → raw serializer: hashes like the input key; values JSON
     attempts = AttemptsTable(app.Table(ATTEMPTS_TABLE, default=None, use_partitioner=True, partitions=parts,
-                                       key_type=bytes))
+                                       key_type=bytes), parts)
     obs = Observability(settings)  # /metrics, /healthz, /readyz (served by run_worker)
     outbox = Outbox(app, settings, dead_topic=dead_topic, obs=obs, scrub=Scrubber.from_settings(settings))
     obs.outage = Outage()  # what is down now: /readyz and dialcheck_degraded
@@ -110,7 +111,8 @@ def create_app(settings: Settings, checker: Checker, store: FeedbackStore | None
 
     @app.agent(turns_topic, name="check-turns")
     async def check_turns(stream):
-        async for events in stream.take_events(st.take_events, within=st.batch_within_s):
+        async for events in take_steps(stream, max_events=st.take_events, within=st.batch_within_s,
+                                       idle_s=st.batch_idle_ms / 1000, weigh=worker.weigh, max_weight=st.take_checked):
             await worker.handle(events)
 
     if feedback:
@@ -120,7 +122,8 @@ def create_app(settings: Settings, checker: Checker, store: FeedbackStore | None
 
         @app.agent(feedback_topic, name="store-feedback")
         async def store_feedback(stream):
-            async for events in stream.take_events(st.take_events, within=st.batch_within_s):
+            async for events in take_steps(stream, max_events=st.take_events, within=st.batch_within_s,
+                                           idle_s=st.batch_idle_ms / 1000):
                 await judgements.handle(events)
 
         app.dialcheck_feedback_store = store

@@ -9,8 +9,9 @@ The delivery guarantees:
 1. **Ack only after delivery** (`holding`). Every message of a batch is held (an extra reference)
    from the moment the batch arrives; the references are given back, and so the batch acked, only
    when the agent's work on the batch returned, i.e. after every output was delivered. Faust's
-   `take_events` acks a batch in a `finally`, even when the handler raised, so without the hold one
-   bad record acknowledged its whole batch. When the work raises, nothing of the batch is acked.
+   `take_events` (and `take_steps`, streams/take.py, modelled on it) acks a batch in a `finally`, even
+   when the handler raised, so without the hold one bad record acknowledged its whole batch. When the
+   work raises, nothing of the batch is acked.
    Faust commits only contiguous acked offsets, so an input whose outputs are not out is never
    committed: a crash or a kill redelivers it (at-least-once: outputs may repeat, never go missing).
 2. **Outputs awaited** (`deliver`). Records are sent on their own (not attached to an event) and the

@@ -22,6 +22,7 @@ from schemas import InvalidEvent, Reason
 from schemas.items import CheckItem
 from schemas.protocols import Checker
 from schemas.settings import Settings
+from schemas.turn import normalise_role
 
 from .checking import ScrubbingFilter, bound, safe_verdict, validate_event
 from .context import Recency, add_turn, is_idle, oldest_beyond, parse_roles, should_check
@@ -51,29 +52,39 @@ def stamped(v, ts: float | None, record_ts: float | None, now: float | None = No
 
 
 class AttemptsTable:
-    """Pipeline calls started per input record, in a changelogged Faust table: conversation key →
-    {"topic/partition/offset": n}. Keyed like the context table, so the counts of a partition live
-    (and are restored) wherever that partition's input is processed."""
+    """Pipeline calls started per input record, in a changelogged Faust table: one key per input
+    partition → {"topic/partition/offset": n}. The key hashes to its partition, so the counts live
+    (and are restored) wherever that partition's input is processed. Why per partition, not per
+    conversation: a pipeline call then writes one changelog record per input partition it touches
+    instead of one per conversation (each a produce request on the embedded broker; the counts were
+    two in five of the worker's produce requests)."""
 
-    def __init__(self, table):
-        self.table = table
+    def __init__(self, table, partitions: int):
+        self.table, self.partitions = table, partitions
+        self._keys: dict[int, bytes] = {}
+
+    def key(self, partition: int) -> bytes:
+        """The table key of `partition`'s counts: the first `attempts/<partition>/<i>` that hashes to it."""
+        if partition not in self._keys:
+            target, i = partition % self.partitions, 0
+            while partition_of(f"attempts/{partition}/{i}".encode(), self.partitions) != target:
+                i += 1
+            self._keys[partition] = f"attempts/{partition}/{i}".encode()
+        return self._keys[partition]
 
     @staticmethod
     def _slot(msg) -> str:
         return f"{msg.topic}/{msg.partition}/{msg.offset}"
 
-    def prior(self, key: bytes, msg) -> int:
-        return int((self.table.get(key) or {}).get(self._slot(msg), 0))
-
-    def set(self, key: bytes, msg, n: int | None) -> None:
-        """Record n attempts for this message; None forgets it (and the key once it holds nothing)."""
-        self.set_many([(key, msg, n)])
+    def prior(self, msg) -> int:
+        return int((self.table.get(self.key(msg.partition)) or {}).get(self._slot(msg), 0))
 
     def set_many(self, changes: list[tuple]) -> None:
-        """(key, message, n or None) for many messages, each key written once: one changelog record
-        per conversation instead of one per turn (each is a produce request on Tansu)."""
+        """(message, n or None) for many messages: n attempts recorded, None forgets the message (and
+        a partition's key once it holds nothing). Each partition's key is written once."""
         slots: dict[bytes, dict] = {}
-        for key, msg, n in changes:
+        for msg, n in changes:
+            key = self.key(msg.partition)
             cur = slots.setdefault(key, dict(self.table.get(key) or {}))
             if n is None:
                 cur.pop(self._slot(msg), None)
@@ -136,7 +147,7 @@ class TurnWorker:
     async def check_group(self, group: list, stamps: dict | None = None) -> None:
         """One pipeline call: count the attempt durably first, deliver, then forget the count.
         `stamps`: (conversation id, turn id) → (the turn's ts, its record timestamp) for `stamped`."""
-        self.attempts.set_many([(key, msg, self.attempts.prior(key, msg) + 1) for key, msg, _ in group])
+        self.attempts.set_many([(msg, self.attempts.prior(msg) + 1) for _, msg, _ in group])
         await self.outbox.flush("pipeline attempts to the changelog")  # before the call can crash us
         verdicts = await self.run_pipeline([item for _, _, item in group])
         stamps = stamps or {}
@@ -152,7 +163,7 @@ class TurnWorker:
         self.obs.checked(group, verdicts)
         # after delivery: a verdict that cannot be delivered stops the worker with the count kept,
         # so a turn whose output always fails is quarantined like one whose call always crashes
-        self.attempts.set_many([(key, msg, None) for key, msg, _ in group])
+        self.attempts.set_many([(msg, None) for _, msg, _ in group])
 
     async def keep_verdicts(self, published: list[bytes]) -> None:
         """The verdicts as published, into the feedback store (before the ack: a crash redelivers the
@@ -171,8 +182,22 @@ class TurnWorker:
             log.error("could not keep %d verdicts in the feedback store: %s", len(published), bound(self.scrub(repr(e)), 300))
 
     # -- one batch ----------------------------------------------------------------------------
+    def weigh(self, event) -> int:
+        """1 for a record this worker will check, else 0: how `take_steps` (streams/take.py) counts a
+        step's turns to check. A quick look at the JSON, not validation: a record that fails
+        validation in `handle` only made its step end early."""
+        import orjson
+
+        try:
+            turn = orjson.loads(event.message.value)
+            if turn.get("check") is not None:
+                return int(bool(turn["check"]))
+            return int(normalise_role(turn["speaker"]) in self.roles)
+        except Exception:  # noqa: BLE001 - anything malformed weighs nothing; handle dead-letters it
+            return 0
+
     async def handle(self, events) -> None:
-        """One take_events batch: validate (dead letters), update context, check the selected
+        """One step (streams/take.py): validate (dead letters), update context, check the selected
         turns; every event acked by the outbox only after all of the batch's outputs are delivered."""
         st, c, outbox = self.st, self.counters, self.outbox
         async with outbox.holding(events):
@@ -211,12 +236,12 @@ class TurnWorker:
                 c.checked += len(to_check)
                 fresh = []
                 for key, msg, item in to_check:
-                    n = self.attempts.prior(key, msg)
+                    n = self.attempts.prior(msg)
                     if n >= st.poison_attempts:
                         c.poison += 1
                         await outbox.deliver([outbox.dead_letter(msg, Reason.POISON, f"poison: {n} failed attempts (the "
                                                                  "pipeline call crashed or stopped the worker each time)")])
-                        self.attempts.set(key, msg, None)
+                        self.attempts.set_many([(msg, None)])
                     else:
                         fresh.append((key, msg, item, n))
                 if any(n > 0 for *_, n in fresh):

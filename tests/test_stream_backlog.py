@@ -51,7 +51,8 @@ def where(ids: set[str], convs, log_text: str) -> str:
 def test_worker_started_on_a_backlog_checks_every_turn(fresh_broker, tmp_path):
     s = load_settings(kafka={"bootstrap": fresh_broker.bootstrap, "topic_turns": "bl.turns",
                              "topic_verdicts": "bl.verdicts", "topic_deadletter": "bl.dead"},
-                      stream={"app_id": "backlog", "status_interval_s": 1.0, "trace_records": True})
+                      stream={"app_id": "backlog", "status_interval_s": 1.0, "trace_records": True,
+                              "take_checked": 16})  # the backlog's 54 responses: four steps
     ensure_topics(s)
     start = end_offsets(s, s.kafka.topic_verdicts)
     convs = [conversation(i) for i in range(60)]
@@ -63,7 +64,7 @@ def test_worker_started_on_a_backlog_checks_every_turn(fresh_broker, tmp_path):
         early = produce(s, convs[:6])
         collect_verdicts(s, early, 180, start=start, log=vlog, alive=first.alive)
         assert early <= vlog.verdicts.keys()
-    # 2. a backlog builds up while no worker runs (more than one take_events batch per partition)
+    # 2. a backlog builds up while no worker runs (more than one step)
     late = produce(s, convs[6:])
     # 3. a fresh worker starts on it: every response is checked
     with WorkerProcess(s, log, extra_args=STANDIN, env=SLOW) as second:

@@ -244,7 +244,7 @@ def _turn_worker(checker, **stream):
     from streams.turn_worker import AttemptsTable, TurnWorker
 
     s = load_settings(stream=stream)
-    return TurnWorker(None, s, checker, table={}, attempts=AttemptsTable({}), verdicts_topic=None, dead_topic=None,
+    return TurnWorker(None, s, checker, table={}, attempts=AttemptsTable({}, 4), verdicts_topic=None, dead_topic=None,
                       obs=Observability(s))
 
 
@@ -275,16 +275,35 @@ def test_worker_deadline_gives_error_verdicts_and_a_fresh_thread():
 def test_attempts_table_counts_per_record_and_forgets():
     from types import SimpleNamespace
 
-    from streams.turn_worker import AttemptsTable
+    from streams.turn_worker import AttemptsTable, partition_of
 
     table = {}
-    a = AttemptsTable(table)
+    a = AttemptsTable(table, partitions=4)
+    assert [partition_of(a.key(p), 4) for p in range(4)] == [0, 1, 2, 3]  # counts live with their partition
     m1, m2 = (SimpleNamespace(topic="chat.turns", partition=0, offset=n) for n in (7, 8))
-    a.set(b"c", m1, a.prior(b"c", m1) + 1)
-    a.set(b"c", m2, 1)
-    a.set(b"c", m1, a.prior(b"c", m1) + 1)
-    assert (a.prior(b"c", m1), a.prior(b"c", m2)) == (2, 1)
-    a.set(b"c", m1, None)
-    assert table == {b"c": {"chat.turns/0/8": 1}}
-    a.set(b"c", m2, None)
+    m3 = SimpleNamespace(topic="chat.turns", partition=3, offset=7)
+    a.set_many([(m1, a.prior(m1) + 1), (m2, 1), (m3, 1)])
+    a.set_many([(m1, a.prior(m1) + 1)])
+    assert (a.prior(m1), a.prior(m2), a.prior(m3)) == (2, 1, 1)
+    assert table == {a.key(0): {"chat.turns/0/7": 2, "chat.turns/0/8": 1}, a.key(3): {"chat.turns/3/7": 1}}
+    a.set_many([(m1, None), (m3, None)])
+    assert table == {a.key(0): {"chat.turns/0/8": 1}}
+    a.set_many([(m2, None)])
     assert table == {}  # a key holding nothing is deleted (the changelog gets a tombstone)
+
+
+def test_worker_weighs_a_record_by_whether_it_will_be_checked():
+    """What `take_steps` counts toward a step's turns to check: the role or the `check` flag, and 0
+    for anything malformed (it is dead-lettered by handle, the weight only ends a step early)."""
+    from types import SimpleNamespace
+
+    w = _turn_worker(_TwoClaims())
+
+    def weight(value: bytes) -> int:
+        return w.weigh(SimpleNamespace(message=SimpleNamespace(value=value)))
+
+    assert weight(turn("a", speaker="Assistant").to_json()) == 1
+    assert weight(turn("a", speaker="user").to_json()) == 0
+    assert weight(turn("a", speaker="user", check=True).to_json()) == 1
+    assert weight(turn("a", speaker="bot", check=False).to_json()) == 0
+    assert [weight(v) for v in (b"{not json", b"[1, 2]", b'{"speaker": 5}', None)] == [0, 0, 0, 0]

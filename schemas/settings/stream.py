@@ -31,13 +31,20 @@ class StreamSettings(Section):
     max_text_chars: int = env("MAX_TEXT_CHARS", 4000, "Longer turns are rejected to the dead-letter topic.", ge=1)
     batch_size: int = env("BATCH_SIZE", 16, "Claims per model batch (eval, benchmarks, the stream's batch path).",
                            ge=1, le=10000)
-    take_events: int = env("TAKE_EVENTS", 256,
-                            "Records the worker takes per step (context turns included); the checked turns among them "
-                            "are checked BATCH_SIZE at a time (a pipeline call each, its verdicts delivered before the "
-                            "next), and the step is acknowledged when all are delivered. Many records per step keep "
-                            "the calls full when turns queue up; few keep fewer records to redeliver after a crash.",
+    take_events: int = env("TAKE_EVENTS", 1024,
+                            "Records the worker takes per step at most (context turns included); the checked turns among "
+                            "them (at most TAKE_CHECKED) are checked BATCH_SIZE at a time (a pipeline call each, its "
+                            "verdicts delivered before the next), and the step is acknowledged when all are delivered. "
+                            "Fewer records per step means fewer to redeliver after a crash.",
                             ge=1, le=10000)
-    batch_within_s: float = env("BATCH_WITHIN_S", 0.2, "Max wait to fill a batch.", gt=0, le=60)
+    take_checked: int = env("TAKE_CHECKED", 64,
+                             "Turns to check per step at most: a step ends when the turns it holds to check fill this "
+                             "(best a multiple of BATCH_SIZE, so a busy step's last pipeline call is full) or it holds "
+                             "TAKE_EVENTS records, whichever comes first.", ge=1, le=10000)
+    batch_within_s: float = env("BATCH_WITHIN_S", 0.2, "Max wait to fill a step, from its first record.", gt=0, le=60)
+    batch_idle_ms: float = env("BATCH_IDLE_MS", 20.0,
+                               "A step that is not full ends when no record arrived for this long (the records already "
+                               "fetched arrive within a few ms of each other); 0: it waits BATCH_WITHIN_S.", ge=0, le=60000)
     status_interval_s: float = env("STREAM_STATUS_S", 5.0, "Worker status log and idle-eviction sweep period.",
                                     gt=0, le=3600)
     fetch_wait_ms: int = env("FETCH_WAIT_MS", 100,

@@ -164,6 +164,13 @@ class LLMStandIn:
             ready.set()
             self._loop.run_forever()
             self._loop.run_until_complete(self._runner.cleanup())
+            # handlers still pending (a held request, a keep-alive connection) are cancelled and finished
+            # here: left to the garbage collector they log "Task was destroyed but it is pending!" into
+            # whichever later test reads stderr
+            pending = asyncio.all_tasks(self._loop)
+            for task in pending:
+                task.cancel()
+            self._loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
             self._loop.close()
 
         self._thread = threading.Thread(target=serve, name="llm-standin", daemon=True)

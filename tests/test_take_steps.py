@@ -56,10 +56,10 @@ def test_a_step_ends_at_max_events_whatever_its_weight():
 
 def test_a_part_filled_step_ends_when_nothing_more_arrives_not_after_within():
     """within is a minute: only the idle rule can hand out the first half before the rest comes."""
-    steps = steps_of([{"n": i} for i in range(6)], settle_s=1.0, max_events=100, within=60.0, idle_s=0.05)
+    steps = steps_of([{"n": i} for i in range(6)], settle_s=0.5, max_events=100, within=60.0, idle_s=0.05)
     assert [[v["n"] for v in s] for s in steps] == [[0, 1, 2], [3, 4, 5]]
 
 
 def test_without_the_idle_rule_a_step_waits_within():
-    steps = steps_of([{"n": i} for i in range(6)], settle_s=1.0, max_events=100, within=3.0, idle_s=0.0)
-    assert [[v["n"] for v in s] for s in steps] == [[0, 1, 2, 3, 4, 5]]  # the pause (1 s) fell within
+    steps = steps_of([{"n": i} for i in range(6)], settle_s=0.3, max_events=100, within=1.5, idle_s=0.0)
+    assert [[v["n"] for v in s] for s in steps] == [[0, 1, 2, 3, 4, 5]]  # the pause (0.3 s) fell within

@@ -141,3 +141,28 @@ def test_a_new_assignment_reads_its_turns_again(monkeypatch):
     monkeypatch.setattr(faust_aiokafka.Consumer, "on_partitions_revoked", noop)
     asyncio.run(c.on_partitions_revoked({TURNS}))  # queued events were cleared: they must come again
     assert fetch(c) == [("chat.turns", 5), ("chat.turns", 6)]
+
+
+def test_a_partition_never_committed_is_sought_back_to_its_beginning(monkeypatch):
+    """Point 6: aiokafka's seek_to_committed leaves a partition with no committed offset (or 0) where
+    its fetch had got to, so turns Faust dropped while its flow was stopped were never read again."""
+    from aiokafka.structs import TopicPartition
+
+    from streams.transport import ConsumerThread
+
+    committed = {TopicPartition("chat.turns", 0): 5, TopicPartition("chat.turns", 1): None,
+                 TopicPartition("chat.turns", 2): 0, TopicPartition("other", 0): None}
+    sought: list = []
+
+    async def aiokafkas_seek(self):
+        return dict(committed)
+
+    async def to_beginning(self, *tps):
+        sought.extend(tps)
+
+    monkeypatch.setattr(faust_aiokafka.AIOKafkaConsumerThread, "seek_to_committed", aiokafkas_seek)
+    monkeypatch.setattr(faust_aiokafka.AIOKafkaConsumerThread, "seek_to_beginning", to_beginning)
+    thread = ConsumerThread.__new__(ConsumerThread)
+    thread.__dict__["app"] = SimpleNamespace(keep_topics=frozenset({"chat.turns"}))
+    assert asyncio.run(thread.seek_to_committed()) == committed
+    assert sought == [TopicPartition("chat.turns", 1), TopicPartition("chat.turns", 2)]  # not "other": not input

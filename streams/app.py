@@ -109,10 +109,13 @@ def create_app(settings: Settings, checker: Checker, store: FeedbackStore | None
     worker = TurnWorker(app, settings, checker, table=table, attempts=attempts, verdicts_topic=verdicts_topic,
                         dead_topic=dead_topic, obs=obs, store_writer=writer, outbox=outbox)
 
+    def steps(stream, **by_weight):  # both agents cut their input the same way (streams/take.py)
+        return take_steps(stream, max_events=st.take_events, within=st.batch_within_s,
+                          idle_s=st.batch_idle_ms / 1000, **by_weight)
+
     @app.agent(turns_topic, name="check-turns")
     async def check_turns(stream):
-        async for events in take_steps(stream, max_events=st.take_events, within=st.batch_within_s,
-                                       idle_s=st.batch_idle_ms / 1000, weigh=worker.weigh, max_weight=st.take_checked):
+        async for events in steps(stream, weigh=worker.weigh, max_weight=st.take_checked):
             await worker.handle(events)
 
     if feedback:
@@ -122,8 +125,7 @@ def create_app(settings: Settings, checker: Checker, store: FeedbackStore | None
 
         @app.agent(feedback_topic, name="store-feedback")
         async def store_feedback(stream):
-            async for events in take_steps(stream, max_events=st.take_events, within=st.batch_within_s,
-                                           idle_s=st.batch_idle_ms / 1000):
+            async for events in steps(stream):
                 await judgements.handle(events)
 
         app.dialcheck_feedback_store = store

@@ -52,9 +52,14 @@ def add_turn(state: State | None, turn: ChatTurn, now: float, max_turns: int, id
 
 def should_check(turn: ChatTurn, check_roles: frozenset[str]) -> bool:
     """The event's `check` flag wins; otherwise the speaker's role decides."""
-    if turn.check is not None:
-        return bool(turn.check)
-    return normalise_role(turn.speaker) in check_roles
+    return wants_check(turn.check, turn.speaker, check_roles)
+
+
+def wants_check(check: bool | None, speaker: str, check_roles: frozenset[str]) -> bool:
+    """`should_check` from the two fields alone (the worker's step cutter reads them from raw JSON)."""
+    if check is not None:
+        return bool(check)
+    return normalise_role(speaker) in check_roles
 
 
 def parse_roles(check_roles: str) -> frozenset[str]:

@@ -18,14 +18,15 @@ import logging
 import time
 from dataclasses import replace
 
+import orjson
+
 from schemas import InvalidEvent, Reason
 from schemas.items import CheckItem
 from schemas.protocols import Checker
 from schemas.settings import Settings
-from schemas.turn import normalise_role
 
 from .checking import ScrubbingFilter, bound, safe_verdict, validate_event
-from .context import Recency, add_turn, is_idle, oldest_beyond, parse_roles, should_check
+from .context import Recency, add_turn, is_idle, oldest_beyond, parse_roles, should_check, wants_check
 from .observability import Observability
 from .outbox import Counters, Outbox, StoreWriter
 from .pipeline_call import PipelineCall
@@ -172,8 +173,6 @@ class TurnWorker:
         feedback on those verdicts stays unjoined."""
         if self.store_writer is None or not published:
             return
-        import orjson
-
         try:
             await self.store_writer.call_unless_down(self.store_writer.store.add_verdicts,
                                                      [orjson.loads(raw) for raw in published])
@@ -186,13 +185,9 @@ class TurnWorker:
         """1 for a record this worker will check, else 0: how `take_steps` (streams/take.py) counts a
         step's turns to check. A quick look at the JSON, not validation: a record that fails
         validation in `handle` only made its step end early."""
-        import orjson
-
         try:
             turn = orjson.loads(event.message.value)
-            if turn.get("check") is not None:
-                return int(bool(turn["check"]))
-            return int(normalise_role(turn["speaker"]) in self.roles)
+            return int(wants_check(turn.get("check"), turn["speaker"], self.roles))
         except Exception:  # noqa: BLE001 - anything malformed weighs nothing; handle dead-letters it
             return 0
 

@@ -9,7 +9,7 @@ the redelivery land on the same rows.
 
 A store that fails (a PostgreSQL server gone, a locked or read-only SQLite file) does not stop the
 worker: the batch stays unacknowledged and its write is retried with backoff (at most
-`outbox.MAX_BACKOFF_S` apart) for as long as the process runs, the outage is reported (`/readyz`,
+`schemas.retry.MAX_BACKOFF_S` apart) for as long as the process runs, the outage is reported (`/readyz`,
 `dialcheck_degraded`), and the turns go on being checked. Nothing is lost: when the store is back,
 the held batch is written and only then acknowledged.
 

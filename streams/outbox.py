@@ -48,6 +48,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Awaitable, Callable, Iterable
 
 from schemas import Reason
+from schemas.retry import ATTEMPTS, BACKOFF_S, MAX_BACKOFF_S, retry_async
 from schemas.settings import Settings
 
 from .checking import DaemonExecutor, Scrubber, bound
@@ -56,7 +57,6 @@ from .deadletter import DeadLetter
 log = logging.getLogger("dialcheck.stream")
 
 EXIT_UNDELIVERED = 75  # outputs could not be delivered: stopped without committing (EX_TEMPFAIL)
-MAX_BACKOFF_S = 10.0   # the longest wait between two attempts (sends and store calls)
 FLUSH_TIMEOUT_S = 60.0  # the longest a flush of everything sent may take before the worker stops
 
 Record = tuple  # (topic, key, value, headers): one output to deliver
@@ -93,24 +93,6 @@ def fatal(what: str) -> None:
         h.flush()
     sys.stdout.flush()
     os._exit(EXIT_UNDELIVERED)
-
-
-async def retrying(attempt: Callable[[], Awaitable[Any]], *, attempts: int | None, backoff_s: float,
-                   on_retry: Callable[[BaseException], None] | None = None) -> Any:
-    """`attempt()` until it returns; after a failure wait (exponential from `backoff_s`, at most
-    MAX_BACKOFF_S) and try again, `attempts` times in all (None: for as long as the process runs).
-    The last failure is raised; `on_retry(error)` runs before each wait."""
-    from tenacity import AsyncRetrying, stop_after_attempt, stop_never, wait_exponential
-
-    def before_sleep(state) -> None:
-        if on_retry is not None:
-            on_retry(state.outcome.exception())
-
-    async for retry in AsyncRetrying(stop=stop_never if attempts is None else stop_after_attempt(attempts),
-                                     wait=wait_exponential(multiplier=backoff_s, max=MAX_BACKOFF_S),
-                                     reraise=True, before_sleep=before_sleep):
-        with retry:
-            return await attempt()
 
 
 class Outage:
@@ -198,7 +180,7 @@ class Outbox:
                 raise RuntimeError(f"{len(failed)} sends failed: {failed[0][1]!r}")
 
         try:
-            await retrying(attempt, attempts=self.st.send_retries, backoff_s=self.st.send_backoff_s)
+            await retry_async(attempt, attempts=self.st.send_retries, backoff_s=self.st.send_backoff_s)
         except Exception as e:  # noqa: BLE001
             fatal(f"could not deliver {len(pending)} records after {self.st.send_retries} attempts: "
                   f"{bound(self.scrub(repr(e)), 300)}")
@@ -231,7 +213,7 @@ class StoreWriter:
 
     PART = "feedback_store"
 
-    def __init__(self, store, *, backoff_s: float = 0.5, scrub: Scrubber | None = None,
+    def __init__(self, store, *, backoff_s: float = BACKOFF_S, scrub: Scrubber | None = None,
                  outage: Outage | None = None, counters: Counters | None = None):
         self.store, self.backoff_s = store, backoff_s
         self.scrub = scrub or Scrubber([])
@@ -245,7 +227,7 @@ class StoreWriter:
     def is_down(self) -> bool:
         return self.PART in self.outage.current()
 
-    async def call(self, fn, *args, attempts: int | None = 5):
+    async def call(self, fn, *args, attempts: int | None = ATTEMPTS):
         """`fn(*args)` in the store thread until it succeeds, `attempts` times at most (None: for as
         long as the process runs); the last error raised. A failure reports the store down (the
         reason scrubbed), a success up again."""
@@ -269,7 +251,7 @@ class StoreWriter:
 
         self._in_flight += 1
         try:
-            result = await retrying(attempt, attempts=attempts, backoff_s=self.backoff_s, on_retry=failed)
+            result = await retry_async(attempt, attempts=attempts, backoff_s=self.backoff_s, on_retry=failed)
         finally:
             self._in_flight -= 1
         if self.is_down():
@@ -277,7 +259,7 @@ class StoreWriter:
             self.outage.up(self.PART)
         return result
 
-    async def call_unless_down(self, fn, *args, attempts: int = 5):
+    async def call_unless_down(self, fn, *args, attempts: int = ATTEMPTS):
         """For work that may be left undone (the verdicts kept for joining feedback): while the store
         is down, it is tried once, and only when no other call is already waiting on it and
         MAX_BACKOFF_S passed since the last failure; else `StoreDown` at once, so an outage never

@@ -4,6 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
+from schemas.retry import ATTEMPTS, BACKOFF_S, MAX_BACKOFF_S
 from schemas.settings.base import REPO_ROOT, Section, env
 
 
@@ -70,9 +71,10 @@ class StreamSettings(Section):
                                      "Dead letters keep at most this prefix of the key and of the value (the "
                                      "original stays in chat.turns at the source offset; key and value together "
                                      "stay under the 1 MB default request size).", ge=256, le=400000)
-    send_retries: int = env("SEND_RETRIES", 5, "Attempts to deliver a verdict or dead letter before the worker "
+    send_retries: int = env("SEND_RETRIES", ATTEMPTS, "Attempts to deliver a verdict or dead letter before the worker "
                              "stops without committing.", ge=1, le=100)
-    send_backoff_s: float = env("SEND_BACKOFF_S", 0.5, "First retry wait (doubles, capped at 10 s).", gt=0, le=60)
+    send_backoff_s: float = env("SEND_BACKOFF_S", BACKOFF_S,
+                                  f"First retry wait (doubles, capped at {MAX_BACKOFF_S:g} s).", gt=0, le=60)
     batch_deadline_s: float = env("BATCH_DEADLINE_S", 120.0,
                                    "A pipeline batch still running after this gets error verdicts; the worker goes on.",
                                    gt=0, le=3600)

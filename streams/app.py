@@ -2,7 +2,7 @@
 chat.feedback → validate → the feedback store (streams/feedback.py).
 
 Only the wiring lives here (app settings, topics, tables, agents, task, timer, the SIGHUP handler of
-streams/reload.py); what happens to a batch of turns is streams/turn_worker.py's `TurnWorker`, to a
+streams/reload.py); the Faust app itself, its fixes and the one ack rule are streams/kafka/'s; what happens to a batch of turns is streams/turn_worker.py's `TurnWorker`, to a
 batch of feedback streams/feedback.py's `FeedbackWorker`, and how both deliver their outputs and
 acknowledge their input (every delivery guarantee) is the one outbox's (streams/outbox.py).
 
@@ -19,22 +19,18 @@ from __future__ import annotations
 
 import asyncio
 
-import faust
-from mode.utils.objects import cached_property
-
 from schemas.protocols import Checker
 from schemas.settings import Settings
 
-from . import reload, transport
+from . import reload
 from .broker import broker_kind
-from .checking import Scrubber
 from .feedback import FeedbackWorker
 from .feedback_store import FeedbackStore
+from .kafka.app import KafkaApp
 from .kafka_config import faust_broker_kwargs, faust_client_kwargs
 from .observability import Observability
-from .outbox import Outage, Outbox, StoreWriter
+from .outbox import Outage, StoreWriter
 from .processes import free_port
-from .take import take_steps
 from .turn_worker import AttemptsTable, TurnWorker
 
 READY_MARKER = "dialcheck worker ready"
@@ -42,39 +38,28 @@ TABLE_NAME = "context"
 ATTEMPTS_TABLE = "attempts"
 
 
-class DialcheckApp(faust.App):
-    """Faust's App whose flow control never drops queued input turns on resume, and whose consumer
-    never hands out one input offset twice per assignment (streams/transport.py)."""
-
-    def __init__(self, *args, keep_topics=(), **kwargs):
-        self.keep_topics = frozenset(keep_topics)  # read by streams/transport.py's flow control and Consumer
-        super().__init__(*args, **kwargs)
-
-    @cached_property
-    def flow_control(self) -> transport.KeepInputFlowControl:
-        return transport.KeepInputFlowControl(self.keep_topics, loop=self.loop)
-
-
 def feedback_enabled(settings: Settings) -> bool:
     """DIALCHECK_FEEDBACK_STORE=off: no chat.feedback agent and no verdicts kept."""
     return settings.stream.feedback_store.strip().lower() != "off"
 
 
-def create_app(settings: Settings, checker: Checker, store: FeedbackStore | None = None) -> faust.App:
+def create_app(settings: Settings, checker: Checker, store: FeedbackStore | None = None,
+               obs: Observability | None = None) -> KafkaApp:
     """Build the worker app around `checker` (its `check_turns`); `store` keeps the published
-    verdicts and the chat.feedback judgements (opened from the settings when not given)."""
+    verdicts and the chat.feedback judgements (opened from the settings when not given); `obs` serves
+    /metrics, /healthz, /readyz (`app.obs.serve()`; a fresh one when not given)."""
     st = settings.stream
     feedback = feedback_enabled(settings)
     if feedback and store is None:
         store = FeedbackStore(st.feedback_store)
-    broker = faust_broker_kwargs(settings)
+    obs = obs or Observability(settings)
+    obs.outage = Outage()  # what is down now: /readyz and dialcheck_degraded
     kind = broker_kind(settings)
-    app = DialcheckApp(
-        st.app_id,
-        keep_topics={settings.kafka.topic_turns, *([settings.kafka.topic_feedback] if feedback else [])},
-        **broker,
-        # the consumer's fetch wait is a setting (Faust hard-codes 1.5 s): streams/transport.py
-        broker_consumer=broker["broker"].replace("kafka://", f"{transport.SCHEME}://"),
+    app = KafkaApp(
+        settings,
+        obs=obs,
+        keep_input_topics={settings.kafka.topic_turns, *([settings.kafka.topic_feedback] if feedback else [])},
+        **faust_broker_kwargs(settings),
         processing_guarantee="at_least_once",
         **faust_client_kwargs(settings, kind),
         consumer_auto_offset_reset="earliest",
@@ -89,29 +74,24 @@ def create_app(settings: Settings, checker: Checker, store: FeedbackStore | None
         key_serializer="raw",
         value_serializer="raw",
     )
-    app.dialcheck_fetch_wait_ms = st.fetch_wait_ms
     parts = settings.kafka.topic_partitions
     turns_topic = app.topic(settings.kafka.topic_turns, key_type=bytes, value_type=bytes,
                             key_serializer="raw", value_serializer="raw", partitions=parts)
     verdicts_topic = app.topic(settings.kafka.topic_verdicts, key_serializer="raw", value_serializer="raw",
                                partitions=parts)
-    dead_topic = app.topic(settings.kafka.topic_deadletter, key_serializer="raw", value_serializer="raw",
-                           partitions=parts)
     table = app.Table(TABLE_NAME, default=None, use_partitioner=True, partitions=parts,
                       key_type=bytes)  # bytes keys → raw serializer: hashes like the input key; values JSON
     attempts = AttemptsTable(app.Table(ATTEMPTS_TABLE, default=None, use_partitioner=True, partitions=parts,
                                        key_type=bytes), parts)
-    obs = Observability(settings)  # /metrics, /healthz, /readyz (served by run_worker)
-    outbox = Outbox(app, settings, dead_topic=dead_topic, obs=obs, scrub=Scrubber.from_settings(settings))
-    obs.outage = Outage()  # what is down now: /readyz and dialcheck_degraded
+    outbox = app.outbox
     writer = (StoreWriter(store, backoff_s=st.send_backoff_s, scrub=outbox.scrub, outage=obs.outage,
                           counters=outbox.counters) if feedback else None)
-    worker = TurnWorker(app, settings, checker, table=table, attempts=attempts, verdicts_topic=verdicts_topic,
-                        dead_topic=dead_topic, obs=obs, store_writer=writer, outbox=outbox)
+    worker = TurnWorker(app, settings, checker, outbox=outbox, table=table, attempts=attempts,
+                        verdicts_topic=verdicts_topic, obs=obs, store_writer=writer)
 
-    def steps(stream, **by_weight):  # both agents cut their input the same way (streams/take.py)
-        return take_steps(stream, max_events=st.take_events, within=st.batch_within_s,
-                          idle_s=st.batch_idle_ms / 1000, **by_weight)
+    def steps(stream, **by_weight):  # both agents cut their input the same way (StepStream.take_steps)
+        return stream.take_steps(max_events=st.take_events, within=st.batch_within_s,
+                                 idle_s=st.batch_idle_ms / 1000, **by_weight)
 
     @app.agent(turns_topic, name="check-turns")
     async def check_turns(stream):
@@ -127,8 +107,6 @@ def create_app(settings: Settings, checker: Checker, store: FeedbackStore | None
         async def store_feedback(stream):
             async for events in steps(stream):
                 await judgements.handle(events)
-
-        app.dialcheck_feedback_store = store
 
     @app.task
     async def announce_ready():
@@ -148,11 +126,7 @@ def create_app(settings: Settings, checker: Checker, store: FeedbackStore | None
             worker.sweep(owned)
         print(worker.status_line(owned), flush=True)
 
-    app.dialcheck_table = table  # for tests and introspection
-    app.dialcheck_worker = worker
-    app.dialcheck_broker_kind = kind
     obs.attach(app, table, worker.counters, checker=checker)  # its cache hit rates on /metrics
     if feedback:
         obs.attach_feedback(store, st.precision_target, st.precision_confidence)
-    app.dialcheck_obs = obs
     return app

@@ -6,14 +6,12 @@ end-to-end kill, poison and soak tests check them through a real worker.
 
 The delivery guarantees:
 
-1. **Ack only after delivery** (`holding`). Every message of a batch is held (an extra reference)
-   from the moment the batch arrives; the references are given back, and so the batch acked, only
-   when the agent's work on the batch returned, i.e. after every output was delivered. Faust's
-   `take_events` (and `take_steps`, streams/take.py, modelled on it) acks a batch in a `finally`, even
-   when the handler raised, so without the hold one bad record acknowledged its whole batch. When the
-   work raises, nothing of the batch is acked.
-   Faust commits only contiguous acked offsets, so an input whose outputs are not out is never
-   committed: a crash or a kill redelivers it (at-least-once: outputs may repeat, never go missing).
+1. **Ack only after delivery** (`holding`): the one ack rule, streams/kafka/acks.py `Acks` (the
+   agents, the take loop and the transport all ask it): every message of a batch is held from the
+   moment the batch arrives and given back only when the agent's work on the batch returned, i.e.
+   after every output was delivered; when the work raises, nothing of the batch is acked. Faust
+   commits only contiguous acked offsets, so an input whose outputs are not out is never committed:
+   a crash or a kill redelivers it (at-least-once: outputs may repeat, never go missing).
 2. **Outputs awaited** (`deliver`). Records are sent on their own (not attached to an event) and the
    broker's acknowledgement of each is awaited before the batch is acked; Faust flushes the producer
    before it commits offsets, so a commit never outruns an output (the tables' changelog included).
@@ -38,7 +36,6 @@ unacknowledged until the store takes them). While a store call fails the outage 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
 import sys
@@ -48,11 +45,13 @@ from dataclasses import asdict, dataclass
 from typing import Any, Awaitable, Callable, Iterable
 
 from schemas import Reason
+from schemas.errors import DialcheckError
 from schemas.retry import ATTEMPTS, BACKOFF_S, MAX_BACKOFF_S, retry_async
 from schemas.settings import Settings
 
 from .checking import DaemonExecutor, Scrubber, bound
 from .deadletter import DeadLetter
+from .kafka.acks import Acks
 
 log = logging.getLogger("dialcheck.stream")
 
@@ -129,28 +128,22 @@ class Outage:
 
 class Outbox:
     """Delivery and acknowledgement for every agent of one worker app (the guarantees above).
-    `app` is the Faust app (its consumer acks, its producer sends); `dead_topic` the dead-letter topic."""
+    `app` is the Faust app (its producer is flushed); `dead_topic` the dead-letter topic; `acks` the
+    app's ack rule (a rule for `app`'s consumer when not given)."""
 
-    def __init__(self, app, settings: Settings, *, dead_topic, obs, scrub: Scrubber | None = None,
-                 counters: Counters | None = None):
+    def __init__(self, app, settings: Settings, *, dead_topic, obs, acks: Acks | None = None,
+                 scrub: Scrubber | None = None, counters: Counters | None = None):
         self.app, self.st = app, settings.stream
+        self.acks = acks or Acks(lambda: app.consumer, trace=settings.stream.trace_records)
         self.dead_topic, self.obs = dead_topic, obs
         self.scrub = scrub or Scrubber.from_settings(settings)
         self.counters = counters or Counters()
 
     # -- input --------------------------------------------------------------------------------
-    @contextlib.asynccontextmanager
-    async def holding(self, events: Iterable):
-        """Hold every message of `events` for the body; ack them all when the body returned (its
-        outputs delivered), none when it raised. Yields the held messages."""
-        held = [ev.message for ev in events]
-        for m in held:
-            m.incref()
-        yield held
-        if self.st.trace_records:
-            log.info("trace ack %s", " ".join(f"{m.partition}@{m.offset}" for m in held))
-        for m in held:
-            m.ack(self.app.consumer)
+    def holding(self, events: Iterable):
+        """The ack rule's hold on `events` (streams/kafka/acks.py `Acks.holding`): acked when the body
+        returned (its outputs delivered), none when it raised. Yields the held messages."""
+        return self.acks.holding(events)
 
     # -- outputs ------------------------------------------------------------------------------
     async def deliver(self, records: list[Record]) -> None:
@@ -204,6 +197,25 @@ class Outbox:
         self.obs.dead_letter(code)
         key = None if dl.key is None else bytes(dl.key)
         return (self.dead_topic, key, bytes(dl.value) if dl.value is not None else b"", dl.headers())
+
+    async def dead_letter_range(self, topic: str, partition: int, first: int, last: int, reason: str) -> None:
+        """Dead letters for offsets first..last of a partition, delivered: a record batch the consumer
+        could not decode (streams/kafka/internals.py point 5); reported on /readyz and /metrics."""
+        why = f"undecodable record batch (offsets {first}-{last}): {reason}"
+        log.error("%s/%d@%d-%d: %s", topic, partition, first, last, why)
+        await self.deliver([self.dead_letter(_Source(topic, partition, off), Reason.UNDECODABLE, why)
+                            for off in range(first, last + 1)])
+        self.obs.undecodable(f"{topic}/{partition}@{first}-{last}: {reason}")
+
+
+@dataclass(frozen=True)
+class _Source:
+    """The coordinates of one offset that has no message, shaped like a message for `dead_letter`."""
+    topic: str
+    partition: int
+    offset: int
+    key: bytes | None = None
+    value: bytes | None = None
 
 
 class StoreWriter:
@@ -271,5 +283,5 @@ class StoreWriter:
         return await self.call(fn, *args, attempts=attempts)
 
 
-class StoreDown(RuntimeError):
+class StoreDown(DialcheckError, RuntimeError):
     """The store is known to be down: the call was not tried."""

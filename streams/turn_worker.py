@@ -23,9 +23,10 @@ import orjson
 from schemas import InvalidEvent, Reason
 from schemas.items import CheckItem
 from schemas.protocols import Checker
+from schemas.secrets import install_log_scrubber
 from schemas.settings import Settings
 
-from .checking import ScrubbingFilter, bound, safe_verdict, validate_event
+from .checking import bound, safe_verdict, validate_event
 from .context import Recency, add_turn, is_idle, oldest_beyond, parse_roles, should_check, wants_check
 from .observability import Observability
 from .outbox import Counters, Outbox, StoreWriter
@@ -102,16 +103,16 @@ class TurnWorker:
     """The agent's work on one batch of events (`handle`) and the periodic sweep, over the tables
     and topics create_app made. One instance per app; all methods run on the event loop except the
     pipeline call, which runs in the pipeline thread (`PipelineCall`). Outputs go through `outbox`
-    (one per app, shared with the other agents; built here when not given)."""
+    (the app's one outbox, shared with the other agents)."""
 
-    def __init__(self, app, settings: Settings, checker: Checker, *, table, attempts: AttemptsTable,
-                 verdicts_topic, dead_topic, obs: Observability, store_writer: StoreWriter | None = None,
-                 outbox: Outbox | None = None):
+    def __init__(self, app, settings: Settings, checker: Checker, *, outbox: Outbox, table,
+                 attempts: AttemptsTable, verdicts_topic, obs: Observability,
+                 store_writer: StoreWriter | None = None):
         self.app, self.settings, self.st = app, settings, settings.stream
         self.table, self.attempts = table, attempts
         self.verdicts_topic = verdicts_topic
         self.obs = obs
-        self.outbox = outbox or Outbox(app, settings, dead_topic=dead_topic, obs=obs)
+        self.outbox = outbox
         self.store_writer = store_writer  # verdicts kept for joining feedback (None: off)
         self.counters: Counters = self.outbox.counters
         self.scrub = self.outbox.scrub
@@ -182,7 +183,7 @@ class TurnWorker:
 
     # -- one batch ----------------------------------------------------------------------------
     def weigh(self, event) -> int:
-        """1 for a record this worker will check, else 0: how `take_steps` (streams/take.py) counts a
+        """1 for a record this worker will check, else 0: how `take_steps` (streams/kafka/internals.py) counts a
         step's turns to check. A quick look at the JSON, not validation: a record that fails
         validation in `handle` only made its step end early."""
         try:
@@ -192,7 +193,7 @@ class TurnWorker:
             return 0
 
     async def handle(self, events) -> None:
-        """One step (streams/take.py): validate (dead letters), update context, check the selected
+        """One step (`StepStream.take_steps`, streams/kafka/internals.py): validate (dead letters), update context, check the selected
         turns; every event acked by the outbox only after all of the batch's outputs are delivered."""
         st, c, outbox = self.st, self.counters, self.outbox
         async with outbox.holding(events):
@@ -274,6 +275,4 @@ class TurnWorker:
 
     def install_scrubber(self) -> None:
         """Faust configures logging when the worker starts: filter its handlers (and ours) then."""
-        for h in logging.getLogger().handlers:
-            if not any(isinstance(f, ScrubbingFilter) for f in h.filters):
-                h.addFilter(ScrubbingFilter(self.scrub, max_bytes=4 * self.st.max_reason_bytes))
+        install_log_scrubber(self.scrub, max_bytes=4 * self.st.max_reason_bytes)

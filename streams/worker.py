@@ -71,7 +71,7 @@ def run_worker(settings: Settings, checker: Checker, loglevel: str = "info") -> 
             return 2
         print(f"feedback store: {store.public_url} (DIALCHECK_FEEDBACK_STORE; chat.feedback → judgements)", flush=True)
     app = create_app(settings, checker, store=store)
-    app.dialcheck_obs.serve()  # /metrics, /healthz, /readyz from now on (streams/observability.py)
+    app.obs.serve()  # /metrics, /healthz, /readyz from now on (streams/observability.py)
     worker = worker_class()(app, loglevel=loglevel, quiet=True, redirect_stdouts=False,
                             logging_config=logging_config(settings, loglevel))
     freeze_startup_heap()

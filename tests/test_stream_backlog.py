@@ -1,6 +1,6 @@
 """A worker that starts on a backlog (and a context table to restore) checks every turn of it.
 
-Why: this is where faust-streaming loses input (#596, patched in streams/transport.py): after table
+Why: this is where faust-streaming loses input (#596, patched in streams/kafka/internals.py): after table
 recovery it resumes the input partitions before seeking them to the committed offsets; turns
 fetched in between were queued, then cleared when the flow resumed, while Faust's read offset had
 already passed them. Found by the kill -9 test (a restarted worker skipped six turns of one

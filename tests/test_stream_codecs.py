@@ -95,11 +95,11 @@ def produce_raw(bootstrap: str, topic: str, partition: int, batch: bytes) -> int
 
 def guarded(batches: list[bytes], guard: bool = True) -> list:
     """Every record aiokafka's fetcher yields from `batches` (one partition's fetch), through
-    streams/transport.py's GuardedPartitionRecords; `guard=False` is any other consumer."""
+    streams/kafka/internals.py's GuardedPartitionRecords; `guard=False` is any other consumer."""
     from aiokafka.record.memory_records import MemoryRecords
     from aiokafka.structs import TopicPartition
 
-    from streams.transport import KEEP_BYTES, GuardedPartitionRecords
+    from streams.kafka.internals import KEEP_BYTES, GuardedPartitionRecords
 
     records = MemoryRecords(b"".join(batches))
     return list(GuardedPartitionRecords(TopicPartition("t", 0), records, [], 0, None,
@@ -127,7 +127,7 @@ def test_every_kafka_codec_decodes_in_aiokafka_and_kafka_python():
 def test_an_undecodable_batch_becomes_one_marker_and_the_fetch_goes_on():
     from aiokafka.errors import UnsupportedCodecError
 
-    from streams.transport import undecodable_marker
+    from streams.kafka.internals import undecodable_marker
 
     def at(batch: bytes, offset: int) -> bytes:
         buf = bytearray(batch)

@@ -56,7 +56,7 @@ def explain(claims: set[str], conv_of: dict, offsets: dict, at_kill: int, log) -
 @pytest.mark.timeout(600)
 # Failed in full-suite CI runs (never alone here): the restarted worker checked its whole backlog twice
 # (31 of 31 turns), once from the turns kept queued before the seek (faust #596 patch) and once re-fetched
-# after it; fixed by streams/transport.py point 4. trace_records lets a failure say which worker read what.
+# after it; fixed by streams/kafka/internals.py point 4. trace_records lets a failure say which worker read what.
 @pytest.mark.flaky(reruns=1)
 def test_kill_mid_stream_duplicates_at_most_the_uncommitted_turns(fresh_broker, tmp_path):
     s = load_settings(kafka={"bootstrap": fresh_broker.bootstrap, "topic_partitions": 1, "topic_turns": "kd.turns",

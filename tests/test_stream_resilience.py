@@ -110,7 +110,7 @@ def culprit_between_good(prefix: str, name: str, text: str):
 
 # Seen to stall once (stop 33, full suite on 2 busy cores): after the first crash the restarted worker
 # restored its context (turns=12) and was assigned every partition but received no event for 12
-# minutes, the symptom of faust #596 that streams/transport.py patches; the unbounded loop below then
+# minutes, the symptom of faust #596 that streams/kafka/internals.py patches; the unbounded loop below then
 # hung the suite. Bounded like its siblings (a stall fails within minutes) with their one rerun on a
 # fresh broker; the stall itself is not explained yet (issue note).
 @pytest.mark.timeout(600)
@@ -169,7 +169,7 @@ def committed(s: Settings) -> dict[int, int]:
 # Seen to hang about 1 run in 4 in session 5: a restarted worker was assigned every partition but
 # received no redelivered event (status events=0 for minutes). Explained in session 6: Faust cleared
 # the redelivered batch from its queues when the flow resumed after recovery while its read offset had
-# passed it (faust-streaming #596, patched in streams/transport.py); 6 of 6 runs passed after the
+# passed it (faust-streaming #596, patched in streams/kafka/internals.py); 6 of 6 runs passed after the
 # patch. The loop stays bounded (a hang fails within minutes) and the one rerun stays as a safety net.
 @pytest.mark.timeout(600)
 @pytest.mark.flaky(reruns=1)

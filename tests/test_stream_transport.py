@@ -1,4 +1,4 @@
-"""The faust-streaming fixes in streams/transport.py, at unit level (no broker).
+"""The faust-streaming fixes in streams/kafka/internals.py, at unit level (no broker).
 
 Why: two are at-least-once bugs that lose input silently (a commit over a turn still being checked;
 queued turns cleared when the flow resumes); the third keeps the second's fix from checking a
@@ -19,7 +19,8 @@ from faust.transport.drivers import aiokafka as faust_aiokafka
 
 import pytest
 
-from streams.transport import Consumer, KeepInputFlowControl, head_in_flight
+from streams.kafka.acks import Acks
+from streams.kafka.internals import Consumer, ConsumerThread, KeepInputFlowControl
 
 pytestmark = pytest.mark.unit
 
@@ -39,19 +40,19 @@ def consumer_with(committed: int | None, acked: list[int], gaps: IntervalTree | 
 def test_no_commit_over_the_turn_in_flight_at_the_committed_offset():
     # faust-streaming #606: committed 2585 (next to read), 2585 still being checked, 2586-2589 acked:
     # Faust alone commits 2590 and a crash then skips 2585
-    assert head_in_flight(2585, [2586, 2587, 2588, 2589], IntervalTree())
+    assert not Acks.may_commit(2585, [2586, 2587, 2588, 2589], IntervalTree())
     assert consumer_with(2585, [2586, 2587, 2588, 2589])._new_offset(TURNS) is None
 
 
 def test_commits_the_contiguous_run_from_the_committed_offset():
-    assert not head_in_flight(2585, [2585, 2586, 2587], IntervalTree())
+    assert Acks.may_commit(2585, [2585, 2586, 2587], IntervalTree())
     assert consumer_with(2585, [2585, 2586, 2587, 2589])._new_offset(TURNS) == 2588
 
 
 def test_a_known_gap_at_the_head_is_committed_over():
     gaps = IntervalTree()
     gaps.addi(2585, 2586)  # offset 2585 does not exist (e.g. compacted away): nothing is in flight there
-    assert not head_in_flight(2585, [2586, 2587], gaps)
+    assert Acks.may_commit(2585, [2586, 2587], gaps)
     assert consumer_with(2585, [2586, 2587], gaps)._new_offset(TURNS) == 2588
 
 
@@ -102,7 +103,7 @@ CHANGELOG = TP("dialcheck-context-changelog", 0)
 def fetching_consumer(monkeypatch, batches: list[list[tuple[TP, int]]]) -> Consumer:
     """A Consumer whose upstream getmany yields `batches` (one per call), messages carrying offsets."""
     c = Consumer.__new__(Consumer)
-    c.app = SimpleNamespace(keep_topics=frozenset({TURNS.topic}))
+    c.app = SimpleNamespace(conf=SimpleNamespace(keep_input_topics=frozenset({TURNS.topic})))
     c._read_offset = defaultdict(lambda: None)
     c._handed_out = {}
     pending = iter(batches)
@@ -148,8 +149,6 @@ def test_a_partition_never_committed_is_sought_back_to_its_beginning(monkeypatch
     its fetch had got to, so turns Faust dropped while its flow was stopped were never read again."""
     from aiokafka.structs import TopicPartition
 
-    from streams.transport import ConsumerThread
-
     committed = {TopicPartition("chat.turns", 0): 5, TopicPartition("chat.turns", 1): None,
                  TopicPartition("chat.turns", 2): 0, TopicPartition("other", 0): None}
     sought: list = []
@@ -163,6 +162,6 @@ def test_a_partition_never_committed_is_sought_back_to_its_beginning(monkeypatch
     monkeypatch.setattr(faust_aiokafka.AIOKafkaConsumerThread, "seek_to_committed", aiokafkas_seek)
     monkeypatch.setattr(faust_aiokafka.AIOKafkaConsumerThread, "seek_to_beginning", to_beginning)
     thread = ConsumerThread.__new__(ConsumerThread)
-    thread.__dict__["app"] = SimpleNamespace(keep_topics=frozenset({"chat.turns"}))
+    thread.__dict__["app"] = SimpleNamespace(conf=SimpleNamespace(keep_input_topics=frozenset({"chat.turns"})))
     assert asyncio.run(thread.seek_to_committed()) == committed
     assert sought == [TopicPartition("chat.turns", 1), TopicPartition("chat.turns", 2)]  # not "other": not input

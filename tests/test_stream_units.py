@@ -241,11 +241,13 @@ class _Hangs:
 
 def _turn_worker(checker, **stream):
     from streams.observability import Observability
+    from streams.outbox import Outbox
     from streams.turn_worker import AttemptsTable, TurnWorker
 
     s = load_settings(stream=stream)
-    return TurnWorker(None, s, checker, table={}, attempts=AttemptsTable({}, 4), verdicts_topic=None, dead_topic=None,
-                      obs=Observability(s))
+    obs = Observability(s)
+    return TurnWorker(None, s, checker, outbox=Outbox(None, s, dead_topic=None, obs=obs), table={},
+                      attempts=AttemptsTable({}, 4), verdicts_topic=None, obs=obs)
 
 
 def test_worker_publishes_every_verdict_of_a_claim_checker_in_order():

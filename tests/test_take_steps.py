@@ -1,4 +1,4 @@
-"""streams/take.py `take_steps`: where a step ends, on a real Faust agent over Faust's in-memory
+"""`StepStream.take_steps` (streams/kafka/internals.py point 7): where a step ends, on a real Faust agent over Faust's in-memory
 transport (its `test_context`; the broker tests run it against the embedded Kafka broker)."""
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import itertools
 
 import pytest
 
-from streams.take import take_steps
+from streams.kafka.internals import StepStream
 
 pytestmark = pytest.mark.unit
 
@@ -19,12 +19,12 @@ def steps_of(values: list, *, settle_s: float = 0.0, **take) -> list[list]:
     after the first `len(values) // 2` values, `settle_s` seconds pass before the rest."""
     import faust
 
-    app = faust.App(f"take-steps-{next(_apps)}", broker="kafka://127.0.0.1:1")  # never dialled: test_context is in memory
+    app = faust.App(f"take-steps-{next(_apps)}", broker="kafka://127.0.0.1:1", Stream=StepStream)  # never dialled: test_context is in memory
     steps: list[list] = []
 
     @app.agent()
     async def agent(stream):
-        async for events in take_steps(stream, **take):
+        async for events in stream.take_steps(**take):
             steps.append([e.value for e in events])
 
     async def main() -> None:

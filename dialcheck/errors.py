@@ -1,6 +1,7 @@
 """Everyday mistakes → one line and a non-zero exit; everything else stays a traceback.
 
-Why a closed list: a user who mistypes a path or points at a stopped broker needs the fix in one
+Mapped by type: every error of dialcheck's own derives from `schemas.errors.DialcheckError` and says
+its line and exit code. Why a closed list: a user who mistypes a path or points at a stopped broker needs the fix in one
 line, while a real bug needs its traceback (`--debug` shows it for the mistakes too). `main()`
 asks `one_line(error, args)`; None means "a bug: re-raise". One style for every usage or
 environment error: one `dialcheck: ...` line, exit 2 (as argparse), whether the user
@@ -12,7 +13,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from schemas.protocols import ModelUnavailable, SearchUnavailable
+from schemas.errors import DialcheckError
 from schemas.settings import SettingsInvalid, load_settings, redact
 
 USAGE = UNREACHABLE = 2
@@ -22,7 +23,7 @@ INPUT_FILE_OPTIONS = ("data", "gold", "file", "tsv")
 COUNT_OPTIONS = ("limit", "records")
 
 
-class UsageError(Exception):
+class UsageError(DialcheckError):
     """A mistake the user can fix; the message is the one line they see."""
     exit_code = USAGE
 
@@ -113,41 +114,27 @@ def _requested_ports(args: argparse.Namespace) -> list[tuple[str, int, str]]:
 
 
 def one_line(error: BaseException, args: argparse.Namespace | None) -> tuple[int, str] | None:
-    """(exit code, message) for an everyday mistake; None for anything else (a bug)."""
+    """(exit code, message) for an everyday mistake; None for anything else (a bug). By type: a
+    `DialcheckError` (schemas/errors.py) says its own line and exit code; the few others are the
+    standard library's and the Kafka client's."""
     files = input_files(args) if args is not None else {}
-    if isinstance(error, UsageError):
-        return error.exit_code, redact(str(error))
-    from dialcheck.commands.data import DataError
-
-    if isinstance(error, DataError):  # dialcheck data fetch/list (dialcheck/commands/data.py)
-        return error.exit_code, redact(str(error))
-    if isinstance(error, SettingsInvalid):
-        return USAGE, _readable_setting(str(error))
-    if isinstance(error, ModelUnavailable):
-        return UNREACHABLE, f"model server unavailable: {redact(str(error))}"
-    if isinstance(error, SearchUnavailable):
-        return UNREACHABLE, f"search backend unavailable: {redact(str(error))}"
     if isinstance(error, FileNotFoundError) and error.filename in files:
         return USAGE, f"no such file: {error.filename} ({files[error.filename]})"
+    if isinstance(error, SettingsInvalid):
+        return error.exit_code, _readable_setting(str(error))
+    if _is(error, "streams.ui.server", "PortInUse"):  # the option that names the port is the command's
+        return error.exit_code, port_in_use_line(error.host, error.port, getattr(args, "port_option", None) or "--port")
+    if isinstance(error, DialcheckError):
+        return error.exit_code, redact(error.line())
     missing = _missing_data(error)
     if missing is not None:  # a data file the command needs (not one the user named): what to fetch
-        return USAGE, redact(str(missing))
+        return missing.exit_code, redact(str(missing))
     if isinstance(error, IsADirectoryError) and error.filename in files:
         return USAGE, f"not a file: {error.filename} ({files[error.filename]})"
     if isinstance(error, ValueError) and any(str(error).startswith(f"{p}:") for p in files):
         return USAGE, str(error).splitlines()[0]  # readers name the file and line: 'data.jsonl:3: ...'
-    if _is(error, "streams.ui.server", "PortInUse"):
-        return USAGE, port_in_use_line(error.host, error.port, getattr(args, "port_option", None) or "--port")
-    if _is(error, "streams.observability", "MetricsBindError"):
-        return USAGE, str(error)
     if _is(error, "workers.decision.decider", "DecisionModelMismatch"):
         return USAGE, str(error)
-    if _is(error, "workers.retrieval.build", "IndexEncoderMismatch"):  # e.g. the default encoder changed
-        return USAGE, str(error)
-    if _is(error, "streams.feedback_store", "StoreUnavailable"):  # names the setting, never the password
-        return UNREACHABLE, redact(str(error))
-    if _is(error, "streams.replay", "UndeliveredTurns"):
-        return UNREACHABLE, redact(str(error))
     if _is(error, "kafka.errors", "NoBrokersAvailable") or _is(error, "kafka.errors", "KafkaConnectionError"):
         return UNREACHABLE, f"Kafka broker unavailable: {redact(str(error)) or type(error).__name__}"
     return None

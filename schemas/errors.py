@@ -1,11 +1,43 @@
-"""Why an input was refused: the dead-letter reason codes and the errors that carry them.
+"""dialcheck's errors: the one base (`DialcheckError`), the dead-letter reason codes and the errors
+that carry them, and the stage a pipeline failure came from.
 
-One list of machine codes (`Reason`), so a dead letter's header, its metric label and the code
-that raised it never disagree; `DataMissing` is the one missing-data error the CLI turns into a
-line that says what to fetch."""
+One base, so the CLI maps by type (dialcheck/errors.py: an instance is one `dialcheck: ...` line and
+its `exit_code`; anything else is a bug and keeps its traceback). One list of machine codes
+(`Reason`), so a dead letter's header, its metric label and the code that raised it never disagree;
+`DataMissing` is the one missing-data error the CLI turns into a line that says what to fetch."""
 from __future__ import annotations
 
 from enum import StrEnum
+
+
+class DialcheckError(Exception):
+    """A mistake the user can fix or a service that does not answer: the CLI prints `line()` (after
+    `prefix`, secrets redacted) and exits with `exit_code`. Subclasses keep their other base
+    (ValueError, RuntimeError, OSError) so existing `except` clauses still hold."""
+
+    exit_code: int = 2
+    prefix: str = ""
+
+    def line(self) -> str:
+        text = str(self).strip()
+        return self.prefix + (text.splitlines()[0] if text else type(self).__name__)
+
+
+def in_stage(error: BaseException, stage: str) -> None:
+    """Name the stage `error` came out of, once (the innermost), as a note: its type stays, so every
+    `except` and `pytest.raises` still holds; `stage_failure` reads it."""
+    if not any(n.startswith(STAGE_NOTE) for n in getattr(error, "__notes__", ())):
+        error.add_note(STAGE_NOTE + stage)
+
+
+def stage_failure(error: BaseException) -> str:
+    """How a pipeline failure reads in an error verdict: the stage it came from (the note the stage
+    runner adds, workers/chain.py `degrading`) and the exception."""
+    stages = [n[len(STAGE_NOTE):] for n in getattr(error, "__notes__", ()) if n.startswith(STAGE_NOTE)]
+    return f"pipeline failure in stage {stages[0]}: {error!r}" if stages else f"pipeline failure: {error!r}"
+
+
+STAGE_NOTE = "dialcheck stage: "  # the note (PEP 678) that names the stage an exception came out of
 
 
 class Reason(StrEnum):
@@ -38,7 +70,7 @@ class InvalidEvent(ValueError):
         self.reason = reason
 
 
-class DataMissing(FileNotFoundError):
+class DataMissing(DialcheckError, FileNotFoundError):
     """A data file a command needs is not in the data dir. `dataset` is the set's name in the data
     manifest (`dialcheck data fetch <dataset>`), `title` its readable name, `looked_in` the data dirs
     tried; the CLI turns it into one line that says what to run (dialcheck/errors.py)."""

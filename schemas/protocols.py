@@ -11,6 +11,7 @@ from typing import Mapping, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
+from .errors import DialcheckError
 from .items import CheckItem
 
 # The evaluation protocols (DialFact's): fact verification on the gold evidence, end to end with
@@ -27,12 +28,14 @@ RETRIEVAL_PROTOCOLS = ("e2e", "ir")   # the protocols that search an index
 SURFACES = ("r0", "r1", "r2", "r3", "r4", "r4g", "r5", "r5g")
 
 
-class ModelUnavailable(RuntimeError):
+class ModelUnavailable(DialcheckError, RuntimeError):
     """A model backend failed (server down, timeout, bad artifact). Callers degrade, never drop."""
+    prefix = "model server unavailable: "
 
 
-class SearchUnavailable(RuntimeError):
+class SearchUnavailable(DialcheckError, RuntimeError):
     """The index or search server failed; the pipeline degrades with this reason."""
+    prefix = "search backend unavailable: "
 
 
 class LLMUnavailable(ModelUnavailable):

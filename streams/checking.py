@@ -13,6 +13,7 @@ import threading
 from typing import Any, Callable, Sequence
 
 from schemas import ChatTurn, InvalidEvent, Reason, Status, Surface, Verdict, claim_id, parse_turn
+from schemas.errors import stage_failure
 from schemas.protocols import TurnResult
 from schemas.verdict import hidden_display
 from schemas.secrets import Scrubber, ScrubbingFilter, bound  # noqa: F401 - the one scrubber, re-exported
@@ -106,7 +107,7 @@ def check_safely(check_turns: CheckTurns, items: Sequence) -> list[TurnResult]:
     except Exception as e:  # noqa: BLE001 - never lose a claim to a pipeline bug
         if len(items) == 1:
             log.exception("pipeline failed on %s/%s", items[0].conversation_id, items[0].turn_id)
-            return [TurnResult(items[0], [error_verdict(items[0], f"pipeline failure: {e!r}")])]
+            return [TurnResult(items[0], [error_verdict(items[0], stage_failure(e))])]
         log.warning("pipeline failed on a batch of %d (%r); retrying one by one", len(items), e)
         return [r for it in items for r in check_safely(check_turns, [it])]
 

@@ -29,6 +29,7 @@ from typing import Iterable
 
 import orjson
 
+from schemas.errors import DialcheckError
 from schemas.feedback import Feedback
 from schemas.secrets import mask_urls
 from schemas.settings import REPO_ROOT
@@ -86,7 +87,7 @@ _SHOWN_BY_VERSION = """SELECT v.label, v.confidence, {nli}, COUNT(*) FROM verdic
 _VERDICTS_BY_VERSION = "SELECT {nli}, COUNT(*) FROM verdicts v GROUP BY {nli}"
 
 
-class StoreUnavailable(RuntimeError):
+class StoreUnavailable(DialcheckError, RuntimeError):
     """The store cannot be opened or reached (a bad path or URL, bad credentials, a missing driver, a
     PostgreSQL server down): one line naming the setting, never the password."""
 

@@ -22,6 +22,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable, Iterable, Mapping
 
 from schemas import TIMING_META_KEYS, Reason
+from schemas.errors import DialcheckError
 from schemas.protocols import CacheStats
 from schemas.settings import Settings, redact
 
@@ -72,7 +73,7 @@ def wait_for_broker(bootstrap: str, wait_s: float) -> bool:
         time.sleep(0.5)
 
 
-class MetricsBindError(RuntimeError):
+class MetricsBindError(DialcheckError, RuntimeError):
     """The metrics address is taken or not ours: a configuration mistake, shown as one line."""
 
 

@@ -11,6 +11,7 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Callable, Iterable, Sequence
 
+from schemas.errors import DialcheckError
 from schemas.settings import Settings
 from schemas import ChatTurn
 from schemas.items import response_claim_id
@@ -39,7 +40,7 @@ class ReplayStats:
     sent_at: dict[str, float] = field(default_factory=dict)  # claim id → wall time its turn was sent
 
 
-class UndeliveredTurns(RuntimeError):
+class UndeliveredTurns(DialcheckError, RuntimeError):
     """Some turns were not acknowledged by the broker (after the producer's own retries): the
     replay must say so, never report them as sent."""
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 from typing import Callable, Sequence
 
+from schemas.errors import in_stage
 from schemas.protocols import ModelUnavailable, SearchUnavailable
 
 from .state import ClaimState, Stage, checked
@@ -24,12 +25,16 @@ def views(states: list[ClaimState], stage: Stage, check_contracts: bool) -> list
 
 
 def degrading(stage: Stage, states: list, call: Callable, *args):
-    """`call(*args)`; a declared outage (OUTAGES) is the stage's to degrade (`on_outage`): None."""
+    """`call(*args)`; a declared outage (OUTAGES) is the stage's to degrade (`on_outage`): None.
+    Any other exception propagates with the stage's name noted on it (the error verdict names it)."""
     try:
         return call(*args)
     except OUTAGES as e:
         stage.on_outage(states, e)
         return None
+    except Exception as e:
+        in_stage(e, stage.name)
+        raise
 
 
 def timed(stage: Stage, states: list[ClaimState], check_contracts: bool = False) -> float:

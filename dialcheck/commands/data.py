@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from schemas import DataMissing
+from schemas.errors import DialcheckError
 
 MANIFEST = Path(__file__).resolve().parent.parent / "data_manifest.json"
 BASE_URL_ENV = "DIALCHECK_DATA_BASE_URL"
@@ -30,7 +31,7 @@ SOURCE_FILES = {"dialfact": "dialfact/testsmall.jsonl", "foolmetwice": "foolmetw
 CHUNK = 1 << 16
 
 
-class DataError(Exception):
+class DataError(DialcheckError):
     """A data mistake the user can fix (unknown set, refused download, source unreachable); the
     message is the one line dialcheck/errors.py prints, exit 2. Not dialcheck.errors.UsageError:
     errors.py imports this module, so this one imports nothing of it."""

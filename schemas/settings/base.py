@@ -14,6 +14,7 @@ from typing import Any, Iterable, Mapping, TextIO
 from pydantic import AliasChoices, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from schemas.errors import DialcheckError
 from schemas.secrets import mask_urls as redact  # the one scrubber's URL rule (schemas/secrets.py)
 
 REPO_ROOT = Path(__file__).resolve().parent.parent.parent
@@ -33,7 +34,7 @@ def existing_path(value: str, kind: str, what: str) -> str:
     return value
 
 
-class SettingsInvalid(ValueError):
+class SettingsInvalid(DialcheckError, ValueError):
     """A setting that cannot be used; the message is one line naming the variable."""
 
 

@@ -18,6 +18,7 @@ from pathlib import Path
 import orjson
 from aiohttp import web
 
+from schemas.errors import DialcheckError
 from schemas.settings import Settings, UISettings, redact
 
 from ..kafka_config import aiokafka_kwargs
@@ -351,7 +352,7 @@ def create_app(settings: Settings, max_conversations: int | None = None, max_tur
     return app
 
 
-class PortInUse(OSError):
+class PortInUse(DialcheckError, OSError):
     """The page's port is taken (the CLI says so in one line, dialcheck/errors.py)."""
 
     def __init__(self, host: str, port: int):

@@ -16,6 +16,7 @@ from typing import Iterable
 
 import numpy as np
 
+from schemas.errors import DialcheckError
 from schemas.settings import Settings
 
 from .bm25 import EmbeddedIndex
@@ -115,7 +116,7 @@ def build_index(settings: Settings, out_dir: str | Path | None = None, sources: 
     return index
 
 
-class IndexEncoderMismatch(ValueError):
+class IndexEncoderMismatch(DialcheckError, ValueError):
     """The index's stored vectors come from another encoder than the configured one: dense scores
     would be silently wrong (E5 and MiniLM are both 384-d), so the index is refused."""
 

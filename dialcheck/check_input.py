@@ -18,11 +18,12 @@ import orjson
 
 from schemas.errors import InvalidEvent, Reason
 from schemas.items import CheckItem
+from schemas.limits import MAX_JSON_DEPTH
 from schemas.settings import Settings
 from schemas.turn import parse_turn
 from schemas.wire import load_bounded_json, no_duplicate_keys
 
-MAX_DEPTH = 16
+MAX_DEPTH = MAX_JSON_DEPTH
 FIELDS = ("claim", "context", "evidence", "conversation_id")
 PROTOCOLS = ("e2e", "fv")
 

@@ -15,6 +15,7 @@ from typing import Literal
 import orjson
 
 from schemas import InvalidEvent, Reason, clean_text, validate
+from schemas.limits import MAX_JSON_DEPTH
 from schemas.wire import decode_record
 
 FEEDBACK_VERSION = "1.1"  # 1.1: optional corrected_label
@@ -79,7 +80,7 @@ def feedback_from_dict(obj: dict) -> Feedback:
     return Feedback(**{**obj, "ts": float(obj["ts"]), "note": clean_text(note) if note else None})
 
 
-def parse_feedback(raw: bytes | str, max_bytes: int = MAX_FEEDBACK_BYTES, max_depth: int = 16) -> Feedback:
+def parse_feedback(raw: bytes | str, max_bytes: int = MAX_FEEDBACK_BYTES, max_depth: int = MAX_JSON_DEPTH) -> Feedback:
     """Bytes from the wire → Feedback, or InvalidEvent with a short reason (nothing else escapes
     for any input: size and depth are checked before anything recursive runs)."""
     obj = decode_record(raw, max_bytes, max_depth, "feedback")

@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass, field
 import orjson
 
 from schemas.errors import InvalidEvent, Reason
+from schemas.limits import MAX_JSON_DEPTH, MAX_TEXT_CHARS
 from schemas.wire import decode_record, validate
 
 
@@ -53,8 +54,8 @@ def normalise_role(speaker: str) -> str:
     return clean_text(speaker).casefold().strip()
 
 
-def parse_turn(raw: bytes | str, max_text_chars: int = 4000, max_bytes: int | None = None,
-               max_depth: int = 16) -> ChatTurn:
+def parse_turn(raw: bytes | str, max_text_chars: int = MAX_TEXT_CHARS, max_bytes: int | None = None,
+               max_depth: int = MAX_JSON_DEPTH) -> ChatTurn:
     """Bytes from the wire → ChatTurn (text and speaker normalised), or InvalidEvent with a reason.
 
     Only InvalidEvent leaves this function: size and depth are checked before anything recursive

@@ -21,6 +21,7 @@ import asyncio
 
 from schemas.protocols import Checker
 from schemas.settings import Settings
+from schemas.settings.stream import feedback_off
 
 from . import reload
 from .broker import broker_kind
@@ -40,7 +41,7 @@ ATTEMPTS_TABLE = "attempts"
 
 def feedback_enabled(settings: Settings) -> bool:
     """DIALCHECK_FEEDBACK_STORE=off: no chat.feedback agent and no verdicts kept."""
-    return settings.stream.feedback_store.strip().lower() != "off"
+    return not feedback_off(settings.stream.feedback_store)
 
 
 def create_app(settings: Settings, checker: Checker, store: FeedbackStore | None = None,

@@ -14,6 +14,7 @@ from typing import Any, Callable, Sequence
 
 from schemas import ChatTurn, InvalidEvent, Reason, Status, Surface, Verdict, claim_id, parse_turn
 from schemas.errors import stage_failure
+from schemas.limits import MAX_JSON_DEPTH, MAX_REASON_BYTES
 from schemas.protocols import TurnResult
 from schemas.verdict import hidden_display
 from schemas.secrets import Scrubber, ScrubbingFilter, bound  # noqa: F401 - the one scrubber, re-exported
@@ -77,13 +78,13 @@ def validate_keyed(key: bytes | None, value: bytes | None, parse: Callable[[byte
 
 
 def validate_event(key: bytes | None, value: bytes | None, max_text_chars: int, max_bytes: int | None = None,
-                   max_depth: int = 16) -> ChatTurn:
+                   max_depth: int = MAX_JSON_DEPTH) -> ChatTurn:
     """A chat turn from the wire (validate_keyed with parse_turn)."""
     return validate_keyed(key, value, lambda raw: parse_turn(raw, max_text_chars, max_bytes=max_bytes, max_depth=max_depth),
                           max_bytes)
 
 
-def error_verdict(item, reason: str, max_reason_bytes: int = 1024) -> Verdict:
+def error_verdict(item, reason: str, max_reason_bytes: int = MAX_REASON_BYTES) -> Verdict:
     """A verdict that says the check failed: published instead of dropping the claim."""
     return Verdict(conversation_id=item.conversation_id, turn_id=item.turn_id,
                    claim_id=claim_id(item.conversation_id, item.turn_id, item.claim), claim=item.claim,

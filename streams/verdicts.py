@@ -10,10 +10,11 @@ import time
 from dataclasses import dataclass, field
 from typing import Iterator
 
-from schemas.settings import Settings
 import orjson
 
 from schemas import InvalidEvent, Verdict, parse_verdict
+from schemas.limits import MAX_REASON_BYTES
+from schemas.settings import Settings
 
 from .deadletter import DeadLetter
 from .kafka_config import kafka_python_kwargs
@@ -173,7 +174,7 @@ class VerdictLog:
 
     def _note_schema_error(self, reason: str) -> None:
         if self.window is None or len(self.schema_errors) < self.window:
-            self.schema_errors.append(reason[:1024])
+            self.schema_errors.append(reason[:MAX_REASON_BYTES])
 
 
 class VerdictFollower:

@@ -146,8 +146,10 @@ def _store(args):
         from streams.feedback_store import FeedbackStore
     except ModuleNotFoundError:
         raise UsageError("--from-feedback: this build has no feedback store (streams/feedback_store.py)") from None
+    from schemas.settings.stream import feedback_off
+
     where = args.store or load_settings().stream.feedback_store  # the one default: DIALCHECK_FEEDBACK_STORE
-    if where.strip().lower() == "off":
+    if feedback_off(where):
         raise UsageError("--from-feedback: the feedback store is off (DIALCHECK_FEEDBACK_STORE=off): name one with --store")
     if "://" not in str(where) and not Path(where).is_file():
         raise UsageError(f"--from-feedback: no feedback store at {where} (import labels with `dialcheck feedback import`)")

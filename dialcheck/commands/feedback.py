@@ -54,10 +54,11 @@ def register(sub) -> None:
 
 
 def open_store(arg: str | None, settings):
+    from schemas.settings.stream import feedback_off
     from streams.feedback_store import FeedbackStore, StoreUnavailable
 
     target = arg or settings.stream.feedback_store
-    if target.strip().lower() == "off":
+    if feedback_off(target):
         raise UsageError("the feedback store is off (DIALCHECK_FEEDBACK_STORE=off): name one with --store")
     try:
         return FeedbackStore(target)

@@ -257,10 +257,11 @@ def risk_coverage_figure(report_path: str, out: Path, store: str | None) -> list
 
 def _feedback_curve(store: str | None) -> dict | None:
     from schemas.settings import load_settings
+    from schemas.settings.stream import feedback_off
 
     settings = load_settings()
     where = store or settings.stream.feedback_store  # the one default: DIALCHECK_FEEDBACK_STORE
-    if where.strip().lower() == "off" or ("://" not in where and not Path(where).is_file()):
+    if feedback_off(where) or ("://" not in where and not Path(where).is_file()):
         if store:
             raise UsageError(f"--store {store}: no feedback store there")
         return None

@@ -4,8 +4,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
+from schemas.limits import MAX_JSON_DEPTH, MAX_REASON_BYTES, MAX_TEXT_CHARS
 from schemas.retry import ATTEMPTS, BACKOFF_S, MAX_BACKOFF_S
 from schemas.settings.base import REPO_ROOT, Section, env
+
+
+def feedback_off(where: str) -> bool:
+    """True for the feedback store setting (or a --store) that turns the store off: 'off', any case."""
+    return where.strip().lower() == "off"
 
 
 class StreamSettings(Section):
@@ -29,7 +35,7 @@ class StreamSettings(Section):
     context_turns: int = env("CONTEXT_TURNS", 10, "Turns kept per conversation.", ge=1, le=1000)
     context_idle_s: float = env("CONTEXT_IDLE_S", 3600.0, "Evict a conversation idle this long (0: never).", ge=0)
     check_roles: str = env("CHECK_ROLES", "assistant,bot", "Speaker roles whose turns are checked (comma list).")
-    max_text_chars: int = env("MAX_TEXT_CHARS", 4000, "Longer turns are rejected to the dead-letter topic.", ge=1)
+    max_text_chars: int = env("MAX_TEXT_CHARS", MAX_TEXT_CHARS, "Longer turns are rejected to the dead-letter topic.", ge=1)
     batch_size: int = env("BATCH_SIZE", 16, "Claims per model batch (eval, benchmarks, the stream's batch path).",
                            ge=1, le=10000)
     take_events: int = env("TAKE_EVENTS", 1024,
@@ -63,8 +69,8 @@ class StreamSettings(Section):
     # bounds, deadlines and quarantine: one oversized or poisonous record must not stall or crash the worker
     max_event_bytes: int = env("MAX_EVENT_BYTES", 262144,
                                 "Larger chat.turns records are dead-lettered before parsing.", ge=1024, le=16777216)
-    max_json_depth: int = env("MAX_JSON_DEPTH", 16, "Deeper JSON nesting in a turn is dead-lettered.", ge=2, le=256)
-    max_reason_bytes: int = env("MAX_REASON_BYTES", 1024,
+    max_json_depth: int = env("MAX_JSON_DEPTH", MAX_JSON_DEPTH, "Deeper JSON nesting in a turn is dead-lettered.", ge=2, le=256)
+    max_reason_bytes: int = env("MAX_REASON_BYTES", MAX_REASON_BYTES,
                                  "Dead-letter reasons, error-verdict reasons and their log lines are cut to this.",
                                  ge=64, le=1024)
     deadletter_max_bytes: int = env("DEADLETTER_MAX_BYTES", 65536,

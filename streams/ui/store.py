@@ -22,6 +22,7 @@ from urllib.parse import urlsplit
 import orjson
 
 from schemas.feedback import parse_feedback
+from schemas.limits import MAX_JSON_DEPTH, MAX_TEXT_CHARS
 
 from ..precision import ALL_VERSIONS, UNKNOWN_VERSION, buckets_of, nli_version_of, rows_by_version
 from schemas import (LABELS, ChatTurn, Evidence, GateDecision, InvalidEvent, Reason, Status, Surface, Verdict, known_fields,
@@ -239,7 +240,7 @@ class Store:
 
     def __init__(self, max_conversations: int = 200, max_turns: int = 100, max_verdicts: int = 100,
                  max_bytes: int = 16 << 20, max_verdict_bytes: int = 1 << 20, max_turn_bytes: int = 262144,
-                 max_text_chars: int = 4000, max_depth: int = 16, precision: LivePrecision | None = None):
+                 max_text_chars: int = MAX_TEXT_CHARS, max_depth: int = MAX_JSON_DEPTH, precision: LivePrecision | None = None):
         if min(max_conversations, max_turns, max_verdicts, max_bytes) < 1:
             raise ValueError("max_conversations, max_turns, max_verdicts and max_bytes must be at least 1")
         self.max_conversations, self.max_turns, self.max_verdicts = max_conversations, max_turns, max_verdicts

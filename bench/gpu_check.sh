@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# ONE prepared GPU check for the device machine (issue 13); writes $OUT/gpu_check.json.
+# ONE prepared GPU check for the device machine; writes $OUT/gpu_check.json.
 #
 #   bash bench/gpu_check.sh prepare     # here, on the CPU machine: fills artifacts/gpu (ignored, <= 64 MiB)
 #   bash bench/gpu_check.sh run         # there: run(command="bash bench/gpu_check.sh run", carry=["artifacts/gpu"])

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A prepared GPU run (issue 31 item 4; sibling of bench/gpu_check.sh): on one H200, train a larger
+# A prepared GPU run (sibling of bench/gpu_check.sh): on one H200, train a larger
 # verifier on our pairs, adopt it with `dialcheck nli adopt`, and print its yardstick
 # (`dialcheck tune decision --lodo`). Writes $OUT/gpu_verifier.json. NOT run on a GPU yet.
 #

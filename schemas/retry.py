@@ -8,6 +8,8 @@ matches what actually happens. The defaults are the one home of the backoff valu
 """
 from __future__ import annotations
 
+import asyncio
+import time
 from typing import Any, Awaitable, Callable, TypeVar
 
 import tenacity
@@ -30,15 +32,22 @@ def total_wait(attempts: int, *, backoff_s: float = BACKOFF_S, max_backoff_s: fl
     return sum(wait_s(i, backoff_s=backoff_s, max_backoff_s=max_backoff_s) for i in range(max(attempts - 1, 0)))
 
 
+# the waits themselves, looked up at each wait: a test records them here instead of timing a clock
+_sleep: Callable[[float], None] = time.sleep
+_async_sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
+
+
 def _options(attempts: int | None, backoff_s: float, max_backoff_s: float,
              retry_if: Callable[[BaseException], bool], on_retry: OnRetry | None) -> dict:
     def before_sleep(state: tenacity.RetryCallState) -> None:
         if on_retry is not None:
             on_retry(state.outcome.exception())
 
+    def wait(state: tenacity.RetryCallState) -> float:  # the rule above, so `total_wait` holds by construction
+        return wait_s(state.attempt_number - 1, backoff_s=backoff_s, max_backoff_s=max_backoff_s)
+
     return dict(stop=tenacity.stop_never if attempts is None else tenacity.stop_after_attempt(attempts),
-                wait=tenacity.wait_exponential(multiplier=backoff_s, max=max_backoff_s),
-                retry=tenacity.retry_if_exception(retry_if), reraise=True, before_sleep=before_sleep)
+                wait=wait, retry=tenacity.retry_if_exception(retry_if), reraise=True, before_sleep=before_sleep)
 
 
 def _always(_: BaseException) -> bool:
@@ -51,7 +60,8 @@ def retry_call(attempt: Callable[[], T], *, attempts: int | None = ATTEMPTS, bac
     """`attempt()` until it returns, `attempts` times in all (None: for as long as the process runs),
     retrying only errors `retry_if` accepts; the last error is raised as is. `on_retry(error)` runs
     before each wait."""
-    for retry in tenacity.Retrying(**_options(attempts, backoff_s, max_backoff_s, retry_if, on_retry)):
+    for retry in tenacity.Retrying(sleep=lambda s: _sleep(s),
+                                   **_options(attempts, backoff_s, max_backoff_s, retry_if, on_retry)):
         with retry:
             return attempt()
     raise AssertionError("unreachable: tenacity re-raises the last error")  # pragma: no cover
@@ -62,7 +72,8 @@ async def retry_async(attempt: Callable[[], Awaitable[Any]], *, attempts: int | 
                       retry_if: Callable[[BaseException], bool] = _always,
                       on_retry: OnRetry | None = None) -> Any:
     """`retry_call` for a coroutine function: the waits are `asyncio.sleep`, the loop keeps running."""
-    async for retry in tenacity.AsyncRetrying(**_options(attempts, backoff_s, max_backoff_s, retry_if, on_retry)):
+    async for retry in tenacity.AsyncRetrying(sleep=lambda s: _async_sleep(s),
+                                              **_options(attempts, backoff_s, max_backoff_s, retry_if, on_retry)):
         with retry:
             return await attempt()
     raise AssertionError("unreachable: tenacity re-raises the last error")  # pragma: no cover

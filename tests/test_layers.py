@@ -122,7 +122,7 @@ def test_serving_does_not_import_training():
 
 
 def test_the_runtime_loads_no_lab_module():
-    """Importing the pipeline and the stream app loads nothing of lab/ (the issue's own check)."""
+    """Importing the pipeline and the stream app loads nothing of lab/ (the runtime stands without the lab)."""
     code = ("import workers.pipeline, streams.app, sys; "
             "print([m for m in sys.modules if m == 'lab' or m.startswith('lab.')])")
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=300)

@@ -52,6 +52,30 @@ def test_async_retries_on_the_loop():
     assert asyncio.run(retry_async(coro, attempts=None, backoff_s=0.001)) == 2
 
 
+def test_the_waits_taken_are_the_rule(monkeypatch):
+    """What the retry actually sleeps, sync and async: wait_s(0), wait_s(1), ... (no clock read)."""
+    import schemas.retry as retry
+
+    slept: list[float] = []
+    monkeypatch.setattr(retry, "_sleep", slept.append)
+    attempt, _ = _flaky(3)
+    retry_call(attempt, attempts=5, backoff_s=0.5, max_backoff_s=1.5)
+    assert slept == [0.5, 1.0, 1.5]
+
+    async def record(s):
+        slept.append(s)
+
+    slept.clear()
+    monkeypatch.setattr(retry, "_async_sleep", record)
+    attempt, _ = _flaky(2)
+
+    async def coro():
+        return attempt()
+
+    asyncio.run(retry_async(coro, attempts=3, backoff_s=0.25))
+    assert slept == [0.25, 0.5] and total_wait(3, backoff_s=0.25) == sum(slept)
+
+
 def test_the_waits_double_from_the_first_and_are_capped():
     assert [wait_s(i, backoff_s=0.5, max_backoff_s=4.0) for i in range(5)] == [0.5, 1.0, 2.0, 4.0, 4.0]
     assert total_wait(1, backoff_s=0.5) == 0

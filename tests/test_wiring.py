@@ -21,16 +21,20 @@ def test_the_worker_command_reaches_the_default_pipeline_by_imports():
     assert {"dialcheck.wiring", "workers.pipeline", "workers.building", "workers.stages"} <= reached
 
 
-def test_load_checker_imports_the_pipeline_itself():
-    """The edge into the Pipeline is load_checker's own import, not a string handed to importlib."""
-    import ast
-    import inspect
-
+def test_load_checker_builds_the_pipeline_by_default(monkeypatch):
+    """No --pipeline (or the default's own name): the Pipeline from the settings, at the asked
+    protocol and surface (the settings' surface when none is asked); the models are not loaded here."""
     from dialcheck import wiring
+    from schemas.settings import load_settings
+    from workers.pipeline import Pipeline
 
-    tree = ast.parse(inspect.getsource(wiring.load_checker))
-    imported = {(n.module, a.name) for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) for a in n.names}
-    assert ("workers.pipeline", "Pipeline") in imported
+    calls = []
+    monkeypatch.setattr(Pipeline, "from_settings",
+                        classmethod(lambda cls, settings, **kw: calls.append(kw) or "the pipeline"))
+    s = load_settings(claims={"surface": "r4"})
+    assert wiring.load_checker(s, None, protocol="fv") == "the pipeline"
+    assert wiring.load_checker(s, wiring.DEFAULT_CHECKER, surface="r0") == "the pipeline"
+    assert calls == [{"protocol": "fv", "surface": "r4"}, {"protocol": "e2e", "surface": "r0"}]
 
 
 def test_surface_names_have_one_home():

@@ -36,7 +36,7 @@ from .overlap import OverlapRunner
 from .retrieval.factory import load_searcher
 from .state import ClaimState, Stage
 from .surfaces.pronouns import cached_parse
-from .verdict import VerdictContext, assemble, turn_summary
+from .verdict import assemble, turn_summary
 
 # checked once by from_settings so lazy loading happens there (a pronoun: R4 and the gate run too)
 WARM_UP = CheckItem("dialcheck-warm-up", "0", ["Do you know where Elvis Presley was born?"],
@@ -81,10 +81,6 @@ class Pipeline:
     @property
     def stages(self) -> list[Stage]:
         return list(self._chain.stages)
-
-    @property
-    def verdict_context(self) -> VerdictContext:
-        return self._chain.context
 
     # what stays for the Pipeline's life
     @property

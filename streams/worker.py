@@ -18,24 +18,11 @@ from schemas.settings import REPO_ROOT, Settings
 
 from .app import READY_MARKER, create_app, feedback_enabled
 from .broker import track
+from .kafka.internals import QuietWorker
 from .processes import die_with_parent, terminate
 from .observability import logging_config
 from .topics import ensure_topics, partition_count
 from .turn_worker import STATUS_MARKER
-
-
-def worker_class():
-    """faust.Worker without its terminal spinner. Why: to advance the spinner on every log record,
-    Faust sets the root logger to DEBUG, so every debug line of aiokafka and Faust (one per produce
-    request) was built, scrubbed and dropped on the event loop while the checker waited for the GIL."""
-    import faust
-
-    class Worker(faust.Worker):
-        def on_setup_root_logger(self, logger, level: int) -> None:
-            self.spinner = None
-            super().on_setup_root_logger(logger, level)
-
-    return Worker
 
 
 def freeze_startup_heap() -> None:
@@ -72,7 +59,7 @@ def run_worker(settings: Settings, checker: Checker, loglevel: str = "info") -> 
         print(f"feedback store: {store.public_url} (DIALCHECK_FEEDBACK_STORE; chat.feedback → judgements)", flush=True)
     app = create_app(settings, checker, store=store)
     app.obs.serve()  # /metrics, /healthz, /readyz from now on (streams/observability.py)
-    worker = worker_class()(app, loglevel=loglevel, quiet=True, redirect_stdouts=False,
+    worker = QuietWorker(app, loglevel=loglevel, quiet=True, redirect_stdouts=False,
                             logging_config=logging_config(settings, loglevel))
     freeze_startup_heap()
     try:

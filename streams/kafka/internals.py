@@ -1,4 +1,4 @@
-"""Every use of faust-streaming's and aiokafka's private internals, in one module: seven fixes.
+"""Every use of faust-streaming's and aiokafka's private internals, in one module: eight fixes.
 
 Why one module: each of these reaches under the public API of the pinned faust-streaming 0.15.3 and
 aiokafka 0.14.0 (the names are listed in `RELIED_ON`); an upgrade that moves them must fail one test
@@ -48,6 +48,9 @@ Everything else on the Kafka side uses Faust's own seams: the App's `Settings` c
    `_active_agens`. Why the two rules (bench/bench_stream.py, docs/results.md): most records of a chat
    are context, so steps of 256 records held 42-52 turns to check and ended in part-filled model
    batches; and `take_events` waited its full `within` after every burst and before a lone turn.
+8. No terminal spinner (`QuietWorker`): to advance its spinner on every log record, faust.Worker sets
+   the root logger to DEBUG, so every debug line of aiokafka and Faust (one per produce request) was
+   built, scrubbed and dropped on the event loop while the checker waited for the GIL.
 """
 from __future__ import annotations
 
@@ -93,6 +96,7 @@ RELIED_ON: tuple[tuple[Any, str], ...] = (
     (faust_aiokafka.Consumer, "_gap"), (faust_aiokafka.Consumer, "_n_acked"),
     (faust.Stream, "_enable_passive"), (faust.Stream, "_processors"), (faust.Stream, "_active_agens"),
     (AIOKafkaConsumer, "_fetch_max_wait_ms"), (AIOKafkaConsumer, "_value_deserializer"),
+    (faust.Worker, "on_setup_root_logger"), (faust.Worker, "spinner"),
 )
 
 
@@ -434,3 +438,12 @@ class StepStream(faust.Stream):
         finally:
             self.enable_acks = enable_acks
             self._processors.remove(add_to_buffer)
+
+
+# -- 8. the worker ----------------------------------------------------------------------------------
+class QuietWorker(faust.Worker):
+    """faust.Worker without its terminal spinner (point 8): the root logger keeps the asked level."""
+
+    def on_setup_root_logger(self, logger, level: int) -> None:
+        self.spinner = None
+        super().on_setup_root_logger(logger, level)

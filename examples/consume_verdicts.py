@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
-from pathlib import Path
 import os
+import signal
+import sys
 import time
+from pathlib import Path
 
 from kafka import KafkaConsumer
 from kafka.errors import KafkaTimeoutError
@@ -60,8 +61,16 @@ def main() -> int:
                              bootstrap_timeout_ms=8000, group_id=args.group, auto_offset_reset="earliest", enable_auto_commit=args.group is not None)
     seen: set[str] = set()  # claim ids already shown (redeliveries repeat them)
     deadline = time.monotonic() + args.timeout if args.timeout else None
+    # Ctrl-C (or SIGTERM) ends the loop after the current poll, so close() runs undisturbed: a
+    # KeyboardInterrupt raised inside kafka-python (poll or close) printed a traceback
+    stopping: list[int] = []
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda signum, _frame: stopping.append(signum))
+    if not args.count:
+        print(f"reading {args.verdicts_topic} and {args.deadletter_topic} (Ctrl-C to stop)", file=sys.stderr,
+              flush=True)
     try:
-        while not (args.count and len(seen) >= args.count):
+        while not stopping and not (args.count and len(seen) >= args.count):
             if deadline and time.monotonic() > deadline:
                 print(json.dumps({"timeout": True, "verdicts": len(seen)}))
                 return 1
@@ -80,8 +89,6 @@ def main() -> int:
                         continue
                     seen.add(v["claim_id"])
                     print(json.dumps(for_display(v), ensure_ascii=False), flush=True)
-    except KeyboardInterrupt:
-        pass
     finally:
         consumer.close()
     return 0

@@ -2,9 +2,10 @@
 """Produce one chat conversation to dialcheck's input topic, as a chat backend would.
 
 Only kafka-python and the standard library: copy it into your app. Each turn is one JSON record
-on `chat.turns`, keyed by the conversation id (bytes), in the order the turns happened. The
+on `chat.turns`, keyed by the conversation id (bytes), in the order the turns happened. Every
 assistant turn is checked (speaker role in DIALCHECK_CHECK_ROLES, default "assistant,bot"); the
-user turn is context. `"check": true/false` on a turn overrides the role.
+user turns are context. `"check": true/false` on a turn overrides the role. It prints the turn ids
+the worker will check (one verdict each, or more when a turn holds several claims).
 
     python examples/produce_turns.py --bootstrap 127.0.0.1:9092 --conversation demo-1
     python examples/produce_turns.py --bootstrap 127.0.0.1:9092 \
@@ -62,7 +63,9 @@ def main() -> int:
                       value=json.dumps(t).encode("utf-8")).get(timeout=30)
     producer.flush()
     producer.close()
-    print(json.dumps({"conversation_id": conv, "turns": len(turns), "checked_turn": turns[-1]["turn_id"]}))
+    roles = {r.strip().lower() for r in os.environ.get("DIALCHECK_CHECK_ROLES", "assistant,bot").split(",")}
+    checked = [t["turn_id"] for t in turns if t["speaker"].strip().lower() in roles]
+    print(json.dumps({"conversation_id": conv, "turns": len(turns), "checked_turns": checked}))
     return 0
 
 

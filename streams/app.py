@@ -2,7 +2,8 @@
 chat.feedback → validate → the feedback store (streams/feedback.py).
 
 Only the wiring lives here (app settings, topics, tables, agents, task, timer, the SIGHUP handler of
-streams/reload.py); the Faust app itself, its fixes and the one ack rule are streams/kafka/'s; what happens to a batch of turns is streams/turn_worker.py's `TurnWorker`, to a
+streams/reload.py); the Faust app itself, its fixes and the one ack rule are streams/kafka/'s; what
+happens to a batch of turns is streams/turn_worker.py's `TurnWorker`, to a
 batch of feedback streams/feedback.py's `FeedbackWorker`, and how both deliver their outputs and
 acknowledge their input (every delivery guarantee) is the one outbox's (streams/outbox.py).
 
@@ -121,11 +122,12 @@ def create_app(settings: Settings, checker: Checker, store: FeedbackStore | None
     @app.timer(st.status_interval_s)
     async def sweep_and_report():
         """Evict idle and least recently active conversations (owned partitions only, not while
-        rebalancing), then print the status line."""
+        rebalancing), then print the status line if it changed."""
         owned = worker.owned_partitions()
         if not app.rebalancing:
             worker.sweep(owned)
-        print(worker.status_line(owned), flush=True)
+        if (line := worker.new_status(owned)) is not None:
+            print(line, flush=True)
 
     obs.attach(app, table, worker.counters, checker=checker)  # its cache hit rates on /metrics
     if feedback:

@@ -118,6 +118,7 @@ class TurnWorker:
         self.scrub = self.outbox.scrub
         self.roles = parse_roles(self.st.check_roles)
         self.recency = Recency()
+        self._last_status: str | None = None
         # per item a TurnResult: its verdicts (each claim's, then the turn summary) are all published
         self.pipeline = PipelineCall(checker, settings, self.counters)
 
@@ -272,6 +273,15 @@ class TurnWorker:
         n_turns = sum(len(v["turns"]) for v in self.table.values() if v)
         return (f"{STATUS_MARKER}: conversations={len(self.table)} turns={n_turns} {self.counters.line()}"
                 f" partitions={','.join(map(str, sorted(owned))) or '-'}")
+
+    def new_status(self, owned: set[int]) -> str | None:
+        """The status line when it differs from the last one given, else None: an idle worker does
+        not repeat the same line every `status_interval_s` (liveness is /healthz's)."""
+        line = self.status_line(owned)
+        if line == self._last_status:
+            return None
+        self._last_status = line
+        return line
 
     def install_scrubber(self) -> None:
         """Faust configures logging when the worker starts: filter its handlers (and ours) then."""

@@ -124,7 +124,7 @@ def test_python_example_gets_a_verdict(worker):
                                worker["bootstrap"], "--conversation", conv],
                               capture_output=True, text=True, timeout=120)
     assert produced.returncode == 0, produced.stderr
-    assert json.loads(produced.stdout) == {"conversation_id": conv, "turns": 2, "checked_turn": f"{conv}/2"}
+    assert json.loads(produced.stdout) == {"conversation_id": conv, "turns": 2, "checked_turns": [f"{conv}/2"]}
 
     consumed = subprocess.run([sys.executable, str(EXAMPLES / "consume_verdicts.py"), "--bootstrap",
                                worker["bootstrap"], "--conversation", conv, "--count", "1", "--timeout", "300"],
@@ -321,17 +321,64 @@ def doc_turns():
 
 @pytest.mark.broker
 def test_python_example_sends_the_turns_given_on_the_command_line(worker):
-    """`produce_turns.py --turn SPEAKER TEXT ...`: your own exchange, in order; the last turn is checked."""
+    """`produce_turns.py --turn SPEAKER TEXT ...`: your own exchange, in order; the assistant turn is checked."""
     conv = "integration-example-own-turns"
     said = "Elvis Presley was born in Tupelo, Mississippi."
     produced = subprocess.run([sys.executable, str(EXAMPLES / "produce_turns.py"), "--bootstrap", worker["bootstrap"],
                                "--conversation", conv, "--turn", "user", "Where was Elvis Presley born?",
                                "--turn", "assistant", said], capture_output=True, text=True, timeout=120)
     assert produced.returncode == 0, produced.stderr
-    assert json.loads(produced.stdout) == {"conversation_id": conv, "turns": 2, "checked_turn": f"{conv}/2"}
+    assert json.loads(produced.stdout) == {"conversation_id": conv, "turns": 2, "checked_turns": [f"{conv}/2"]}
     consumed = subprocess.run([sys.executable, str(EXAMPLES / "consume_verdicts.py"), "--bootstrap",
                                worker["bootstrap"], "--conversation", conv, "--count", "1", "--timeout", "300"],
                               capture_output=True, text=True, timeout=400)
     assert consumed.returncode == 0, consumed.stdout + consumed.stderr
     (line,) = [json.loads(ln) for ln in consumed.stdout.splitlines()]
     assert line["turn_id"] == f"{conv}/2" and line["checked_text"] == said and line["label"] == "SUPPORTS", line
+
+
+@pytest.mark.broker
+def test_produce_turns_names_every_turn_that_will_be_checked(broker):
+    """Three assistant turns: all three are checked, and the example says so (it said one)."""
+    conv = "integration-example-three"
+    said = [("user", "Hi"), ("assistant", "Elvis was born in Tupelo."), ("assistant", "He moved to Memphis."),
+            ("user", "Thanks"), ("bot", "Graceland is in Memphis.")]
+    produced = subprocess.run([sys.executable, str(EXAMPLES / "produce_turns.py"), "--bootstrap", broker.bootstrap,
+                               "--conversation", conv, *[a for s, t in said for a in ("--turn", s, t)]],
+                              capture_output=True, text=True, timeout=120, env=_env())
+    assert produced.returncode == 0, produced.stderr
+    assert json.loads(produced.stdout) == {"conversation_id": conv, "turns": 5,
+                                           "checked_turns": [f"{conv}/2", f"{conv}/3", f"{conv}/5"]}
+
+
+@pytest.mark.broker
+def test_consume_verdicts_stops_on_ctrl_c_without_a_traceback(broker):
+    import signal
+
+    proc = subprocess.Popen([sys.executable, str(EXAMPLES / "consume_verdicts.py"), "--bootstrap", broker.bootstrap],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env())
+    try:
+        assert "Ctrl-C to stop" in proc.stderr.readline()  # polling from now on
+        time.sleep(1.0)  # inside poll(), where the interrupt used to land
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0 and "Traceback" not in err and "KeyboardInterrupt" not in err, err
+
+
+def doc_python(after: str) -> str:
+    """The first ```python block after the line starting `after` in docs/integration.md."""
+    text = GUIDE.read_text()
+    start = text.index("```python", text.index(after)) + len("```python")
+    return text[start:text.index("```", start)]
+
+
+@pytest.mark.broker
+def test_the_documented_librdkafka_snippet_runs_as_written(worker):
+    """docs/integration.md "Producing with librdkafka": the snippet, unchanged, against the worker
+    (its broker from DIALCHECK_KAFKA_BOOTSTRAP, as the snippet says): it ends with the verdict's label."""
+    ran = subprocess.run([sys.executable, "-c", doc_python("### Producing with librdkafka")], capture_output=True,
+                         text=True, timeout=300, env={**_env(), "DIALCHECK_KAFKA_BOOTSTRAP": worker["bootstrap"]})
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    assert ran.stdout.split() == ["SUPPORTS"], ran.stdout

@@ -309,3 +309,13 @@ def test_worker_weighs_a_record_by_whether_it_will_be_checked():
     assert weight(turn("a", speaker="user", check=True).to_json()) == 1
     assert weight(turn("a", speaker="bot", check=False).to_json()) == 0
     assert [weight(v) for v in (b"{not json", b"[1, 2]", b'{"speaker": 5}', None)] == [0, 0, 0, 0]
+
+
+def test_an_unchanged_status_is_not_printed_again():
+    w = _turn_worker(_TwoClaims())
+    first = w.new_status({0, 1})
+    assert first.startswith("dialcheck status:") and "partitions=0,1" in first
+    assert w.new_status({0, 1}) is None  # idle: nothing new to say
+    w.counters.events += 1
+    assert "events=1" in w.new_status({0, 1})
+    assert "partitions=2" in w.new_status({2})

@@ -52,7 +52,8 @@ class StreamSettings(Section):
     batch_idle_ms: float = env("BATCH_IDLE_MS", 20.0,
                                "A step that is not full ends when no record arrived for this long (the records already "
                                "fetched arrive within a few ms of each other); 0: it waits BATCH_WITHIN_S.", ge=0, le=60000)
-    status_interval_s: float = env("STREAM_STATUS_S", 5.0, "Worker status log and idle-eviction sweep period.",
+    status_interval_s: float = env("STREAM_STATUS_S", 5.0,
+                                    "Idle-eviction sweep period; the worker's status line is printed then, when it changed.",
                                     gt=0, le=3600)
     fetch_wait_ms: int = env("FETCH_WAIT_MS", 100,
                               "Longest a worker's fetch waits for records (Faust's own is 1,500 ms; with a broker "

@@ -165,3 +165,32 @@ def test_a_partition_never_committed_is_sought_back_to_its_beginning(monkeypatch
     thread.__dict__["app"] = SimpleNamespace(conf=SimpleNamespace(keep_input_topics=frozenset({"chat.turns"})))
     assert asyncio.run(thread.seek_to_committed()) == committed
     assert sought == [TopicPartition("chat.turns", 1), TopicPartition("chat.turns", 2)]  # not "other": not input
+
+
+def test_the_worker_app_is_built_on_the_fixes():
+    """Point 1 and the seams: the worker's consumer waits the configured fetch time (Faust's is 1,500 ms),
+    guards its batches, keeps its input topics; the agents' streams are StepStreams; the outbox acks by
+    the app's one ack rule."""
+    from aiokafka.consumer import fetcher
+
+    from schemas.settings import load_settings
+    from streams.app import create_app
+    from streams.kafka.internals import KEEP_BYTES, GuardedPartitionRecords, StepStream, Transport
+
+    class NoChecker:
+        def check_turns(self, items):
+            raise AssertionError("no stream runs here")
+
+    s = load_settings(kafka={"bootstrap": "127.0.0.1:9", "broker_kind": "tansu"},
+                      stream={"feedback_store": "off", "fetch_wait_ms": 37})
+    app = create_app(s, NoChecker())
+
+    async def worker_consumer():
+        made = app.consumer._thread._create_worker_consumer(app.transport)
+        return made._fetch_max_wait_ms, made._value_deserializer
+
+    assert isinstance(app.transport, Transport) and isinstance(app.consumer, Consumer)
+    assert asyncio.run(worker_consumer()) == (37, KEEP_BYTES)
+    assert fetcher.PartitionRecords is GuardedPartitionRecords
+    assert app.conf.keep_input_topics == {s.kafka.topic_turns} and app.conf.Stream is StepStream
+    assert app.outbox.acks is app.acks and isinstance(app.flow_control, KeepInputFlowControl)

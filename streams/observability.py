@@ -275,7 +275,9 @@ class _StateCollector:
         for name, value in _safe(lambda: asdict(self.obs.counters) if self.obs.counters else {}, {}).items():
             if isinstance(value, (int, float)):
                 worker.add_metric([name], value)
-        for tp, value in _safe(lambda: _lags(app), []):
+        from .kafka.internals import consumer_lags  # Faust's private offsets: the adapter's to read
+
+        for tp, value in _safe(lambda: consumer_lags(app), []):
             lag.add_metric([tp.topic, str(tp.partition)], value)
         if table is not None:
             values = _safe(lambda: list(table.values()), [])
@@ -379,24 +381,6 @@ class _CacheCollector:
                 if isinstance(value, (int, float)) and not isinstance(value, bool):
                     family.add_metric([name], value)
             yield family
-
-
-def _lags(app) -> list[tuple[Any, int]]:
-    consumer = getattr(app, "_consumer", None)  # not `app.consumer`: that would create one from this thread
-    if consumer is None:
-        return []
-    out = []
-    for tp in sorted(consumer.assignment()):
-        high = consumer.highwater(tp)
-        if high is None:
-            continue
-        read = consumer._read_offset.get(tp)  # last offset handed to the stream (Faust keeps no public accessor)
-        if read is None:
-            read = consumer._committed_offset.get(tp) or 0
-        else:
-            read += 1
-        out.append((tp, max(0, int(high) - int(read))))
-    return out
 
 
 def _safe(fn: Callable[[], Any], default: Any) -> Any:

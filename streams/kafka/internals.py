@@ -48,6 +48,9 @@ Everything else on the Kafka side uses Faust's own seams: the App's `Settings` c
    `_active_agens`. Why the two rules (bench/bench_stream.py, docs/results.md): most records of a chat
    are context, so steps of 256 records held 42-52 turns to check and ended in part-filled model
    batches; and `take_events` waited its full `within` after every burst and before a lone turn.
+Also read here for /metrics (`consumer_lags`): the consumer's read and committed offsets, for which Faust
+keeps no public accessor.
+
 8. No terminal spinner (`QuietWorker`): to advance its spinner on every log record, faust.Worker sets
    the root logger to DEBUG, so every debug line of aiokafka and Faust (one per produce request) was
    built, scrubbed and dropped on the event loop while the checker waited for the GIL.
@@ -96,7 +99,7 @@ RELIED_ON: tuple[tuple[Any, str], ...] = (
     (faust_aiokafka.Consumer, "_gap"), (faust_aiokafka.Consumer, "_n_acked"),
     (faust.Stream, "_enable_passive"), (faust.Stream, "_processors"), (faust.Stream, "_active_agens"),
     (AIOKafkaConsumer, "_fetch_max_wait_ms"), (AIOKafkaConsumer, "_value_deserializer"),
-    (faust.Worker, "on_setup_root_logger"), (faust.Worker, "spinner"),
+    (faust.Worker, "on_setup_root_logger"), (faust.Worker, "spinner"), (faust.App, "_consumer"),
 )
 
 
@@ -447,3 +450,25 @@ class QuietWorker(faust.Worker):
     def on_setup_root_logger(self, logger, level: int) -> None:
         self.spinner = None
         super().on_setup_root_logger(logger, level)
+
+
+# -- /metrics -----------------------------------------------------------------------------------------
+def consumer_lags(app) -> list[tuple[Any, int]]:
+    """(partition, records not yet handed to the stream) for each assigned partition, for
+    dialcheck_consumer_lag; nothing before the consumer exists (`app.consumer` would create one from
+    the metrics thread)."""
+    consumer = app._consumer
+    if consumer is None:
+        return []
+    out = []
+    for tp in sorted(consumer.assignment()):
+        high = consumer.highwater(tp)
+        if high is None:
+            continue
+        read = consumer._read_offset.get(tp)  # the last offset handed to the stream
+        if read is None:
+            read = consumer._committed_offset.get(tp) or 0
+        else:
+            read += 1
+        out.append((tp, max(0, int(high) - int(read))))
+    return out

@@ -13,8 +13,13 @@ A cascade-judge prompt (workers/llm/judge.py, its "Claim to judge:" line) is ans
 Misbehaviour on demand (`mode`): "ok", "error" (HTTP 503 on every call), "slow" (answers after
 `delay_s`), "held" (answers only when the test calls `release()`, at the latest after HOLD_CAP_S;
 `holding` counts the requests held now, so a test can see that its client gave up on an answer that
-had not come, without timing anything), "garbage" (200 with no choices). Every request is recorded
-in `requests`, with the `time.monotonic()` of its arrival under "t".
+had not come, without timing anything), "garbage" (200 with no choices). `finish_reason` is what
+every answer says ("stop"; "length" plays an answer cut off at max_tokens), and an answer set to
+None is sent as `"content": null`. Every request is recorded in `requests`, with the
+`time.monotonic()` of its arrival under "t".
+
+The real model the LLM steps are measured on is tests/llm_real.py (SmolLM2-135M-Instruct behind
+workers/llm/local_server.py); this stand-in is for what a model cannot be made to do on demand.
 
 Run by hand:  .venv/bin/python -m tests.llm_standin --port 8011
 then          DIALCHECK_LLM_URL=http://127.0.0.1:8011/v1 dialcheck eval --surfaces r0,r4g,r5g --limit 8
@@ -54,6 +59,7 @@ class LLMStandIn:
         self.judge_default = JUDGE_DEFAULT
         self.api_key = api_key
         self.mode, self.delay_s = "ok", 0.0
+        self.finish_reason = "stop"
         self.requests: list[dict] = []
         self.holding = 0  # "held" requests not answered yet
         self._released = asyncio.Event()
@@ -66,6 +72,7 @@ class LLMStandIn:
         """Between tests: answer normally and at once, with no request recorded (and none held)."""
         self.release()
         self.mode, self.delay_s = "ok", 0.0
+        self.finish_reason = "stop"
         self.requests.clear()
 
     def release(self) -> None:
@@ -128,15 +135,15 @@ class LLMStandIn:
             return web.json_response({"id": "x", "object": "chat.completion", "choices": []})
         content = self.answer(messages[-1]["content"])
         words = sum(len(m["content"].split()) for m in messages)
+        said = len((content or "").split())
         return web.json_response({
             "id": f"chatcmpl-standin-{len(self.requests)}", "object": "chat.completion", "created": int(time.time()),
             "model": self.model, "system_fingerprint": "dialcheck-standin",
             "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "logprobs": None,
-                         "finish_reason": "stop"}],
-            "usage": {"prompt_tokens": words, "completion_tokens": len(content.split()),
-                      "total_tokens": words + len(content.split())}})
+                         "finish_reason": self.finish_reason}],
+            "usage": {"prompt_tokens": words, "completion_tokens": said, "total_tokens": words + said}})
 
-    def answer(self, prompt: str) -> str:
+    def answer(self, prompt: str) -> str | None:
         """The judge's answer for a judged claim; the fixture's answer for the prompt's reply (R5) or
         claim (editing); else the text unchanged."""
         if m := _JUDGED.search(prompt):

@@ -5,24 +5,34 @@ we use, httpx is already installed, and owning the request lets us bound every c
 timeout, bounded retries on timeouts / connection errors / 429 / 5xx, one overall deadline per
 batch) and keep the API key out of every message. Requests of one pipeline batch run concurrently
 (`llm.concurrency` threads: the pipeline is synchronous and may run inside the worker's event
-loop thread, where `asyncio.run` is not allowed)."""
+loop thread, where `asyncio.run` is not allowed). Retries follow the runtime's one rule
+(`schemas.retry`, over tenacity). A reply is a `Reply`: the text, with the server's `finish_reason`
+beside it, so a step can tell an answer cut off at `max_tokens` from a finished one
+(workers/llm/replies.py reads what real models return)."""
 from __future__ import annotations
 
 import logging
 import threading
-import time
 from concurrent.futures import ThreadPoolExecutor, wait
 from typing import Sequence
 
 import httpx
 
 from schemas.protocols import LLMUnavailable
+from schemas.retry import retry_call, total_wait
 from schemas.settings import LLMSettings, redact
+
+from .replies import Reply
 
 # httpx logs every request at INFO: one worker log line per claim; failures reach the verdicts instead
 logging.getLogger("httpx").setLevel(logging.WARNING)
 RETRY_STATUS = {408, 409, 429, 500, 502, 503, 504}
-BACKOFF_S = 0.5  # first retry wait, doubled per retry, capped at 4 s
+BACKOFF_S = 0.5  # first retry wait, doubled per retry, capped at MAX_BACKOFF_S
+MAX_BACKOFF_S = 4.0
+
+
+class _Retryable(Exception):
+    """One attempt failed in a way another attempt may not (timeout, connection, 429, 5xx)."""
 
 
 class OpenAICompatibleLLM:
@@ -85,59 +95,59 @@ class OpenAICompatibleLLM:
     def deadline_s(self) -> float:
         """The longest one request may take with its retries (the batch waits no longer)."""
         s = self.settings
-        return (s.retries + 1) * s.timeout_s + sum(_backoff(i) for i in range(s.retries)) + 1.0
+        waits = total_wait(s.retries + 1, backoff_s=BACKOFF_S, max_backoff_s=MAX_BACKOFF_S)
+        return (s.retries + 1) * s.timeout_s + waits + 1.0
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
         self._http.close()
 
     # ---- one request ----------------------------------------------------------------------------
-    def _complete(self, model: str, messages: list[dict]) -> str | LLMUnavailable:
+    def _complete(self, model: str, messages: list[dict]) -> Reply | LLMUnavailable:
         payload = {"model": model, "messages": messages, "temperature": 0,
                    "max_tokens": self.settings.max_tokens, "n": 1, "stream": False}
         try:
             body = self._request("POST", "/chat/completions", payload)
-            content = body["choices"][0]["message"]["content"]
+            choice = body["choices"][0]
+            content = choice["message"]["content"]
+            if content is None:  # some servers send null for an empty completion: an answer, empty
+                content = ""
             if not isinstance(content, str):
                 raise TypeError
-            return content
+            finish = choice.get("finish_reason") if isinstance(choice, dict) else None
+            return Reply(content, finish if isinstance(finish, str) else None)
         except LLMUnavailable as e:
             return e
-        except (KeyError, IndexError, TypeError):
+        except (KeyError, IndexError, TypeError, AttributeError):
             return LLMUnavailable(f"LLM at {self._where}: answer without choices[0].message.content")
 
     def _request(self, method: str, path: str, payload: dict | None) -> dict:
-        """One call with bounded retries; raises LLMUnavailable with a message free of secrets."""
-        why = ""
-        for attempt in range(self.settings.retries + 1):
-            if attempt:
-                time.sleep(_backoff(attempt - 1))
-            try:
-                r = self._http.request(method, path, json=payload)
-            except httpx.TimeoutException:
-                why = f"timed out after {self.settings.timeout_s:g} s"
-                continue
-            except httpx.TransportError as e:
-                why = f"unreachable ({type(e).__name__})"
-                continue
-            if r.status_code in RETRY_STATUS:
-                why = f"HTTP {r.status_code}"
-                continue
-            if r.status_code >= 400:  # 401, 404 (wrong model or path), 400: retrying cannot help
-                raise LLMUnavailable(self._scrub(f"LLM at {self._where}: HTTP {r.status_code} on {path}"
-                                                 f"{_error_text(r)}"))
-            try:
-                return r.json()
-            except ValueError:
-                raise LLMUnavailable(f"LLM at {self._where}: {path} answered non-JSON") from None
-        raise LLMUnavailable(self._scrub(f"LLM at {self._where}: {why} ({self.settings.retries + 1} attempts)"))
+        """One call with bounded retries (`schemas.retry`); raises LLMUnavailable with a message free of secrets."""
+        attempts = self.settings.retries + 1
+        try:
+            return retry_call(lambda: self._attempt(method, path, payload), attempts=attempts, backoff_s=BACKOFF_S,
+                              max_backoff_s=MAX_BACKOFF_S, retry_if=lambda e: isinstance(e, _Retryable))
+        except _Retryable as e:
+            raise LLMUnavailable(self._scrub(f"LLM at {self._where}: {e} ({attempts} attempts)")) from None
+
+    def _attempt(self, method: str, path: str, payload: dict | None) -> dict:
+        try:
+            r = self._http.request(method, path, json=payload)
+        except httpx.TimeoutException:
+            raise _Retryable(f"timed out after {self.settings.timeout_s:g} s") from None
+        except httpx.TransportError as e:
+            raise _Retryable(f"unreachable ({type(e).__name__})") from None
+        if r.status_code in RETRY_STATUS:
+            raise _Retryable(f"HTTP {r.status_code}")
+        if r.status_code >= 400:  # 401, 404 (wrong model or path), 400: retrying cannot help
+            raise LLMUnavailable(self._scrub(f"LLM at {self._where}: HTTP {r.status_code} on {path}{_error_text(r)}"))
+        try:
+            return r.json()
+        except ValueError:
+            raise LLMUnavailable(f"LLM at {self._where}: {path} answered non-JSON") from None
 
     def _scrub(self, text: str) -> str:
         return text.replace(self._key, "***") if self._key else text
-
-
-def _backoff(i: int) -> float:
-    return min(BACKOFF_S * 2 ** i, 4.0)
 
 
 def _error_text(r: httpx.Response) -> str:

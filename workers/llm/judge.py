@@ -46,6 +46,7 @@ from ..display import display_of
 from ..state import BaseStage, ClaimState, component
 from ..text import last_turns
 from .client import client_for
+from .replies import COUNTS, UNAVAILABLE, judge_kind
 
 CONTEXT_TURNS = 3
 MAX_WINDOWS = 5
@@ -62,6 +63,8 @@ INSTRUCTIONS = (
     "End your answer with exactly these two lines and nothing after them:\n"
     "LABEL: SUPPORTS or LABEL: REFUTES or LABEL: NOT ENOUGH INFO\n"
     "WINDOW: <the number of the window your label rests on (for NOT ENOUGH INFO, the one closest to settling it)>")
+_KIND_SAYS = {"empty": "empty", "truncated": "cut off at max_tokens", "echo": "it repeats the prompt",
+              "explanation": "a label with words after or around it", "wrong-format": "not the asked format"}
 _LABEL_LINE = re.compile(r"LABEL: (SUPPORTS|REFUTES|NOT ENOUGH INFO)")
 _WINDOW_LINE = re.compile(r"WINDOW: ([0-9]{1,3})")
 
@@ -143,7 +146,7 @@ class JudgeStage(BaseStage):
             if s.decision is None:
                 continue  # nothing was decided (an outage before or in verification)
             note = {"label": None, "window": None, "nli_label": s.decision.label, "used": False, "reason": "",
-                    "answer": None}
+                    "answer": None, "reply": None}
             s.notes["judge"] = note
             if not self.unsure(s):
                 note["reason"] = "not asked: the NLI verdict is shown, or NEI on off-topic evidence or no evidence"
@@ -163,22 +166,30 @@ class JudgeStage(BaseStage):
         # the claim as said (the dialogue beside it resolves its pronouns), not the verifier's surface
         convs = [prompt(s.item.context, s.item.claim,
                         [(s.passages[d.window.passage_index].title, d.window.text) for d in wins]) for s, wins in ask]
-        for (s, wins), reply in zip(ask, self.llm.complete_many(convs)):
+        for (s, wins), conv, reply in zip(ask, convs, self.llm.complete_many(convs)):
             note = s.notes["judge"]
             note["model"] = model
             if isinstance(reply, LLMUnavailable):
+                COUNTS.count("judge", UNAVAILABLE)
                 self._outage([s], str(reply))
                 continue
             note["answer"] = _tail(reply, self.scrub)
             parsed = parse_answer(reply)
             if parsed is None:
-                note["reason"] = "answer ignored: it does not end with the LABEL and WINDOW lines; NLI verdict kept"
+                note["reply"] = kind = judge_kind(reply, conv)
+                COUNTS.count("judge", kind)
+                note["reason"] = (f"answer ignored ({_KIND_SAYS[kind]}): it does not end with the LABEL and WINDOW "
+                                  f"lines; NLI verdict kept")
                 continue
             note["label"], note["window"] = parsed
             label, n = parsed
             if not 1 <= n <= len(wins):
+                note["reply"] = "wrong-format"
+                COUNTS.count("judge", "wrong-format")
                 note["reason"] = f"answer ignored: it cites window {n}, not one of 1..{len(wins)}; NLI verdict kept"
                 continue
+            note["reply"] = "ok"
+            COUNTS.count("judge", "ok")
             cited = next(k for k, d in enumerate(s.decisions) if d is wins[n - 1])
             s.decision = s.decision.rejudged(label, cited)
             note["used"] = True

@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass
 
 from ..text import last_turns
+from .replies import is_echo, truncated
 
 CONTEXT_TURNS = 3  # the turns the prompt shows (antecedents live in the last few)
 SYSTEM = ("You rewrite the last reply of a dialogue into one self-contained, checkable sentence. Replace "
@@ -45,6 +46,7 @@ def prompt(context: list[str], claim: str) -> list[dict]:
 class Checked:
     text: str | None  # the cleaned rewrite, None when refused
     reason: str = ""  # why refused
+    kind: str = "ok"  # what the reply was (workers/llm/replies.py KINDS): "ok" unless refused
 
 
 def clean_reply(reply: str) -> str:
@@ -62,29 +64,38 @@ def max_words(source: str) -> int:
     return 2 * len(_WORD.findall(source)) + 12
 
 
-def check_rewrite(reply: str, sources: list[str], source: str) -> Checked:
+def check_rewrite(reply: str, sources: list[str], source: str, messages: list[dict] | None = None) -> Checked:
     """Accept `reply` as a rewrite of `source` if it is one sentence, within the length bound, and
-    names nothing (entity, proper noun, number) whose words are in none of `sources`."""
+    names nothing (entity, proper noun, number) whose words are in none of `sources`. Refused, the
+    `kind` says what the reply was: empty, truncated (finish_reason "length"), an echo of the prompt
+    `messages` (a dialogue turn, the one-shot example, the prompt's own labels), an explanation around
+    the sentence (more than one line or sentence, or far longer than the claim), or drift (a name or
+    number from nowhere)."""
     from ..surfaces.pronouns import nlp
 
     text = clean_reply(reply)
     if not text or not _WORD.search(text):
-        return Checked(None, "empty rewrite")
+        return Checked(None, "empty rewrite", "empty")
+    if truncated(reply):
+        return Checked(None, "cut off at the completion's max_tokens", "truncated")
+    if messages and is_echo(text, messages, [source]):
+        return Checked(None, "the reply repeats the prompt (a dialogue turn, the example or its labels), not a "
+                             "rewrite", "echo")
     if "\n" in text:
-        return Checked(None, "more than one line")
+        return Checked(None, "more than one line", "explanation")
     n = len(_WORD.findall(text))
     if n > max_words(source):
-        return Checked(None, f"too long ({n} words > {max_words(source)})")
+        return Checked(None, f"too long ({n} words > {max_words(source)})", "explanation")
     doc = nlp()(text)
     sents = [s for s in doc.sents if any(t.is_alpha or t.like_num for t in s)]
     if len(sents) != 1:
-        return Checked(None, f"{len(sents)} sentences, not one")
+        return Checked(None, f"{len(sents)} sentences, not one", "explanation")
     known = {w.casefold() for s in sources for w in _WORD.findall(s)}
     named = [e.text for e in doc.ents] + [t.text for t in doc if t.pos_ in ("PROPN", "NUM") or t.like_num]
     new = [x for x in dict.fromkeys(named)
            if any(w.casefold() not in known and w.casefold() not in _FUNCTION_WORDS for w in _WORD.findall(x))]
     if new:
-        return Checked(None, "names what neither the context nor the claim does: " + ", ".join(new[:3]))
+        return Checked(None, "names what neither the context nor the claim does: " + ", ".join(new[:3]), "drift")
     return Checked(text)
 
 

@@ -16,6 +16,7 @@ from ..retrieval.dense import dense_rescore
 from ..state import BaseStage, ClaimState, component
 from ..text import last_turns
 from . import editing, r5
+from .replies import COUNTS, UNAVAILABLE
 
 R5_SURFACES = {"r5": "r4", "r5g": "r4g"}  # each R5 surface and the R4 path it falls back to
 
@@ -52,19 +53,21 @@ class R5Stage(BaseStage):
                 checked[i] = hit
             else:
                 ask.append(i)
-        replies = self.llm.complete_many([r5.prompt(states[i].item.context, states[i].item.claim) for i in ask])
-        for i, reply in zip(ask, replies):
+        convs = [r5.prompt(states[i].item.context, states[i].item.claim) for i in ask]
+        for i, conv, reply in zip(ask, convs, self.llm.complete_many(convs)):
             s = states[i]
             if isinstance(reply, LLMUnavailable):
+                COUNTS.count("r5", UNAVAILABLE)
                 self._fallback([s], str(reply))
                 continue
             shown = last_turns(s.item.context, r5.CONTEXT_TURNS)
-            checked[i] = r5.check_rewrite(reply, [*shown, s.item.claim], s.item.claim)
+            checked[i] = r5.check_rewrite(reply, [*shown, s.item.claim], s.item.claim, conv)
+            COUNTS.count("r5", checked[i].kind)
             self.cache.put(r5.cache_key(s.item.context, s.item.claim, model), checked[i])
         offer = []
         for i, c in checked.items():
             s = states[i]
-            note = {"model": model, "text": c.text}
+            note = {"model": model, "text": c.text, "reply": c.kind}
             if c.text is None:
                 note.update(outcome="refused", reason=f"R5 rewrite refused by the checks ({c.reason}); R4 path used")
             elif c.text == s.item.claim:
@@ -137,17 +140,22 @@ class EditStage(BaseStage):
                 ev = editing.top_evidence(sub, s.retrieval.dense)
                 if ev is not None:
                     jobs.append((s, sub, ev))
-        replies = self.llm.complete_many([editing.prompt(sub, ev.window) for _, sub, ev in jobs])
+        convs = [editing.prompt(sub, ev.window) for _, sub, ev in jobs]
+        replies = self.llm.complete_many(convs)
         queries: dict[int, list[str]] = {}
         failed: dict[int, str] = {}
-        for (s, sub, ev), reply in zip(jobs, replies):
+        for (s, sub, ev), conv, reply in zip(jobs, convs, replies):
             edit = {"sub_claim": sub, "evidence_passage_id": ev.passage.id, "evidence_title": ev.passage.title,
                     "query": None}
             if isinstance(reply, LLMUnavailable):
+                COUNTS.count("edit", UNAVAILABLE)
                 edit.update(outcome="llm-unavailable")
                 failed[id(s)] = str(reply)
             else:
-                c = r5.check_rewrite(reply, [*s.item.context, s.item.claim, sub, ev.passage.title, ev.window], sub)
+                c = r5.check_rewrite(reply, [*s.item.context, s.item.claim, sub, ev.passage.title, ev.window], sub,
+                                     conv)
+                COUNTS.count("edit", c.kind)
+                edit["reply"] = c.kind
                 if c.text is None:
                     edit.update(outcome="refused", reason=c.reason)
                 else:

@@ -20,7 +20,8 @@ def _version() -> str:
 
 COMMAND_MODULES = ("check", "serve_api", "eval", "index", "nli", "stream", "serve", "config", "tune",
                    "score", "calibrate", "feedback", "adapt",
-                   "ui", "figures", "data")
+                   "ui", "figures", "data",
+                   "llm")
 
 
 class _Parser(argparse.ArgumentParser):

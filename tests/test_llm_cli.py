@@ -63,3 +63,26 @@ def test_config_lists_the_llm_settings_with_the_key_masked(monkeypatch, capsys):
                   "llm.concurrency", "llm.edit", "DIALCHECK_LLM_API_KEY"):
         assert field in text, field
     assert KEY not in text and "url-Secret-9" not in text and "https://***@llm.example:8000/v1" in text
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("argv, says", [
+    (["llm"], "llm: the following arguments are required: {serve,yardstick}"),
+    (["llm", "yardstick", "--claims", "0", "--judge-claims", "0"], "--claims and --judge-claims must be 0 or more"),
+    (["llm", "yardstick", "--data", "/nonexistent/dialfact.jsonl"], "/nonexistent/dialfact.jsonl: "),
+    (["llm", "serve", "--port", "{busy}"], "is in use: pass --port"),
+])
+def test_llm_command_mistakes_are_one_line(argv, says, capsys):
+    """`dialcheck llm` mistakes: one `dialcheck: …` line, exit 2, before any model loads."""
+    import socket
+
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen(1)
+        argv = [a.replace("{busy}", str(held.getsockname()[1])) for a in argv]
+        try:
+            code = main(argv)
+        except SystemExit as e:  # argparse's own errors exit
+            code = e.code
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and err[0].startswith("dialcheck: ") and says in err[0], err

@@ -41,6 +41,10 @@ def serve(args: argparse.Namespace) -> int:
     from workers.llm.local_server import LocalLLMServer, LocalModelMissing, LocalChatModel
 
     check_port_free(args.host, args.port, "--port")
+    if not args.port:  # 0: a free one, chosen now so the URL printed is the one served
+        from streams.processes import free_port
+
+        args.port = free_port()
     if args.max_tokens_cap < 1:
         raise UsageError("--max-tokens-cap must be at least 1")
     try:

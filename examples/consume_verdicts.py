@@ -90,7 +90,7 @@ def main() -> int:
                     seen.add(v["claim_id"])
                     print(json.dumps(for_display(v), ensure_ascii=False), flush=True)
     finally:
-        consumer.close()
+        consumer.close(timeout_ms=3000)  # commit and leave the group, but never hold a Ctrl-C for long
     return 0
 
 

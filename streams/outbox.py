@@ -42,7 +42,7 @@ import sys
 import threading
 import time
 from dataclasses import asdict, dataclass
-from typing import Any, Awaitable, Callable, Iterable
+from typing import Iterable
 
 from schemas import Reason
 from schemas.errors import DialcheckError

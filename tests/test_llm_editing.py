@@ -2,7 +2,8 @@
 (tests/llm_standin.py, a server, not a model), on a real embedded index of the DialFact evidence
 passages (180 passages, real E5 vectors) with the real NLI model: each sub-claim is edited with its
 top evidence into a query, retrieved again and pooled with the first retrieval; a failed or
-refused edit leaves the first retrieval, with the outage in the verdict's status."""
+refused edit leaves the first retrieval, with the outage in the verdict's status. One test edits
+with the real small model (tests/llm_real.py, SmolLM2-135M-Instruct) instead of the stand-in."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -128,3 +129,29 @@ def test_search_outage_on_the_second_retrieval_keeps_the_first(settings, nli, en
     assert _same_passages(first, st)
     assert st.problems == [("degraded", "second retrieval after editing unavailable, first retrieval kept: "
                                         "search backend went away")]
+
+
+def test_editing_on_the_real_model_uses_a_checked_query_or_keeps_the_first_retrieval(settings, nli, encoder, index):
+    """SmolLM2-135M-Instruct edits each sub-claim: a query that passed the checks is retrieved again and
+    pooled; any other reply (an echo of the evidence, an explanation, a name from nowhere) is refused, says
+    what it was, and leaves that sub-claim's first retrieval. Either way the status stays ok."""
+    from tests.llm_real import real_llm
+    from workers.llm.replies import KINDS
+
+    llm = real_llm()
+    first = run(pipe(settings, nli, encoder, index), TWO_CLAIMS)
+    before = llm.served
+    st = run(pipe(settings, nli, encoder, index, url=llm.url, edit=True, timeout_s=300, retries=0, batch_timeout_s=900),
+             TWO_CLAIMS)
+    edits = st.notes["edits"]
+    assert len(edits) == 2 and llm.served - before == 2 and not st.problems
+    for e in edits:
+        assert e["reply"] in KINDS and e["outcome"] in ("used", "refused")
+        assert (e["outcome"] == "used") == (e["reply"] == "ok") and (e["query"] is None) == (e["outcome"] == "refused")
+    if any(e["outcome"] == "used" for e in edits):
+        assert st.notes["edit_retrieval"]["pooled_from"] == 1 + sum(e["outcome"] == "used" for e in edits)
+        kept = {x.id for x in st.retrieval.dense}
+        floor = min(x.score for x in st.retrieval.dense)
+        assert all(x.score <= floor + 1e-6 for x in first.retrieval.dense if x.id not in kept)
+    else:
+        assert _same_passages(first, st) and "edit_retrieval" not in st.notes

@@ -1,11 +1,14 @@
-"""`dialcheck adapt`: judged replies → targets, the split by conversation, the refusals (too few
-labels, the gate) and a real small adaptation that `DIALCHECK_NLI_MODEL_DIR=DIR` alone serves.
+"""`dialcheck adapt`: judged replies → targets, one pair per judged claim, the folds by conversation,
+the ranking gate's bootstrap, the certificate's "how many more", the refusals (too few labels, a
+poisoned batch) and what the command says.
 
 Why: a label mapped to the wrong probability teaches the verifier the opposite of what the judge
-said; a conversation on both sides of the split makes the hold-out flatter than the traffic; and a
-model written past a failed gate would replace a better one. The real runs fine-tune the shipped
-model on real BEGIN / FaithDial replies with a few optimiser steps (a few minutes of CPU is the
-real recipe; the steps here are cut to keep the suite short)."""
+said; a conversation on both sides of a fold makes the out-of-fold scores flatter than the traffic;
+a claim judged a hundred times (or both ways) would steer the fit by its count; and a model written
+past a failed gate would replace a better one. The real run fine-tunes the shipped model on real
+BEGIN replies with a few optimiser steps (a few minutes of CPU is the real recipe; the steps here
+are cut to keep the suite short). tests/test_adapt_loop.py runs a whole adaptation that the worker
+takes on SIGHUP."""
 from __future__ import annotations
 
 import json
@@ -16,8 +19,10 @@ from pathlib import Path
 
 import pytest
 
-from lab.nli.judged import (JudgedPair, from_dialfact, from_feedback, split_by_group, target_of_gold,
-                            target_of_judgement)
+import numpy as np
+
+from lab.nli.judged import (JudgedPair, dedupe, folds_by_group, from_feedback, split_by_group,
+                            target_of_gold, target_of_judgement)
 from streams.feedback_store import JudgedVerdict
 
 pytestmark = pytest.mark.unit
@@ -105,6 +110,98 @@ def test_the_split_never_cuts_a_conversation(seed):
     assert split_by_group(pairs, 0.3, seed + 100) != (fit, held)
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_folds_never_cut_a_conversation_and_are_about_equal(seed):
+    rng = random.Random(seed)
+    pairs = [JudgedPair(f"p{i}", f"h{i}", "entailment", f"conv{rng.randrange(60)}") for i in range(300)]
+    folds = folds_by_group(pairs, 3, seed)
+    fold_of = {}
+    for p, f in zip(pairs, folds):
+        assert fold_of.setdefault(p.group, f) == f
+    sizes = [folds.count(k) for k in range(3)]
+    assert sorted(set(folds)) == [0, 1, 2] and max(sizes) - min(sizes) <= max(map(lambda g: sum(p.group == g for p in pairs), fold_of))
+    assert folds_by_group(pairs, 3, seed) == folds and folds_by_group(pairs, 3, seed + 1) != folds
+
+
+def test_a_reply_judged_twice_counts_once_and_judged_both_ways_not_at_all():
+    same = JudgedPair("ev", "reply", "entailment", "c1")
+    pairs = [same, same, JudgedPair("ev ", "reply", "entailment", "c1"),  # the same pair, spaced
+             JudgedPair("ev2", "r2", "entailment", "c2"), JudgedPair("ev2", "r2", "not_entailment", "c2"),
+             JudgedPair("ev2", "r2", "not_contradiction", "c2"),  # another probability: kept
+             JudgedPair("ev", "reply", "entailment", "c3")]  # another conversation: its own
+    out, dropped = dedupe(pairs)
+    assert [(p.premise, p.target, p.group) for p in out] == [("ev", "entailment", "c1"), ("ev2", "not_contradiction", "c2"),
+                                                              ("ev", "entailment", "c3")]
+    assert dropped == {"duplicate": 2, "conflicting": 2}
+
+
+def test_a_conversation_flooded_with_contradicting_judgements_counts_once():
+    """Feedback cannot steer by volume: 200 judgements of one claim from moderators and annotators,
+    alternating right and wrong, are one pair at most (none when the two sources end up disagreeing);
+    200 repeats of one judgement are one pair."""
+    flood = [_judged("SUPPORTS", "right" if i % 2 else "wrong", source=("moderator", "annotator")[i % 2], conv="x",
+                     claim_id="k", ts=float(i)) for i in range(200)]
+    honest = [_judged("SUPPORTS", "right", conv=f"c{i}", claim_id=f"k{i}", ts=1.0) for i in range(5)]
+    pairs, dropped = from_feedback(flood + honest)
+    assert [p.group for p in pairs] == [f"c{i}" for i in range(5)] and dropped == {"conflicting": 2}
+    agreeing = [_judged("SUPPORTS", "wrong", source=("moderator", "annotator")[i % 2], conv="x", claim_id="k",
+                        ts=float(i)) for i in range(200)]
+    pairs, dropped = from_feedback(agreeing)
+    assert [(p.group, p.target) for p in pairs] == [("x", "not_entailment")] and dropped == {"same_claim": 1}
+    users = [_judged("SUPPORTS", "right", source="user", conv="x", claim_id=f"k{i}") for i in range(200)]
+    assert from_feedback(users)[0] == []  # users' clicks are off unless asked for
+
+
+# --- the ranking gate and the certificate -------------------------------------------------------
+
+def test_the_bootstrap_over_conversations_sees_a_real_gain_and_no_gain_in_noise():
+    from sklearn.metrics import roc_auc_score
+
+    from lab.nli.adapt_run import paired_bootstrap
+
+    rng = np.random.default_rng(0)
+    groups = [f"c{i // 4}" for i in range(400)]
+    y = rng.random(400) < 0.3
+    base = y * 0.6 + rng.random(400)  # AUC about 0.75
+    better = y * 1.2 + rng.random(400)  # about 0.98
+    noise = rng.random(400)
+    out = paired_bootstrap(y, base, {"better": better, "noise": noise, "same": base}, groups, reps=300)
+    assert np.quantile(out["better"]["resamples"], 0.0125) > 0.02 and out["better"]["gain"] > 0.05
+    assert np.quantile(out["noise"]["resamples"], 0.0125) < 0 and out["noise"]["gain"] < 0
+    assert out["same"]["gain"] == 0 and not out["same"]["resamples"].any()
+    assert abs(out["better"]["gain"] - (roc_auc_score(y, better) - roc_auc_score(y, base))) < 1e-4  # sklearn's AUC
+
+
+def _rows(scores, right):
+    from lab.tuning.display_fit import BadgeRows
+
+    n = len(scores)
+    return BadgeRows(np.zeros(n, int), np.asarray(scores, float), np.ones(n, bool), np.zeros(n, bool), np.asarray(right, bool))
+
+
+def test_how_many_more_judged_replies_a_target_needs_is_what_then_certifies():
+    """15 % of 200 replies would be shown at 0.9 right: too few to certify 0.85 at 0.9; the count said
+    is the one at which replies like these do certify (and one tenth fewer do not)."""
+    from lab.nli.adapt_run import more_needed
+    from lab.tuning.calibrate import certify
+    from workers.display import DisplayPolicy
+
+    policy = DisplayPolicy({"SUPPORTS": 0.5, "REFUTES": 0.5}, {"SUPPORTS": 0.9, "REFUTES": 0.9}, ("strong",))
+    scores = [0.95] * 30 + [0.4] * 170
+    right = [i % 10 != 0 for i in range(30)] + [False] * 170
+    assert certify(scores, right, 0.85, 0.9).threshold is None
+    more = more_needed(_rows(scores, right), policy, 0.85, 0.9)
+    assert more is not None and 200 < more < 2000
+
+    def certifies(total: int) -> bool:
+        k = total / 200
+        n, wrong = round(30 * k), round(3 * k)
+        return certify([0.95] * n + [0.4] * (total - n), [False] * wrong + [True] * (n - wrong) + [False] * (total - n),
+                       0.85, 0.9).threshold is not None
+    assert certifies(200 + more) and not certifies(200 + int(0.8 * more))
+    assert more_needed(_rows(scores, [i % 5 != 0 for i in range(30)] + [False] * 170), policy, 0.85, 0.9) is None  # 0.8 right
+
+
 # --- the command --------------------------------------------------------------------------------
 
 def _dialfact_rows(pairs_of_set, flip_groups=frozenset()) -> list[dict]:
@@ -142,7 +239,8 @@ def test_too_few_labels_is_one_line_exit_2_and_nothing_written(tmp_path, capsys)
     (["--out", "x"], "one of the arguments --labels --from-feedback is required"),
     (["--labels", "nope.jsonl", "--out", "x"], "--labels nope.jsonl: no such file"),
     (["--from-feedback", "--sources", "moderator,robot", "--out", "x"], "--sources moderator,robot"),
-    (["--labels", "LAB", "--out", "x", "--holdout", "1.5"], "--holdout must be between 0 and 1"),
+    (["--labels", "LAB", "--out", "x", "--folds", "1"], "--folds must be between 2 and 10"),
+    (["--labels", "LAB", "--out", "x", "--min-target", "0.9"], "--min-target 0.9 is above --target 0.85"),
     (["--labels", "LAB", "--out", "."], "is not empty: name a new directory"),
 ])
 def test_mistakes_are_one_line(tmp_path, capsys, argv, says):
@@ -175,21 +273,25 @@ def begin_wow(data_dir):
 
 
 @pytest.mark.model
-def test_the_gate_refuses_labels_that_cannot_improve_one_line_exit_2_no_model(tmp_path, begin_wow):
-    """The fit conversations' labels inverted: the adapted model ranks the held-out replies worse than
-    the shipped one, so no mix passes; adapt.json says why, no model file is written."""
-    pairs = begin_wow[:120]
-    fit, _ = split_by_group(from_dialfact(_write(tmp_path / "probe.jsonl", _dialfact_rows(pairs))), 0.3, 0)
-    labels = _write(tmp_path / "labels.jsonl", _dialfact_rows(pairs, frozenset(p.group for p in fit)))
+def test_a_poisoned_batch_does_not_pass_the_gate_one_line_exit_2_no_model(tmp_path, begin_wow):
+    """A batch of judgements that say nothing about the replies (each a seeded coin flip, as a
+    poisoner or a careless judge would give): the fold models fitted on them rank the other
+    conversations no better than the shipped model, so the ranking gate refuses before the final
+    model is trained; adapt.json says why, no model file is written."""
+    rng = random.Random(55)
+    pairs = [JudgedPair(p.premise, p.hypothesis, p.target, p.group, p.source,
+                        "SUPPORTS" if rng.random() < 0.4 else "NOT SUPPORTS") for p in begin_wow[:120]]
+    labels = _write(tmp_path / "labels.jsonl", _dialfact_rows(pairs))
     out = tmp_path / "model"
-    r = _cli("adapt", "--labels", str(labels), "--out", str(out), "--seeds", "1", "--max-steps", "12",
+    r = _cli("adapt", "--labels", str(labels), "--out", str(out), "--folds", "2", "--max-steps", "6",
              "--target", "0.6", "--confidence", "0.5", "--quiet")
     lines = [x for x in r.stderr.splitlines() if x.startswith("dialcheck:")]
     assert r.returncode == 2 and len(lines) == 1, r.stderr[-2000:]
-    assert "no model written" in lines[0] and "does not rank the held-out replies better" in lines[0]
+    assert "no model written" in lines[0] and "better with confidence" in lines[0]
     report = json.loads((out / "adapt.json").read_text())
-    assert report["gate"]["passed"] is False and report["holdout"]["shipped"]["auc"] is not None
-    assert not (out / "model.onnx").exists() and not (out / "display.json").exists()
+    assert report["gate"]["passed"] is False and all(g["lower"] <= 0 for g in report["crossfit"]["gain"].values())
+    assert [r["fold"] for r in report["training"]["runs"]] == [0, 1] and "guards" not in report
+    assert not (out / "model.onnx").exists() and not (out / "display.json").exists() and not (out / ".adapt-work").exists()
 
 
 def test_from_feedback_reads_the_store_and_too_few_judgements_is_one_line(tmp_path, capsys):

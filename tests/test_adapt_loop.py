@@ -19,12 +19,11 @@ and the shipped NLI model (a copy: the deployment's own model directory), the re
 the real `dialcheck adapt` (fine-tuning on CPU, the forgetting check on the yardstick sets, the
 hold-out certification). The shipped verifier is already a small model (MiniLM-L6), so no smaller
 stand-in is used. What makes it small and fast, and what that costs:
-- 132 judged replies (66 conversations), one training seed (`--seeds 1`), 10 records per yardstick
-  set in the forgetting check (`--limit-per-set 10`);
-- `--specialise`: the 3-point yardstick limit, measured on 10 records a set, would refuse or pass by
-  chance; the unrelated-evidence limit still holds;
-- `--target 0.8 --confidence 0.8`: with 20 conversations held out, 0.85 / 0.9 needs 15 supported
-  replies held out and all of them shown; 0.8 / 0.8 needs 8. The gate is otherwise adapt's own.
+- 132 judged replies (66 conversations), two cross-fitting folds (`--folds 2`: two fold models and
+  the final one are trained), 10 records per yardstick set in the report (`--limit-per-set 10`), 100
+  pairs of the general-NLI anchor (`--anchor-pairs 100`);
+- `--target 0.8 --confidence 0.8`: 0.85 / 0.9 needs 15 supported replies shown with none wrong;
+  0.8 / 0.8 needs 8. The gate (ranking with confidence, the safety guards) is otherwise adapt's own.
 Chat turns carry no evidence and the fv protocol reads gold evidence, so the checker hands each turn
 its passage (`GoldEvidence`); no passage index is built."""
 from __future__ import annotations
@@ -147,8 +146,8 @@ def adapt(settings, store_path, base, out) -> subprocess.CompletedProcess:
     env = {**os.environ, **settings.env()}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), env.get("PYTHONPATH", "")]))
     return subprocess.run([sys.executable, "-m", "dialcheck.cli", "adapt", "--from-feedback", "--store", str(store_path),
-                           "--base", str(base), "--out", str(out), "--seeds", "1", "--limit-per-set", "10",
-                           "--specialise", "--target", "0.8", "--confidence", "0.8", "--quiet"],
+                           "--base", str(base), "--out", str(out), "--folds", "2", "--limit-per-set", "10",
+                           "--anchor-pairs", "100", "--target", "0.8", "--confidence", "0.8", "--quiet"],
                           cwd=str(REPO_ROOT), env=env, capture_output=True, text=True, timeout=ADAPT_TIMEOUT_S)
 
 

@@ -66,6 +66,13 @@ def _checkpoint(base_dir: Path, work: Path) -> Path:
     return onnx_to_checkpoint(base_dir, work / "base-checkpoint")
 
 
+def base_checkpoint(base_dir: str | Path, out_dir: str | Path) -> Path:
+    """The base artifact as a trainable checkpoint in `out_dir`, once for several `fine_tune` calls."""
+    from .export import onnx_to_checkpoint
+
+    return onnx_to_checkpoint(Path(base_dir), Path(out_dir))
+
+
 def steps_for(n_pairs: int, epochs: float = 3.0, max_steps: int = MAX_STEPS, batch_size: int = BATCH) -> int:
     """Optimiser steps for `n_pairs`: `epochs` passes, at most `max_steps` (the CPU budget)."""
     return max(1, min(max_steps, math.ceil(epochs * n_pairs / batch_size)))
@@ -73,10 +80,12 @@ def steps_for(n_pairs: int, epochs: float = 3.0, max_steps: int = MAX_STEPS, bat
 
 def fine_tune(base_dir: str | Path, pairs: Sequence[JudgedPair], *, seed: int, out_dir: str | Path,
               epochs: float = 3.0, max_steps: int = MAX_STEPS, lr: float = 3e-5, batch_size: int = BATCH,
-              max_length: int | None = None, progress: bool = True, version: str | None = None) -> Path:
+              max_length: int | None = None, progress: bool = True, version: str | None = None,
+              checkpoint: str | Path | None = None) -> Path:
     """Fine-tune the artifact in `base_dir` on `pairs` (binary losses, module docstring) and write an
     artifact to `out_dir`: model.onnx, tokenizer/, calibration.json (the base temperature; version
-    `version`, default `<base version>+adapt-<pairs sha1[:8]>`). Returns `out_dir`."""
+    `version`, default `<base version>+adapt-<pairs sha1[:8]>`). Returns `out_dir`. `checkpoint`: the
+    base already rebuilt as a trainable checkpoint (`base_checkpoint`), for several fine-tunes of one base."""
     import torch
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
@@ -98,7 +107,7 @@ def fine_tune(base_dir: str | Path, pairs: Sequence[JudgedPair], *, seed: int, o
     rng = random.Random(seed)
     with tempfile.TemporaryDirectory(prefix="dialcheck-adapt-") as tmp:
         work = Path(tmp)
-        ckpt = _checkpoint(base_dir, work)
+        ckpt = Path(checkpoint) if checkpoint else _checkpoint(base_dir, work)
         tok = AutoTokenizer.from_pretrained(str(ckpt))
         model = AutoModelForSequenceClassification.from_pretrained(str(ckpt)).float()
         for param in model.base_model.embeddings.parameters():  # the vocabulary stays the shipped one:

@@ -1,25 +1,39 @@
-"""`dialcheck adapt`: fine-tune the shipped verifier on judged replies, choose its mix with the shipped
-weights on hold-out conversations, check what it forgot, certify its display, and write a model
-directory that `DIALCHECK_NLI_MODEL_DIR=DIR` alone serves — or refuse and say why.
+"""`dialcheck adapt`: fine-tune the shipped verifier on a deployment's judged replies, check that it
+ranks the deployment's conversations better with confidence and that it keeps what the deployment
+would lose, certify its display, and write a model directory that `DIALCHECK_NLI_MODEL_DIR=DIR`
+alone serves — or refuse and say why.
 
 The steps (docs/operations.md "Adapt to your traffic"):
-1. split the judged pairs by conversation into fit and hold-out (`holdout`, seeded);
-2. fine-tune on the fit part (lab/nli/adapt.py), one run per seed (`seeds`, the spread reported);
-3. WiSE-FT: the tuned weights mixed with the shipped ones at each of `WEIGHTS`; each mix's hold-out
-   ROC AUC of p(entailment), pair by pair (premise = the evidence, hypothesis = the reply);
-4. from the best hold-out AUC down, the first mix that keeps the forgetting limits: every
-   leave-one-dataset-out yardstick set within `auc_drop` ROC AUC of the shipped model (not with
-   `specialise`; sets the fit pairs come from are the deployment itself and exempt), and the
-   unrelated-evidence probe's REFUTES rate ≤ `unrelated_max` (always); the silent probe reported;
-5. the real FV pipeline over the hold-out replies with the shipped model (shipped decision and
-   display) and with the mix (the same decision rule and badge scorer, stamped for the adapted
-   model), each display certified with `dialcheck calibrate`'s test (lab/tuning/calibrate.py);
-6. the gate: the mix must beat the shipped model on the hold-out in ROC AUC and certify at least
-   its coverage at the same target; else adapt.json alone is written (no model) and AdaptRefused
-   says why in one line.
+1. the judged pairs deduplicated (a reply judged twice counts once, judged both ways not at all:
+   lab/nli/judged.py `dedupe`) and cut into `folds` folds by conversation (`folds_by_group`);
+2. cross-fitting: for each fold, fine-tune on the other folds (lab/nli/adapt.py), mix the tuned
+   weights with the shipped ones at each of `weights` (WiSE-FT) and score the fold it never read;
+   the out-of-fold p(entailment) of every judged reply, pooled, is what the mix is chosen and the
+   display certified on — every label is spent both on fitting and on measuring, none on both at once;
+3. the ranking gate: out-of-fold ROC AUC of each mix against the shipped model's on the same pairs,
+   a paired bootstrap over conversations; a mix qualifies when the lower end of its gain's interval
+   (`auc_confidence`, Bonferroni over the mixes tried) is above 0;
+4. the final model: fine-tuned on all the judged pairs, mixed at the best qualifying weight; the
+   safety guards are run on it, from the best mix down, the first that holds is kept: the
+   unrelated-evidence probe's REFUTES ≤ `unrelated_max`, the silent-evidence probe's REFUTES at most
+   `silent_rise` above the shipped model's, a general-NLI anchor (SNLI test, never trained on) within
+   `anchor_drop` accuracy, and the relation/role stress set (lab/probes/stress.py, when present) no
+   worse than `stress_drop`. The yardstick's claim-verification and chat sets are reported, not
+   guarded (`guard_yardstick` restores the old limit of `auc_drop` ROC AUC per set): a chat
+   deployment's convention is not claim verification's (docs/operations.md says why, with numbers);
+5. the display: each fold's mix through the real FV pipeline on its own fold, the badges pooled and
+   certified with `dialcheck calibrate`'s test (lab/tuning/calibrate.py) at `target`, else at the
+   highest target it attains down to `min_target`, with how many more judged replies the asked
+   target would need if they look like these; the shipped model's display is certified on the
+   same replies, and the adapted one must show at least as much at the same target.
+A model is written when 3 and 4 hold; the certificate says what 5 found (no badge shown when
+nothing certifies from `min_target` up). Otherwise only adapt.json is written and AdaptRefused says
+why in one line.
 
-Caveat, also in adapt.json: the mix is chosen on the same hold-out conversations it is certified on
-(one of len(WEIGHTS) candidates), so the certificate's confidence is nominal by that much."""
+Caveats, also in adapt.json: the certificate is the cross-fitted procedure's (the fold models), the
+final model is fitted on all the labels and so on a third more than each fold model; the mix and the
+badge score are chosen on the same out-of-fold scores (one of len(weights) × 2), so its confidence is
+nominal by that much."""
 from __future__ import annotations
 
 import dataclasses
@@ -35,10 +49,12 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from .judged import JudgedPair, split_by_group, target_counts
+from .judged import JudgedPair, dedupe, folds_by_group, target_counts
 
 WEIGHTS = (0.25, 0.5, 0.75, 1.0)  # share of the tuned weights (0 is the shipped model)
 MIN_FIT = 20  # fewer fit pairs than this teach nothing measurable
+FOLDS = 3  # cross-fitting folds: K − 1 fine-tunes on 2/3 of the labels, one on all (CPU budget)
+BOOTSTRAP = 1000  # conversation resamples of the paired AUC gain
 CACHE = Path("artifacts/adapt/pairs.sqlite")  # the shipped model's yardstick and probe probabilities
 
 
@@ -53,23 +69,33 @@ class AdaptRefused(Exception):
 
 @dataclass
 class AdaptOptions:
-    holdout: float = 0.3
+    folds: int = FOLDS
     seed: int = 0
-    seeds: int = 2
+    seeds: int = 1  # training seeds per fold: more measure the noise (reported), the first is used
     target: float = 0.85
     confidence: float = 0.9
-    specialise: bool = False
+    min_target: float | None = None  # lowest target certified when `target` is not (default target − 0.1)
+    auc_confidence: float = 0.95  # one-sided, for the ranking gate
     weights: tuple = WEIGHTS
     epochs: float = 2.0
     max_steps: int = 200
     lr: float = 3e-5
     limit_per_set: int = 300
     probe_pairs: int = 200
-    auc_drop: float = 0.03
+    anchor_pairs: int = 500
+    anchor_drop: float = 0.03
     unrelated_max: float = 0.01
+    silent_rise: float = 0.03
+    stress_drop: float = 0.02
+    guard_yardstick: bool = False
+    auc_drop: float = 0.03  # with guard_yardstick: the old per-set limit
     data_dir: str = ""
     progress: bool = True
     forgetting: bool = True  # False: tests only (a model dir is then never written)
+
+    @property
+    def floor(self) -> float:
+        return round(self.target - 0.1, 2) if self.min_target is None else self.min_target
 
 
 def roc_auc(scores, labels) -> float | None:
@@ -86,18 +112,19 @@ def _known(pairs: Sequence[JudgedPair]) -> list[JudgedPair]:
     return [p for p in pairs if p.supported is not None]
 
 
-def check_enough(fit: list[JudgedPair], held: list[JudgedPair], opts: AdaptOptions, total: int, groups: int) -> None:
+def check_enough(pairs: list[JudgedPair], folds: list[int], opts: AdaptOptions, groups: int) -> None:
     from lab.tuning.calibrate import min_testable
 
     need = min_testable(opts.target, opts.confidence)
-    known = _known(held)
+    known = _known(pairs)
     pos = sum(p.supported for p in known)
-    if len(fit) < MIN_FIT or pos < need or pos == len(known):
+    fit_least = min((sum(f != k for f in folds) for k in range(opts.folds)), default=0)
+    if groups < opts.folds or fit_least < MIN_FIT or pos < need or pos == len(known):
         raise AdaptRefused(
-            f"too few judged replies to adapt and certify: {total} pairs in {groups} conversations split into {len(fit)} "
-            f"to fit and {len(held)} held out ({pos} supported, {len(known) - pos} not); at least {MIN_FIT} to fit and, "
-            f"held out, {need} supported replies (target {opts.target}, confidence {opts.confidence}) and some not "
-            "supported are needed: judge more replies")
+            f"too few judged replies to adapt and certify: {len(pairs)} pairs in {groups} conversations "
+            f"({pos} supported, {len(known) - pos} not); at least {opts.folds} conversations, {MIN_FIT} pairs to fit "
+            f"beside each fold, {need} supported replies (target {opts.target}, confidence {opts.confidence}) and "
+            "some not supported are needed: judge more replies")
 
 
 def badge_right(pair: JudgedPair, label: str) -> bool | None:
@@ -169,20 +196,51 @@ def probe_pairs(data_dir: str, n: int) -> dict[str, list]:
     return out
 
 
-def forgetting(base: Scorer, model: Scorer, sets: dict, probes: dict, fit_sources: set[str], opts: AdaptOptions,
-               progress: Callable[[str], None]) -> dict:
-    """The forgetting check of one candidate against the shipped model (module docstring, step 4)."""
-    rows, failures = {}, []
-    for name, pairs in sets.items():
-        b, a = base.auc(pairs), model.auc(pairs)
-        own = name in fit_sources
-        row = {"pairs": len(_known(pairs)), "auc_shipped": b, "auc_adapted": a,
-               "delta": None if a is None or b is None else round(a - b, 4), "adapted_on": own}
-        rows[name] = row
-        if row["delta"] is not None and row["delta"] < -opts.auc_drop and not own and not opts.specialise:
-            failures.append(f"{name} ROC AUC {b:.3f} → {a:.3f}")
-        progress(f"forgetting {name}: {b} → {a}")
-    probe = {}
+def anchor_pairs(data_dir: str, n: int, seed: int = 0) -> list:
+    """The general-NLI anchor: `n` SNLI test pairs (three-way gold; never trained on), seeded."""
+    import random
+
+    from .data import snli_test
+
+    try:
+        rows = snli_test(data_dir)
+    except OSError:
+        return []
+    return rows if n >= len(rows) else random.Random(seed).sample(rows, n)
+
+
+def stress_pairs(data_dir: str) -> list | None:
+    """The relation/role stress set (lab/probes/stress.py `stress_pairs(data_dir)`: pairs with
+    `premise`, `hypothesis`, `label` (0 entailment, 1 neutral, 2 contradiction)); None while that
+    module is not in the tree. The hook the guard reads: nothing else of it is assumed."""
+    try:
+        from lab.probes import stress
+    except ImportError:
+        return None
+    fn = getattr(stress, "stress_pairs", None)
+    if fn is None:
+        return None
+    try:
+        return list(fn(data_dir))
+    except (OSError, ValueError, KeyError):
+        return None
+
+
+def _threeway(scorer: "Scorer", pairs: list) -> dict:
+    """Accuracy and false SUPPORTS (argmax entailment where the gold is not) of three-way pairs."""
+    pr = scorer.probs([p.premise for p in pairs], [p.hypothesis for p in pairs])
+    y = np.array([int(p.label) for p in pairs])
+    pred = pr.argmax(1)
+    not_e = y != 0
+    return {"accuracy": round(float((pred == y).mean()), 4),
+            "false_supports": round(float((pred[not_e] == 0).mean()), 4) if not_e.any() else None}
+
+
+def guards(base: "Scorer", model: "Scorer", probes: dict, anchor: list, stress: list | None,
+           opts: AdaptOptions) -> dict:
+    """The safety guards of one candidate against the shipped model (module docstring, step 4):
+    what a chat deployment would lose."""
+    failures, probe = [], {}
     for kind, pairs in probes.items():
         if not pairs:
             probe[kind] = {"pairs": 0, "note": "not in this data dir"}
@@ -196,11 +254,85 @@ def forgetting(base: Scorer, model: Scorer, sets: dict, probes: dict, fit_source
         probe[kind] = {"pairs": len(pairs), **rates}
     unrelated = probe.get("unrelated", {}).get("adapted", {}).get("refutes")
     if unrelated is not None and unrelated > opts.unrelated_max:
-        failures.append(f"unrelated-evidence REFUTES rate {100 * unrelated:.1f} % > {100 * opts.unrelated_max:.0f} %")
-    return {"sets": rows, "probes": probe, "passed": not failures, "failures": failures}
+        failures.append(f"unrelated-evidence REFUTES {100 * unrelated:.1f} % > {100 * opts.unrelated_max:.0f} %")
+    silent = probe.get("silent", {})
+    if silent.get("pairs") and silent["adapted"]["refutes"] > silent["shipped"]["refutes"] + opts.silent_rise:
+        failures.append(f"silent-evidence REFUTES {100 * silent['shipped']['refutes']:.1f} → "
+                        f"{100 * silent['adapted']['refutes']:.1f} % (more than {100 * opts.silent_rise:.0f} points up)")
+    out = {"probes": probe, "limits": {"unrelated_refutes_max": opts.unrelated_max, "silent_refutes_rise": opts.silent_rise,
+                                       "anchor_accuracy_drop": opts.anchor_drop, "stress_drop": opts.stress_drop}}
+    if anchor:
+        b, a = _threeway(base, anchor), _threeway(model, anchor)
+        out["anchor"] = {"set": "SNLI test (never trained on)", "pairs": len(anchor), "shipped": b, "adapted": a}
+        if a["accuracy"] < b["accuracy"] - opts.anchor_drop:
+            failures.append(f"general-NLI anchor (SNLI) accuracy {b['accuracy']:.3f} → {a['accuracy']:.3f}")
+    else:
+        out["anchor"] = {"pairs": 0, "note": "SNLI test not in this data dir"}
+    if stress:
+        b, a = _threeway(base, stress), _threeway(model, stress)
+        out["stress"] = {"set": "relation/role stress set (lab/probes/stress.py)", "pairs": len(stress),
+                         "shipped": b, "adapted": a}
+        if a["false_supports"] is not None and b["false_supports"] is not None and \
+                a["false_supports"] > b["false_supports"] + opts.stress_drop:
+            failures.append(f"relation/role stress set false SUPPORTS {100 * b['false_supports']:.1f} → "
+                            f"{100 * a['false_supports']:.1f} %")
+        if a["accuracy"] < b["accuracy"] - opts.stress_drop:
+            failures.append(f"relation/role stress set accuracy {b['accuracy']:.3f} → {a['accuracy']:.3f}")
+    else:
+        out["stress"] = {"pairs": 0, "note": "lab/probes/stress.py not in this tree: not guarded"}
+    return {**out, "passed": not failures, "failures": failures}
 
 
-# --- the hold-out through the real pipeline -----------------------------------------------------
+def yardstick(base: "Scorer", model: "Scorer", sets: dict, fit_sources: set[str], opts: AdaptOptions,
+              progress: Callable[[str], None]) -> dict:
+    """Every yardstick set's ROC AUC, shipped and adapted (reported; a limit only with guard_yardstick)."""
+    rows, failures = {}, []
+    for name, pairs in sets.items():
+        b, a = base.auc(pairs), model.auc(pairs)
+        own = name in fit_sources
+        row = {"pairs": len(_known(pairs)), "auc_shipped": b, "auc_adapted": a,
+               "delta": None if a is None or b is None else round(a - b, 4), "adapted_on": own}
+        rows[name] = row
+        if opts.guard_yardstick and row["delta"] is not None and row["delta"] < -opts.auc_drop and not own:
+            failures.append(f"{name} ROC AUC {b:.3f} → {a:.3f}")
+        progress(f"yardstick {name}: {b} → {a}")
+    return {"sets": rows, "guarded": opts.guard_yardstick, "failures": failures}
+
+
+def _auc(y: np.ndarray, s: np.ndarray) -> float:
+    """ROC AUC by ranks (Mann–Whitney, ties averaged): sklearn's, without its per-call checks, for
+    the bootstrap's thousands of resamples."""
+    from scipy.stats import rankdata
+
+    pos = int(y.sum())
+    return float((rankdata(s)[y].sum() - pos * (pos + 1) / 2) / (pos * (len(y) - pos)))
+
+
+def paired_bootstrap(y, base, mixes: dict, groups: Sequence[str], reps: int = BOOTSTRAP, seed: int = 0) -> dict:
+    """The gain in ROC AUC of each mix over the shipped scores on the same pairs, resampling whole
+    conversations (the pairs of one conversation are not independent): per mix the gain, and the
+    gains of `reps` resamples (sorted), from which one-sided lower bounds are read."""
+    y = np.asarray(y, bool)
+    gid = {g: i for i, g in enumerate(dict.fromkeys(groups))}
+    idx_of = [[] for _ in gid]
+    for i, g in enumerate(groups):
+        idx_of[gid[g]].append(i)
+    idx_of = [np.array(v) for v in idx_of]
+    rng = np.random.default_rng(seed)
+    gains = {w: [] for w in mixes}
+    for _ in range(reps):
+        pick = np.concatenate([idx_of[j] for j in rng.integers(0, len(idx_of), len(idx_of))])
+        yy = y[pick]
+        if yy.all() or not yy.any():
+            continue
+        b = _auc(yy, base[pick])
+        for w, p in mixes.items():
+            gains[w].append(_auc(yy, p[pick]) - b)
+    point = {w: _auc(y, p) - _auc(y, base) for w, p in mixes.items()}
+    return {w: {"gain": round(point[w], 4), "resamples": np.sort(np.array(g))} for w, g in gains.items()}
+
+
+# --- judged replies through the real pipeline ---------------------------------------------------
 
 def _stamped(layer, version: str, model_dir: Path, fingerprint: str):
     meta = {**layer.meta, "nli_model": {"dir": str(model_dir), "fingerprint": fingerprint, "version": version}}
@@ -211,49 +343,123 @@ def _stamped(layer, version: str, model_dir: Path, fingerprint: str):
         return layer
 
 
-def holdout_badges(model_dir: Path, held: list[JudgedPair], opts: AdaptOptions, displays: dict | None = None) -> dict:
-    """The hold-out replies through the FV pipeline with `model_dir` (the shipped decision rule), once,
-    and each of `displays` (name → policy; default the shipped display) certified on them: per name
-    the certified policy (None when nothing certifies), its section, and false REFUTES."""
+def pipeline_verdicts(model_dir: Path, pairs: list[JudgedPair]) -> dict:
+    """The judged replies through the FV pipeline with `model_dir` and the shipped decision rule:
+    decisions, evidence and whether each badge is right (`badge_right`); pooled across folds by `_pool`."""
     from schemas.items import CheckItem
     from schemas.settings import load_settings
     from workers.decision import load_decision
-    from workers.display import load_display
     from workers.stages import claim_evidence
 
-    from lab.tuning.calibrate import NotCertified, _take, certify_policy
-    from lab.tuning.display_fit import BadgeRows
     from lab.tuning.tune import Tuner
 
     settings = load_settings(models={"nli_model_dir": str(model_dir)})
-    shipped = load_settings()
-    decision = load_decision(shipped.decision, "fv")
-    displays = displays or {"shipped": load_display(shipped.decision)}
+    decision = load_decision(load_settings().decision, "fv")
     tuner = Tuner(settings, str(model_dir), cache_dir=CACHE.parent / "tune")
-    items = [CheckItem(f"holdout-{i}", f"holdout-{i}#reply", [], p.hypothesis, [("", p.premise)]) for i, p in enumerate(held)]
+    items = [CheckItem(f"judged-{i}", f"judged-{i}#reply", [], p.hypothesis, [("", p.premise)]) for i, p in enumerate(pairs)]
     evs = [claim_evidence(s) for s in tuner.states(items, "fv", "r0")]
     ds = decision.decide_many(evs)
-    rights = [badge_right(p, d.label) for p, d in zip(held, ds)]
-    known = [i for i, r in enumerate(rights) if r is not None or ds[i].label not in ("SUPPORTS", "REFUTES")]
+    return {"pairs": list(pairs), "evs": evs, "ds": ds, "rights": [badge_right(p, d.label) for p, d in zip(pairs, ds)],
+            "decision": decision}
+
+
+def _pool(parts: list[dict]) -> dict:
+    return {k: [x for part in parts for x in part[k]] for k in ("pairs", "evs", "ds", "rights")} | \
+        {"decision": parts[0]["decision"]}
+
+
+def badge_summary(v: dict) -> dict:
+    ds, rights = v["ds"], v["rights"]
     refutes = [i for i, d in enumerate(ds) if d.label == "REFUTES"]
     false_refutes = sum(rights[i] is False for i in refutes)
-    out = {"claims": len(held), "badge_known": len(known), "refutes": len(refutes), "false_refutes": false_refutes,
-           "false_refutes_rate": round(false_refutes / max(len(held), 1), 4),
-           "labels": {lab: sum(d.label == lab for d in ds) for lab in ("SUPPORTS", "REFUTES", "NOT ENOUGH INFO")},
-           "decision": decision}
-    results = {}
-    for name, policy in displays.items():
-        rows = _take(BadgeRows.of(ds, [bool(r) for r in rights], evs).scored(policy.scorer, policy.complete), known)
-        try:
-            cert_policy, certified = certify_policy(policy, rows, opts.target, opts.confidence,
-                                                    data={"source": "adapt hold-out", "claims": len(held)})
-        except NotCertified as e:
-            results[name] = {**out, "policy": None, "certified": None, "not_certified": str(e), "coverage": 0.0,
-                             "precision": None}
-            continue
-        results[name] = {**out, "policy": cert_policy, "certified": certified, "coverage": certified["coverage"],
-                         "precision": certified["precision"], "n": certified["n"]}
-    return results
+    return {"claims": len(ds), "refutes": len(refutes), "false_refutes": false_refutes,
+            "false_refutes_rate": round(false_refutes / max(len(ds), 1), 4),
+            "labels": {lab: sum(d.label == lab for d in ds) for lab in ("SUPPORTS", "REFUTES", "NOT ENOUGH INFO")}}
+
+
+def more_needed(rows, policy, target: float, confidence: float) -> int | None:
+    """About how many more judged replies would certify `target`, if they look like these: the
+    smallest growth of the sample (counts of shown and wrong badges scaled alike) at which the
+    fixed-sequence test passes for some label; None when no threshold's badges are right ≥ target
+    here (more of the same would not help)."""
+    from scipy.stats import beta
+
+    from lab.tuning.calibrate import CANDIDATES, eligible, min_testable
+    from workers.display import BADGES
+
+    ok = eligible(rows, policy)
+    n_min, alpha, claims = min_testable(target, confidence), 1.0 - target, len(rows.label)
+
+    def passes(f: float) -> bool:
+        for k, _ in enumerate(BADGES):
+            m = ok & (rows.label == k)
+            sc, right = rows.p[m], rows.right[m]
+            passed = False
+            for t in CANDIDATES:
+                shown = sc >= t
+                n = float(shown.sum()) * f
+                if n < n_min:
+                    continue
+                wrong = float((~right[shown]).sum()) * f
+                if wrong >= n or beta.ppf(confidence, wrong + 1, n - wrong) > alpha:
+                    break
+                passed = True
+            if passed:
+                return True
+        return False
+
+    for f in np.round(np.arange(1.05, 20.01, 0.05), 2):
+        if passes(float(f)):
+            return int(np.ceil(claims * (f - 1)))
+    return None
+
+
+def certificate(policy, v: dict, opts: AdaptOptions, data: dict) -> dict:
+    """`policy` certified on the verdicts `v`: at opts.target, else at the highest target it attains
+    down to opts.floor (with how many more judged replies opts.target would need), else nothing shown."""
+    from lab.tuning.calibrate import NEVER, NotCertified, _take, certify_policy, highest_certifiable
+    from lab.tuning.display_fit import BadgeRows
+    from workers.display import BADGES
+
+    known = [i for i, r in enumerate(v["rights"]) if r is not None or v["ds"][i].label not in ("SUPPORTS", "REFUTES")]
+    rows = BadgeRows.of(v["ds"], [bool(r) for r in v["rights"]], v["evs"])
+    checked = getattr(policy, "checked", False)  # the checks rule, where this build's display has one
+    rows = _take(rows.scored(policy.scorer, policy.complete, checked) if checked else
+                 rows.scored(policy.scorer, policy.complete), known)
+    out = {"asked": opts.target, "confidence": opts.confidence, "claims": len(v["ds"]), "badge_known": len(known)}
+    try:
+        p, c = certify_policy(policy, rows, opts.target, opts.confidence, data=data)
+        return {**out, "target": opts.target, "policy": p, "certified": c, "coverage": c["coverage"],
+                "precision": c["precision"], "n": c["n"]}
+    except NotCertified as e:
+        out["not_certified"] = str(e).replace(": the current display is kept", "")
+    out["more_needed"] = more_needed(rows, policy, opts.target, opts.confidence)
+    best = highest_certifiable(rows, policy, opts.target, opts.confidence)
+    out["best_attainable"] = best[0] if best else None
+    if best and best[0] >= opts.floor - 1e-9:
+        p, c = certify_policy(policy, rows, best[0], opts.confidence, data=data)
+        return {**out, "target": best[0], "policy": p, "certified": c, "coverage": c["coverage"],
+                "precision": c["precision"], "n": c["n"]}
+    hidden = dataclasses.replace(policy, show={b: NEVER for b in BADGES}, high={b: NEVER for b in BADGES},
+                                 meta={**policy.meta, "certified": None})
+    return {**out, "target": None, "policy": hidden, "coverage": 0.0, "precision": None, "n": 0,
+            "certified": {"target": None, "asked": opts.target, "confidence": opts.confidence, "claims": len(known),
+                          "n": 0, "coverage": 0.0, "precision": None, "data": data,
+                          "guarantee": f"nothing certified from target {opts.floor} up: no badge is shown",
+                          "not_certified": list(BADGES), "date": dt.date.today().isoformat()}}
+
+
+def certificate_line(c: dict) -> str:
+    """The certificate in one line (adapt.json `summary`, the card, the command's output)."""
+    asked = c["asked"]
+    more = c.get("more_needed")
+    need = (f"; {asked} needs about {more} more judged replies like these" if more is not None else
+            f"; {asked} is out of reach with replies like these" if "not_certified" in c else "")
+    if c["target"] == asked:
+        return f"shown badges right ≥ {asked} with probability {c['confidence']}, {c['coverage']} % of replies shown"
+    if c["target"] is not None:
+        return (f"certified at {c['target']} (best attainable; {asked} asked): {c['coverage']} % of replies shown" + need)
+    return f"no badge shown: nothing certified from {round(asked - 0.1, 2) if c.get('floor') is None else c['floor']} up" + need
 
 
 # --- the whole run ------------------------------------------------------------------------------
@@ -268,136 +474,257 @@ def adapt(pairs: list[JudgedPair], data: dict, base_dir: str | Path, out_dir: st
 
     t0 = time.time()
     base_dir, out = Path(base_dir), Path(out_dir)
-    fit, held = split_by_group(pairs, opts.holdout, opts.seed)
+    given = len(pairs)
+    pairs, deduped = dedupe(pairs)
+    folds = folds_by_group(pairs, opts.folds, opts.seed) if len({p.group for p in pairs}) >= 2 else [0] * len(pairs)
     groups = len({p.group for p in pairs})
-    check_enough(fit, held, opts, len(pairs), groups)
+    check_enough(pairs, folds, opts, groups)
     base_version = model_version(base_dir)
     report: dict = {
-        "format": "dialcheck-adapt", "version": 1, "date": dt.date.today().isoformat(),
+        "format": "dialcheck-adapt", "version": 2, "date": dt.date.today().isoformat(),
         "base_model": {"dir": str(base_dir), "version": base_version, "fingerprint": model_fingerprint(base_dir)},
-        "data": {**data, "pairs": len(pairs), "conversations": groups, "labels": target_counts(pairs)},
-        "split": {"holdout": opts.holdout, "seed": opts.seed, "by": "conversation",
-                  "fit": {"pairs": len(fit), "conversations": len({p.group for p in fit}), "labels": target_counts(fit)},
-                  "holdout_set": {"pairs": len(held), "conversations": len({p.group for p in held}),
-                                  "labels": target_counts(held)}},
+        "data": {**data, "given": given, "deduplicated": deduped, "pairs": len(pairs), "conversations": groups,
+                 "labels": target_counts(pairs)},
+        "crossfit": {"folds": opts.folds, "seed": opts.seed, "by": "conversation",
+                     "fold_sizes": [{"pairs": sum(f == k for f in folds),
+                                     "conversations": len({p.group for p, f in zip(pairs, folds) if f == k})}
+                                    for k in range(opts.folds)]},
         "options": {k: v for k, v in dataclasses.asdict(opts).items() if k not in ("progress", "data_dir")},
-        "machine": f"{len(os.sched_getaffinity(0))} CPU cores visible, torch/ONNX Runtime on 2 threads",
+        "machine": f"{len(os.sched_getaffinity(0))} CPU cores visible, torch/ONNX Runtime on 2 threads, "
+                   f"load average {os.getloadavg()[0]:.1f} at the start",
     }
+    # a run that broke (killed, out of disk) leaves its trained models here and the next run with the
+    # same labels, base and recipe picks them up; anything else starts afresh
     work = out / ".adapt-work"
-    shutil.rmtree(work, ignore_errors=True)
-    work.mkdir(parents=True, exist_ok=True)
-    try:
-        return _run(pairs, fit, held, report, base_dir, out, work, opts, log, t0)
-    finally:
+    key = {"pairs_sha1": report["data"].get("pairs_sha1"), "base": report["base_model"]["fingerprint"],
+           **{k: report["options"][k] for k in ("folds", "seed", "seeds", "epochs", "max_steps", "lr")}}
+    if not (work / "key.json").is_file() or json.loads((work / "key.json").read_text()) != key:
         shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True, exist_ok=True)
+    (work / "key.json").write_text(json.dumps(key))
+    try:
+        report = _run(pairs, folds, report, base_dir, out, work, opts, log, t0)
+    except AdaptRefused:
+        shutil.rmtree(work, ignore_errors=True)
+        raise
+    shutil.rmtree(work, ignore_errors=True)
+    return report
 
 
-def _run(pairs, fit, held, report, base_dir, out, work, opts, log, t0) -> dict:
+def _cpu() -> float:
+    """CPU seconds of this process and its children so far (what a quiet machine's wall time follows)."""
+    t = os.times()
+    return round(t.user + t.system + t.children_user + t.children_system, 1)
+
+
+def _fitted(d: Path, marker: str = "calibration.json") -> Path | None:
+    """`d` when an earlier, broken run of the same recipe finished it (its last file is written)."""
+    return d if (d / marker).is_file() else None
+
+
+def _mix(base_dir: Path, tuned: Path, w: float, where: Path) -> Path:
+    from .adapt import interpolate
+
+    return tuned if float(w) == 1.0 else interpolate(base_dir, tuned, float(w), where)
+
+
+def _run(pairs, folds, report, base_dir, out, work, opts, log, t0) -> dict:
     from lab.tuning.data import model_fingerprint
 
-    from .adapt import fine_tune, interpolate
+    from .adapt import base_checkpoint, fine_tune
 
+    timings, folds = {}, np.asarray(folds)
+
+    def ckpt() -> Path:  # the base as a trainable checkpoint, built once, only when something is trained
+        d = work / "base-checkpoint"
+        if not _fitted(d, ".done"):
+            base_checkpoint(base_dir, d)
+            (d / ".done").touch()
+        return d
     base = Scorer(base_dir, cache=True)
-    auc_before = base.auc(held)
-    log(f"adapt: {len(fit)} pairs to fit, {len(held)} held out ({report['split']['holdout_set']['conversations']} "
-        f"conversations); shipped hold-out ROC AUC {auc_before}")
-    seeds, runs = [opts.seed + k for k in range(max(1, opts.seeds))], {}
-    for seed in seeds:
-        t = time.time()
-        tuned = fine_tune(base_dir, fit, seed=seed, out_dir=work / f"seed{seed}", epochs=opts.epochs,
-                          max_steps=opts.max_steps, lr=opts.lr, progress=opts.progress)
-        row = {"train_seconds": round(time.time() - t, 1), "auc": {}}
-        for w in opts.weights:
-            d = tuned if w == 1.0 else interpolate(base_dir, tuned, w, work / f"seed{seed}-w{round(100 * w)}")
-            row["auc"][str(w)] = Scorer(d).auc(held)
-        runs[seed] = row
-        log(f"adapt: seed {seed}: hold-out ROC AUC by mix {row['auc']} ({row['train_seconds']} s to train)")
-    steps = json.loads((work / f"seed{seeds[0]}" / "calibration.json").read_text())["adapt"]["steps"]
-    report["training"] = {"steps": steps, "epochs": opts.epochs, "lr": opts.lr, "batch_size": 16, "seeds": runs,
-                          "frozen": "word, position and type embeddings",
+    known = np.array([p.supported is not None for p in pairs])
+    y = np.array([bool(p.supported) for p in pairs])
+    p_base = base.probs([p.premise for p in pairs], [p.hypothesis for p in pairs])[:, 0]
+    log(f"adapt: {len(pairs)} judged pairs in {report['data']['conversations']} conversations, {opts.folds} folds by "
+        f"conversation; shipped ROC AUC {roc_auc(p_base[known], y[known])}")
+    # 1. cross-fitting: each fold scored by models that never read it
+    t = time.time()
+    seeds = [opts.seed + k for k in range(max(1, opts.seeds))]
+    oof = {s: {str(w): np.zeros(len(pairs)) for w in opts.weights} for s in seeds}
+    fold_runs = []
+    for k in range(opts.folds):
+        fit = [p for p, f in zip(pairs, folds) if f != k]
+        held_idx = np.flatnonzero(folds == k)
+        held = [pairs[i] for i in held_idx]
+        for s in seeds:
+            tk = time.time()
+            tuned = _fitted(work / f"fold{k}-s{s}") or fine_tune(
+                base_dir, fit, seed=s, out_dir=work / f"fold{k}-s{s}", epochs=opts.epochs, max_steps=opts.max_steps,
+                lr=opts.lr, progress=opts.progress, checkpoint=ckpt())
+            train_s = round(time.time() - tk, 1)
+            for w in opts.weights:
+                d = _mix(base_dir, tuned, w, work / f"fold{k}-s{s}-mix")
+                oof[s][str(w)][held_idx] = Scorer(d).probs([p.premise for p in held], [p.hypothesis for p in held])[:, 0]
+            shutil.rmtree(work / f"fold{k}-s{s}-mix", ignore_errors=True)
+            if s != seeds[0]:
+                shutil.rmtree(tuned, ignore_errors=True)
+            fold_runs.append({"fold": k, "seed": s, "fit_pairs": len(fit), "scored_pairs": len(held),
+                              "train_seconds": train_s})
+            log(f"adapt: fold {k + 1}/{opts.folds} seed {s}: fitted on {len(fit)}, scored {len(held)} ({train_s} s to train)")
+    timings["crossfit"] = round(time.time() - t, 1)
+    steps = json.loads((work / f"fold0-s{seeds[0]}" / "calibration.json").read_text())["adapt"]["steps"]
+    primary = oof[seeds[0]]
+    auc_base = roc_auc(p_base[known], y[known])
+    auc_mix = {w: roc_auc(p[known], y[known]) for w, p in primary.items()}
+    groups = [p.group for p, k in zip(pairs, known) if k]
+    boot = paired_bootstrap(y[known], p_base[known], {w: p[known] for w, p in primary.items()}, groups,
+                            seed=opts.seed)
+    alpha = (1.0 - opts.auc_confidence) / len(opts.weights)  # Bonferroni over the mixes tried
+    gain = {w: {"auc": auc_mix[w], "gain": b["gain"],
+                "lower": round(float(np.quantile(b["resamples"], alpha)), 4) if len(b["resamples"]) else None,
+                "resamples": int(len(b["resamples"]))} for w, b in boot.items()}
+    report["training"] = {"steps_per_fold": steps, "epochs": opts.epochs, "lr": opts.lr, "batch_size": 16,
+                          "runs": fold_runs, "frozen": "word, position and type embeddings",
                           "loss": "binary cross-entropy on the judged class's calibrated probability"}
-    primary = runs[seeds[0]]["auc"]
-    spread = {w: [runs[s]["auc"][w] for s in seeds] for w in primary}
-    report["training"]["seed_spread"] = {w: round(max(v) - min(v), 4) if None not in v else None for w, v in spread.items()}
-    report["holdout"] = {"shipped": {"auc": auc_before}}
-    candidates = sorted((w for w, a in primary.items() if a is not None and auc_before is not None and a > auc_before),
-                        key=lambda w: -primary[w])
+    if len(seeds) > 1:
+        spread = {w: [roc_auc(oof[s][w][known], y[known]) for s in seeds] for w in primary}
+        report["training"]["seed_auc"] = spread
+        report["training"]["seed_spread"] = {w: round(max(v) - min(v), 4) for w, v in spread.items()}
+    report["crossfit"].update({
+        "auc_shipped": auc_base, "auc_out_of_fold": auc_mix, "gain": gain,
+        "gate": f"lower end of the one-sided {opts.auc_confidence} interval of the gain (paired bootstrap over "
+                f"conversations, {BOOTSTRAP} resamples, Bonferroni over {len(opts.weights)} mixes: quantile "
+                f"{alpha:.4f}) above 0"})
+    log(f"adapt: out-of-fold ROC AUC by mix {auc_mix} (shipped {auc_base}); lower bounds of the gain "
+        f"{ {w: g['lower'] for w, g in gain.items()} }")
+    candidates = sorted((w for w, g in gain.items() if g["lower"] is not None and g["lower"] > 0),
+                        key=lambda w: -auc_mix[w])
+    report["holdout"] = {"shipped": {"auc": auc_base}}
     if not candidates:
-        return _refuse(report, out, t0, f"the adapted model does not rank the held-out replies better than the shipped one "
-                       f"(ROC AUC {auc_before} shipped, {max((a for a in primary.values() if a is not None), default=None)} "
-                       "at best adapted)")
-    sets = yardstick_pairs(opts.data_dir, opts.limit_per_set) if opts.forgetting else {}
+        best = max(gain, key=lambda w: gain[w]["gain"])
+        return _refuse(report, out, t0, timings,
+                       f"the adapted model does not rank the deployment's held-out conversations better with confidence "
+                       f"(out-of-fold ROC AUC {auc_base} shipped, {auc_mix[best]} at best, mix {best}; the gain's lower "
+                       f"bound {gain[best]['lower']} is not above 0): judge more replies")
+    # 2. the final model on every label, guarded from the best mix down
+    t = time.time()
+    final_tuned = _fitted(work / "final-tuned") or fine_tune(
+        base_dir, pairs, seed=seeds[0], out_dir=work / "final-tuned", epochs=opts.epochs, max_steps=opts.max_steps,
+        lr=opts.lr, progress=opts.progress, checkpoint=ckpt())
+    timings["final_fit"] = round(time.time() - t, 1)
+    t = time.time()
     probes = probe_pairs(opts.data_dir, opts.probe_pairs) if opts.forgetting else {}
-    fit_keys = {(p.premise, p.hypothesis) for p in fit}
-    fit_sources = {name for name, ps in sets.items() if any((x.premise, x.hypothesis) in fit_keys for x in ps)}
-    report["forgetting"] = {"limit_per_set": opts.limit_per_set, "auc_drop_limit": opts.auc_drop,
-                            "unrelated_refutes_limit": opts.unrelated_max, "specialise": opts.specialise,
-                            "scored": "pair by pair: the set's gold evidence as the premise, the claim as the hypothesis",
-                            "candidates": {}}
+    anchor = anchor_pairs(opts.data_dir, opts.anchor_pairs) if opts.forgetting else []
+    stress = stress_pairs(opts.data_dir) if opts.forgetting else None
+    report["guards"] = {"candidates": {}}
     chosen = None
     for w in candidates:
-        d = work / f"seed{seeds[0]}" if float(w) == 1.0 else work / f"seed{seeds[0]}-w{round(100 * float(w))}"
-        f = forgetting(base, Scorer(d), sets, probes, fit_sources, opts, lambda m: log(f"adapt: mix {w}: {m}"))
-        report["forgetting"]["candidates"][w] = f
-        if f["passed"]:
+        d = _mix(base_dir, final_tuned, w, work / f"final-w{round(100 * float(w))}")
+        g = guards(base, Scorer(d), probes, anchor, stress, opts)
+        report["guards"]["candidates"][w] = g
+        anchor_acc = g["anchor"].get("adapted", {}).get("accuracy")
+        log(f"adapt: mix {w} guards: unrelated REFUTES {g['probes'].get('unrelated', {}).get('adapted', {}).get('refutes')}, "
+            f"silent REFUTES {g['probes'].get('silent', {}).get('adapted', {}).get('refutes')}, anchor accuracy "
+            f"{g['anchor'].get('shipped', {}).get('accuracy')} → {anchor_acc}, stress {g['stress'].get('pairs', 0)} pairs")
+        if g["passed"]:
             chosen = (w, d)
             break
-        log(f"adapt: mix {w} forgets: {'; '.join(f['failures'])}")
+        log(f"adapt: mix {w} fails a guard: {'; '.join(g['failures'])}")
+    timings["guards"] = round(time.time() - t, 1)
+    t = time.time()
+    sets = yardstick_pairs(opts.data_dir, opts.limit_per_set) if opts.forgetting else {}
+    keys = {(p.premise, p.hypothesis) for p in pairs}
+    fit_sources = {name for name, ps in sets.items() if any((x.premise, x.hypothesis) in keys for x in ps)}
+    shown_w, shown_d = chosen or (candidates[-1], work / f"final-w{round(100 * float(candidates[-1]))}")
+    ys = yardstick(base, Scorer(shown_d if float(shown_w) != 1.0 else final_tuned), sets, fit_sources, opts,
+                   lambda m: log(f"adapt: mix {shown_w}: {m}"))
+    report["yardstick"] = {"mix": float(shown_w), "limit_per_set": opts.limit_per_set,
+                           "scored": "pair by pair: the set's gold evidence as the premise, the claim as the hypothesis",
+                           **ys}
+    timings["yardstick"] = round(time.time() - t, 1)
     if chosen is None:
-        worst = report["forgetting"]["candidates"][candidates[-1]]["failures"]
-        return _refuse(report, out, t0, f"every mix that ranks the hold-out better forgets beyond the limits "
-                       f"(at mix {candidates[-1]}: {'; '.join(worst)})"
-                       + ("" if opts.specialise else "; --specialise lifts the yardstick limit"))
+        worst = report["guards"]["candidates"][candidates[-1]]["failures"]
+        return _refuse(report, out, t0, timings, f"every mix that ranks the deployment's conversations better fails a "
+                       f"safety guard (at mix {candidates[-1]}: {'; '.join(worst)})")
+    if ys["failures"]:
+        return _refuse(report, out, t0, timings, f"mix {shown_w} forgets beyond the yardstick limit "
+                       f"({'; '.join(ys['failures'])}; --guard-yardstick set)")
     w, d = chosen
     report["chosen_weight"] = float(w)
-    digest = hashlib.sha1(f"{report['data'].get('pairs_sha1', '')}:{opts.seed}:{w}:{steps}".encode()).hexdigest()
+    digest = hashlib.sha1(f"{report['data'].get('pairs_sha1', '')}:{opts.seed}:{opts.folds}:{w}:{steps}".encode()).hexdigest()
     version = f"{report['base_model']['version']}+adapt-{digest[:8]}"
     final = work / "final"
-    interpolate(base_dir, work / f"seed{seeds[0]}", float(w), final, version=version)
+    _mix(base_dir, final_tuned, w, final) if float(w) != 1.0 else shutil.copytree(final_tuned, final)
+    cal = json.loads((final / "calibration.json").read_text())
+    cal["version"] = version
+    cal.setdefault("adapt", {}).update({"weight": float(w), "pairs": len(pairs), "folds": opts.folds})
+    (final / "calibration.json").write_text(json.dumps(cal, indent=1))
     fp = model_fingerprint(final)
-    log("adapt: the hold-out through the FV pipeline, shipped and adapted")
-    before = holdout_badges(Path(base_dir), held, opts)["shipped"]
+    # 3. the display, certified on the out-of-fold verdicts (each fold by the mix that never read it)
+    t = time.time()
+    log("adapt: the judged replies through the FV pipeline, shipped and out-of-fold")
+    shipped_v = pipeline_verdicts(Path(base_dir), pairs)
+    parts = []
+    for k in range(opts.folds):
+        idx = np.flatnonzero(folds == k)
+        dk = _mix(base_dir, work / f"fold{k}-s{seeds[0]}", w, work / f"fold{k}-pipeline")
+        parts.append(pipeline_verdicts(dk, [pairs[i] for i in idx]))
+    adapted_v = _pool(parts)
     from schemas.settings import load_settings
     from workers.display import load_display
 
     shipped_display = load_display(load_settings().decision)
+    where = {"source": "adapt, out-of-fold", "claims": len(pairs), "folds": opts.folds}
     # the adapted model's own p(label) may rank its badges better than the shipped badge scorer (fitted
     # on the shipped model's numbers): both are certified, the one that shows more is kept
-    displays = {"shipped badge scorer": _stamped(shipped_display, version, out, fp),
-                "p(label) alone": _stamped(dataclasses.replace(shipped_display, scorer=None), version, out, fp)}
-    tried = holdout_badges(final, held, opts, displays)
-    kind = max(tried, key=lambda k: (tried[k]["coverage"], k == "shipped badge scorer"))
+    tried = {"shipped badge scorer": certificate(_stamped(shipped_display, version, out, fp), adapted_v, opts, where),
+             "p(label) alone": certificate(_stamped(dataclasses.replace(shipped_display, scorer=None), version, out, fp),
+                                           adapted_v, opts, where)}
+    kind = max(tried, key=lambda k: (tried[k]["target"] or 0.0, tried[k]["coverage"], k == "shipped badge scorer"))
     after = tried[kind]
-    report["holdout"] = {"shipped": _figures(auc_before, before), "adapted": _figures(primary[w], after),
-                         "display_scores": kind,
-                         "display_candidates": {k: v["coverage"] for k, v in tried.items()},
-                         "mix_chosen_on": "these hold-out conversations (one of %d mixes, one of 2 badge scores): the "
-                                          "certificate's confidence is nominal by that much" % len(opts.weights)}
-    if after["policy"] is None:
-        return _refuse(report, out, t0, f"the adapted model's display certifies nothing on the hold-out at target "
-                       f"{opts.target} ({after['not_certified'].replace(': the current display is kept', '')})")
-    if after["coverage"] < before["coverage"]:
-        return _refuse(report, out, t0, f"the adapted model certifies less on the hold-out than the shipped one "
-                       f"({after['coverage']} % vs {before['coverage']} % of replies at target {opts.target})")
+    at = dataclasses.replace(opts, target=after["target"]) if after["target"] else opts
+    before = certificate(shipped_display, shipped_v, dataclasses.replace(at, min_target=at.target), where)
+    timings["display"] = round(time.time() - t, 1)
+    report["timings"] = timings
+    report["cpu_seconds"] = _cpu()
+    report["holdout"] = {
+        "what": f"every judged reply scored by fold models that never read its conversation ({opts.folds} folds)",
+        "shipped": _figures(auc_base, before, badge_summary(shipped_v)),
+        "adapted": _figures(auc_mix[w], after, badge_summary(adapted_v)),
+        "display_scores": kind, "display_candidates": {k: (v["target"], v["coverage"]) for k, v in tried.items()},
+        "mix_chosen_on": f"these out-of-fold scores (one of {len(opts.weights)} mixes, one of 2 badge scores): the "
+                         "certificate's confidence is nominal by that much; it certifies the cross-fitted fold models, "
+                         "the model written is fitted on all the labels"}
+    report["certificate"] = {k: v for k, v in after.items() if k not in ("policy", "certified")}
+    report["certificate"]["floor"] = opts.floor
+    report["certificate"]["line"] = certificate_line({**after, "floor": opts.floor})
+    if after["target"] is not None and before["coverage"] > after["coverage"]:
+        return _refuse(report, out, t0, timings, f"the adapted model certifies less than the shipped one at target "
+                       f"{after['target']} ({after['coverage']} % vs {before['coverage']} % of replies)")
     report["gate"] = {"passed": True}
+    report["summary"] = (f"{version}: ranks this deployment's held-out conversations at ROC AUC {auc_mix[w]} "
+                         f"(shipped {auc_base}, gain ≥ {gain[w]['lower']} at {opts.auc_confidence}); "
+                         f"{report['certificate']['line']}; mix {float(w)}, {len(pairs)} judged replies")
     report["seconds"] = round(time.time() - t0, 1)
-    _write_model(out, final, after, report, fp, version)
+    _write_model(out, final, {**after, "decision": adapted_v["decision"]}, report, fp, version)
     return report
 
 
-def _figures(auc, h: dict) -> dict:
-    c = h.get("certified") or {}
-    sup = (c.get("labels") or {}).get("SUPPORTS", {})
-    return {"auc": auc, "certified_coverage": h["coverage"], "certified_precision": h.get("precision"),
-            "certified_shown": h.get("n", 0), "supports_threshold": sup.get("threshold"),
-            "false_refutes": h["false_refutes"], "false_refutes_rate": h["false_refutes_rate"],
-            "refutes": h["refutes"], "labels": h["labels"], "claims": h["claims"],
-            **({"not_certified": h["not_certified"]} if h.get("not_certified") else {})}
+def _figures(auc, c: dict, badges: dict) -> dict:
+    cert = c.get("certified") or {}
+    sup = (cert.get("labels") or {}).get("SUPPORTS", {})
+    return {"auc": auc, "certified_target": c["target"], "certified_coverage": c["coverage"],
+            "certified_precision": c.get("precision"), "certified_shown": c.get("n", 0),
+            "supports_threshold": sup.get("threshold"), **badges,
+            **({"not_certified": c["not_certified"]} if c.get("not_certified") else {})}
 
 
-def _refuse(report: dict, out: Path, t0: float, why: str):
+def _refuse(report: dict, out: Path, t0: float, timings: dict, why: str):
     report["gate"] = {"passed": False, "why": why}
+    report["timings"] = timings
+    report["cpu_seconds"] = _cpu()
     report["seconds"] = round(time.time() - t0, 1)
+    report["summary"] = f"no model written: {why}"
     for name in ("model.onnx", "calibration.json", "decision.json", "display.json", "MODEL_CARD.md", "DECISION_CARD.md"):
         (out / name).unlink(missing_ok=True)
     shutil.rmtree(out / "tokenizer", ignore_errors=True)
@@ -422,7 +749,8 @@ def _write_model(out: Path, final: Path, after: dict, report: dict, fp: str, ver
         doc = json.loads(Path(load_settings().decision.decision_params).read_text())
         doc["meta"] = {**doc.get("meta", {}), "nli_model": decision.meta["nli_model"]}
     doc.setdefault("meta", {})["adapted"] = {"note": "the shipped decision rule and parameters, stamped for this model; "
-                                             "its display is certified on the adaptation's hold-out", "version": version}
+                                             "its display is certified on the adaptation's out-of-fold verdicts",
+                                             "version": version}
     (out / "decision.json").write_text(json.dumps(doc, indent=1) + "\n")
     write_display(out / "display.json", after["policy"], after["certified"])
     report["model"] = {"version": version, "fingerprint": fp, "files": ["model.onnx", "tokenizer/", "calibration.json",

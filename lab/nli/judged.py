@@ -187,7 +187,10 @@ def from_feedback(judged: Iterable, sources: Sequence[str] = DEFAULT_SOURCES) ->
     contradiction, NOT ENOUGH INFO → not_entailment and not_contradiction, a binary NOT SUPPORTS →
     not_entailment only. It replaces the judgement's own target (a REFUTES judged "right" against a
     binary "not supported" is not evidence of contradiction), and makes judged NOT ENOUGH INFO
-    verdicts usable."""
+    verdicts usable.
+    A claim counts once: judged by a moderator and an annotator alike it is one pair; judged by them
+    in opposite ways it is left out ("conflicting"), so flooding a conversation with contradicting
+    judgements cancels rather than steers."""
     latest: dict = {}
     dropped = Counter()
     for j in sorted(judged, key=lambda j: float(j.received_at or 0.0)):
@@ -198,7 +201,7 @@ def from_feedback(judged: Iterable, sources: Sequence[str] = DEFAULT_SOURCES) ->
             dropped["no_verdict"] += 1
             continue
         latest[(j.source, j.conversation_id, j.turn_id, j.claim_id or j.claim_index)] = j
-    out = []
+    claims: dict = {}  # (conversation, turn, claim) → [(source, targets, pair fields)]
     for j in latest.values():
         v = j.verdict
         if j.label_shown and j.label_shown != v.get("label"):
@@ -216,8 +219,69 @@ def from_feedback(judged: Iterable, sources: Sequence[str] = DEFAULT_SOURCES) ->
         if not premise or not hypothesis:
             dropped["no_window"] += 1
             continue
-        out += [JudgedPair(premise, hypothesis, t, str(j.conversation_id), j.source, fixed or "") for t in targets]
-    return out, dict(dropped)
+        claims.setdefault((j.conversation_id, j.turn_id, j.claim_id or j.claim_index), []).append(
+            [JudgedPair(premise, hypothesis, t, str(j.conversation_id), j.source, fixed or "") for t in targets])
+    out = []
+    for judged_by in claims.values():  # one claim counts once, whoever judged it
+        merged, conflict = _merge([p for ps in judged_by for p in ps])
+        if conflict:
+            dropped["conflicting"] += len(judged_by)
+            continue
+        dropped["same_claim"] += len(judged_by) - 1
+        out += merged
+    return out, {k: n for k, n in dropped.items() if n}
+
+
+def _column(target: str) -> int:
+    """The probability a target speaks about: 0 = entailment, 2 = contradiction."""
+    return 0 if target in ("entailment", "not_entailment") else 2
+
+
+def _merge(pairs: Sequence[JudgedPair]) -> tuple[list[JudgedPair], bool]:
+    """Pairs of one claim → one pair per probability they speak about, or conflict=True when two of
+    them say opposite things about the same probability (then none of them is learned from)."""
+    by_col: dict[int, JudgedPair] = {}
+    for p in pairs:
+        seen = by_col.setdefault(_column(p.target), p)
+        if seen.target != p.target:
+            return [], True
+    return list(by_col.values()), False
+
+
+def dedupe(pairs: Sequence[JudgedPair]) -> tuple[list[JudgedPair], dict[str, int]]:
+    """One pair per (conversation, evidence, reply, probability): a reply judged again counts once,
+    and a reply judged both ways in one conversation (a flood of contradicting judgements, or an
+    export with both labels) is not learned from at all. Why: the fit weighs pairs, so a repeated
+    or flooded reply would steer it by its count, not by what the deployment's traffic says.
+    Returns (pairs in first-seen order, {"duplicate": n, "conflicting": n})."""
+    groups: dict[tuple, list[JudgedPair]] = {}
+    for p in pairs:
+        groups.setdefault((p.group, p.premise.strip(), p.hypothesis.strip(), _column(p.target)), []).append(p)
+    out, dup, conflict = [], 0, 0
+    for ps in groups.values():
+        if len({p.target for p in ps}) > 1:
+            conflict += len(ps)
+            continue
+        dup += len(ps) - 1
+        out.append(ps[0])
+    return out, {"duplicate": dup, "conflicting": conflict}
+
+
+def folds_by_group(pairs: Sequence[JudgedPair], k: int, seed: int = 0) -> list[int]:
+    """A fold (0 … k−1) per pair, whole conversations in one fold, folds about the same size:
+    conversations shuffled with `seed`, then the largest first, each to the fold with fewest pairs."""
+    if k < 2:
+        raise ValueError(f"cross-fitting needs at least 2 folds (got {k})")
+    sizes = Counter(p.group for p in pairs)
+    groups = sorted(sizes)
+    random.Random(seed).shuffle(groups)
+    groups.sort(key=lambda g: -sizes[g])  # stable: equal sizes keep the seeded order
+    load, fold_of = [0] * k, {}
+    for g in groups:
+        f = min(range(k), key=lambda i: (load[i], i))
+        fold_of[g] = f
+        load[f] += sizes[g]
+    return [fold_of[p.group] for p in pairs]
 
 
 def from_eval_set(s, source: str | None = None) -> list[JudgedPair]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import atexit
 import threading
 
-MAX_TOKENS_CAP = 48  # completion tokens per answer at most, whatever a step asks for
+MAX_TOKENS_CAP = 32  # completion tokens per answer at most, whatever a step asks for (a rewrite fits)
 
 _server = None
 _lock = threading.Lock()

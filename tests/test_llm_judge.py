@@ -1,7 +1,7 @@
 """The cascade LLM judge (workers/llm/judge.py) with the real NLI model and encoder
 against tests/llm_standin.py — a local HTTP server that speaks the OpenAI chat-completions protocol
-and answers from what the test tells it; it stands in for a language model, which cannot run
-here, and judges nothing. What these tests can show is the wiring: which claims are asked, what
+and answers from what the test tells it, so each kind of answer and failure can be asked for; it
+judges nothing (the judge on a real, small model: tests/test_llm_real.py). What these tests can show is the wiring: which claims are asked, what
 they are shown, how strictly the answer is read, when it replaces the NLI label, and that every
 failure leaves the NLI verdict standing (degraded when the endpoint failed) with nothing lost.
 They say nothing about how good an LLM judge is (docs/llm-judge.md)."""
@@ -160,14 +160,16 @@ def test_a_low_confidence_supports_is_asked_and_a_shown_verdict_is_not(settings,
     assert low.rationale["judge"]["used"] and low.label == "SUPPORTS"
 
 
-@pytest.mark.parametrize("answer, why", [
-    ("It is probably false.", "does not end with the LABEL and WINDOW lines"),
-    ("LABEL: REFUTES\nWINDOW: 1\nLet me know if you need more.", "does not end with the LABEL and WINDOW lines"),
-    ("LABEL: Refutes\nWINDOW: 1", "does not end with the LABEL and WINDOW lines"),
-    ("LABEL: REFUTES\nWINDOW: 9", "cites window 9, not one of 1.."),
-    ("LABEL: REFUTES\nWINDOW: 0", "cites window 0, not one of 1.."),
+@pytest.mark.parametrize("answer, why, kind", [
+    ("It is probably false.", "does not end with the LABEL and WINDOW lines", "wrong-format"),
+    ("LABEL: REFUTES\nWINDOW: 1\nLet me know if you need more.", "does not end with the LABEL and WINDOW lines",
+     "explanation"),
+    ("LABEL: Refutes\nWINDOW: 1", "does not end with the LABEL and WINDOW lines", "explanation"),
+    ("LABEL: REFUTES\nWINDOW: 9", "cites window 9, not one of 1..", "wrong-format"),
+    ("LABEL: REFUTES\nWINDOW: 0", "cites window 0, not one of 1..", "wrong-format"),
 ])
-def test_garbage_or_a_window_that_does_not_exist_is_ignored(settings, nli, encoder, standin, nli_only, answer, why):
+def test_garbage_or_a_window_that_does_not_exist_is_ignored(settings, nli, encoder, standin, nli_only, answer, why,
+                                                           kind):
     standin.judges[NEI_ON_TOPIC] = answer
     v = turn_verdicts(judged(settings, nli, encoder, standin).check_turns(items(NEI_ON_TOPIC)))[0]
     before = nli_only[NEI_ON_TOPIC]
@@ -176,6 +178,7 @@ def test_garbage_or_a_window_that_does_not_exist_is_ignored(settings, nli, encod
                                                                 before.status)
     note = v.rationale["judge"]
     assert note["used"] is False and why in note["reason"] and note["answer"] == answer.strip()
+    assert note["reply"] == kind  # what the answer was, for the counts (workers/llm/replies.py)
 
 
 @pytest.mark.parametrize("how", ["slow", "down", "error", "no-choices", "unconfigured"])

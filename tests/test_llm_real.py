@@ -1,5 +1,5 @@
 """R5, R5 behind the gate and the cascade judge against a real language model: SmolLM2-135M-Instruct
-(tests/llm_real.py: the local OpenAI-compatible server, greedy, answers capped at 48 tokens), with
+(tests/llm_real.py: the local OpenAI-compatible server, greedy, answers capped at 32 tokens), with
 the real NLI model and encoder. A 135M model rarely answers as asked — it echoes the one-shot
 example, wanders, runs out of tokens — so what must hold is what the steps do with whatever it
 says: a rewrite is used only when it passed the checks (r5) or the gate (r5g), otherwise the claim
@@ -27,9 +27,11 @@ EVIDENCE = [("Elvis Presley", "Elvis Presley was born in Tupelo, Mississippi, in
                               "with his family when he was 13."),
             ("Elvis Presley", "Presley began his music career in 1954, recording at Sun Records with producer Sam "
                               "Phillips.")]
-R5_CLAIMS = ("He was born in Tupelo", "he moved to memphis when he was 13", "he recorded at sun records")
-# unsure for the shipped NLI + decision (tests/test_llm_judge.py checks these against the same evidence)
-JUDGED = ("He moved to Tennessee at 12", "He was a teenager in Memphis")
+R5_CLAIMS = ("He was born in Tupelo", "he moved to memphis when he was 13")
+# NEI on on-topic evidence for the shipped NLI + decision, so the judge is asked (tests/test_llm_judge.py
+# checks it with the same context and evidence)
+JUDGE_CONTEXT = ["I love Elvis Presley."]
+JUDGED = ("He moved to Tennessee at 12",)
 
 
 @pytest.fixture(scope="module")
@@ -37,8 +39,8 @@ def llm():
     return real_llm()
 
 
-def items(*claims):
-    return [CheckItem("conv", str(i), list(CONTEXT), c, list(EVIDENCE)) for i, c in enumerate(claims)]
+def items(*claims, context=CONTEXT):
+    return [CheckItem("conv", str(i), list(context), c, list(EVIDENCE)) for i, c in enumerate(claims)]
 
 
 # a small model on shared CI cores answers in seconds, queued answers later: the tests wait for answers,
@@ -46,11 +48,11 @@ def items(*claims):
 PATIENT = {"timeout_s": 300, "judge_timeout_s": 300, "retries": 0, "batch_timeout_s": 900}
 
 
-def verdicts(settings, nli, encoder, surface, claims, **llm):
+def verdicts(settings, nli, encoder, surface, claims, context=CONTEXT, **llm):
     if llm:
         llm = {**PATIENT, **llm}
     return turn_verdicts(Pipeline(settings.updated(llm=llm), nli, encoder, None, "fv", surface).check_turns(
-        items(*claims)))
+        items(*claims, context=context)))
 
 
 def test_r5_and_r5g_use_a_checked_rewrite_or_the_r4_path(settings, nli, encoder, llm):
@@ -90,9 +92,9 @@ def test_r5_and_r5g_use_a_checked_rewrite_or_the_r4_path(settings, nli, encoder,
 
 def test_the_judge_counts_only_a_well_formed_answer(settings, nli, encoder, llm):
     COUNTS.clear()
-    plain = verdicts(settings, nli, encoder, "r0", JUDGED)
+    plain = verdicts(settings, nli, encoder, "r0", JUDGED, JUDGE_CONTEXT)
     before = llm.served
-    got = verdicts(settings, nli, encoder, "r0", JUDGED, url=llm.url, judge=True, judge_max_tokens=48)
+    got = verdicts(settings, nli, encoder, "r0", JUDGED, JUDGE_CONTEXT, url=llm.url, judge=True, judge_max_tokens=32)
     asked = llm.served - before
     assert asked >= 1
     for a, v in zip(plain, got):

@@ -202,6 +202,18 @@ def test_how_many_more_judged_replies_a_target_needs_is_what_then_certifies():
     assert more_needed(_rows(scores, [i % 5 != 0 for i in range(30)] + [False] * 170), policy, 0.85, 0.9) is None  # 0.8 right
 
 
+def test_the_certificate_line_says_the_target_the_best_attainable_or_what_is_missing():
+    from lab.nli.adapt_run import certificate_line
+
+    base = {"asked": 0.85, "confidence": 0.9, "floor": 0.75}
+    assert certificate_line({**base, "target": 0.85, "coverage": 21.5}) == \
+        "shown badges right ≥ 0.85 with probability 0.9, 21.5 % of replies shown"
+    fallback = certificate_line({**base, "target": 0.8, "coverage": 12.0, "not_certified": "…", "more_needed": 240})
+    assert fallback.startswith("certified at 0.8 (best attainable; 0.85 asked)") and "about 240 more judged replies" in fallback
+    hidden = certificate_line({**base, "target": None, "coverage": 0.0, "not_certified": "…", "more_needed": None})
+    assert hidden.startswith("no badge shown: nothing certified from 0.75 up") and "out of reach" in hidden
+
+
 # --- the command --------------------------------------------------------------------------------
 
 def _dialfact_rows(pairs_of_set, flip_groups=frozenset()) -> list[dict]:

@@ -15,6 +15,9 @@ from schemas.wire import known_fields, validate
 
 Label = Literal["SUPPORTS", "REFUTES", "NOT ENOUGH INFO"]
 LABELS: tuple[str, str, str] = ("SUPPORTS", "REFUTES", "NOT ENOUGH INFO")
+# the probabilities of a verdict that read nothing and decided nothing (no evidence, an outage, a turn
+# not checked): the workers' decision and the stream's error verdicts both publish these
+NO_EVIDENCE: dict[str, float] = {"SUPPORTS": 0.0, "REFUTES": 0.0, "NOT ENOUGH INFO": 1.0}
 
 
 def claim_id(conversation_id: str, turn_id: str, claim: str) -> str:
@@ -86,7 +89,21 @@ def hidden_display(label: str) -> Display:
     return Display(show=False, tone=TONES[label], confidence="low")
 
 
-SCHEMA_VERSION = "2.2"
+@dataclass(frozen=True)
+class Mismatch:
+    """Schema 2.3: one structured check of the claim against the evidence its label rests on that did
+    not agree (workers/decision/checks.py): which span of the claim, of what type, and what the
+    evidence says there. A SUPPORTS with a mismatch is never shown as a badge."""
+    check: Literal["slot", "structure", "subject"]
+    # slot: year | date | decade | percent | ordinal | number; structure: agent | patient | attached;
+    # subject: subject
+    type: str
+    span: str  # the claim's words, as written
+    status: Literal["clash", "unstated", "differs"]  # clash: the evidence states it otherwise; unstated: not at all
+    evidence: str | None = None  # what the evidence states in that slot or between those words (null: nothing)
+
+
+SCHEMA_VERSION = "2.3"
 # `timings_ms` keys that are not a stage's milliseconds: `batch_items` (2.1: how many claims shared a
 # batched stage's time, a count) and `dense_client_side` (a flag: dense re-scoring encoded the
 # passages itself). Readers that treat the rest as stage times skip these (metrics, `dialcheck check`).
@@ -111,7 +128,7 @@ class Verdict:
     display: Display | None = None
     created_at: float = field(default_factory=time.time)
     rationale: dict | None = None  # why this label: rule or layer, its numbers, the window it read (schema)
-    schema_version: str = SCHEMA_VERSION  # verdict.schema.json's version; 1 had no rationale, 2.1 adds display and url, 2.2 uncovered
+    schema_version: str = SCHEMA_VERSION  # verdict.schema.json's version; 1 had no rationale, 2.1 adds display and url, 2.2 uncovered, 2.3 mismatches
     # set by the stream worker as it publishes (null from `check`/`eval`): the producer's `ts` echoed,
     # and milliseconds from that `ts` (or the record's Kafka timestamp) to publishing
     ts: float | None = None
@@ -119,6 +136,9 @@ class Verdict:
     # schema 2.2: the claim's names, numbers and words that the evidence the label rests on does not
     # state, as written in the claim (an app can grey them out); None where coverage was not checked
     uncovered: list[str] | None = None
+    # schema 2.3: the structured checks (typed slots, the claim's relations, its subject) that did not
+    # agree with the evidence the label rests on; [] where all that ran agreed, None where none ran
+    mismatches: list[Mismatch] | None = None
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -142,7 +162,9 @@ class Verdict:
         s = known_fields(Surface, d["surface"])
         s["gate"] = GateDecision(**known_fields(GateDecision, s["gate"])) if s.get("gate") else None
         shown = d.get("display")
+        odd = d.get("mismatches")
         return cls(**{**known_fields(cls, d), "schema_version": d.get("schema_version", "1"), "surface": Surface(**s),
+                      "mismatches": [Mismatch(**known_fields(Mismatch, m)) for m in odd] if isinstance(odd, list) else None,
                       "evidence": [Evidence(**known_fields(Evidence, e)) for e in d["evidence"]],
                       "status": Status(**known_fields(Status, d["status"])),
                       "display": Display(**known_fields(Display, shown)) if isinstance(shown, dict) else None})

@@ -272,9 +272,11 @@ def test_a_badge_policy_round_trips_and_hides_an_incomplete_supports(tmp_path):
     again = DisplayPolicy.load(tmp_path / "display.json")
     assert again == policy and again.complete and again.scorer is not None
     ok = Status("ok", None, "strong")
-    full = BadgeFacts(0.9, 0.02, 0, True, 3, 1.0, False)
+    assert again.checked  # issue 53: the structured checks must agree (True: a verdict whose `mismatches` were empty)
+    full = BadgeFacts(0.9, 0.02, 0, True, 3, 1.0, False, checks=True)
     assert again.display("SUPPORTS", {"SUPPORTS": 0.9}, ok, full).show is True
-    assert again.display("SUPPORTS", {"SUPPORTS": 0.9}, ok, BadgeFacts(0.9, 0.02, 1, True, 3, 1.0, False)).show is False
+    assert again.display("SUPPORTS", {"SUPPORTS": 0.9}, ok, BadgeFacts(0.9, 0.02, 1, True, 3, 1.0, False, checks=True)).show is False
+    assert again.display("SUPPORTS", {"SUPPORTS": 0.9}, ok, BadgeFacts(0.9, 0.02, 0, True, 3, 1.0, False, checks=False)).show is False
     assert again.display("SUPPORTS", {"SUPPORTS": 0.9}, ok).show is False  # nothing to score it on
     assert "badge score" in again.describe()
 

@@ -46,13 +46,16 @@ def assemble(st: ClaimState, ctx: VerdictContext) -> Verdict:
     decided = d if best is not None else None  # a decision on a window read
     state = status(st, ctx.protocol, decided.evidence if decided else "none")
     basis = decided.basis if decided else None  # None when a later stage replaced the method's label
+    display = display_of(d, st.evidence, state, ctx.display)  # first: it may run the structural check
+    checks = basis.checks if basis is not None else None
     return Verdict(rationale=rationale(st, label, best, ctx),
                    conversation_id=st.item.conversation_id, turn_id=st.item.turn_id,
                    claim_id=claim_id(st.item.conversation_id, st.item.turn_id, st.item.claim), claim=st.item.claim,
                    surface=st.fv_surface or Surface("r0", st.item.claim), label=label, probabilities=probs,
                    evidence=evidence, model_versions=dict(ctx.model_versions), timings_ms=dict(st.timings),
-                   status=state, display=display_of(d, st.evidence, state, ctx.display),
-                   uncovered=list(basis.uncovered) if basis is not None and basis.uncovered else None)
+                   status=state, display=display,
+                   uncovered=list(basis.uncovered) if basis is not None and basis.uncovered else None,
+                   mismatches=checks.mismatches() if checks is not None else None)
 
 
 def status(st: ClaimState, protocol: str, evidence: str = "none") -> Status:
@@ -62,6 +65,8 @@ def status(st: ClaimState, protocol: str, evidence: str = "none") -> Status:
     if st.problems:
         state = "error" if any(s == "error" for s, _ in st.problems) else "degraded"
         return Status(state, "; ".join(r for _, r in st.problems), evidence)
+    if st.notes.get("language"):  # out of the verifier's language scope: said in the status, never a badge
+        return Status("ok", st.skip_reason, "none")
     if st.skip_reason:
         return Status("ok", None, "none")
     if protocol == "e2e" and not st.passages:
@@ -74,6 +79,8 @@ def rationale(st: ClaimState, label: str, best, ctx: VerdictContext) -> dict:
     numbers are the deciding window's and those the `Decision` quotes."""
     if any(s == "error" for s, _ in st.problems):
         rule = "error"
+    elif st.notes.get("language"):
+        rule = "out-of-scope"
     elif st.skip_reason:
         rule = "not-check-worthy"
     elif not st.decisions or st.decision is None:
@@ -91,7 +98,8 @@ def rationale(st: ClaimState, label: str, best, ctx: VerdictContext) -> dict:
         window = {"passage_id": p.id, "title": p.title, "text": best.window.text}
     numbers["windows_read"] = len(st.decisions)
     what = {"error": "a backend failed, so nothing was decided", "no-evidence": "no evidence window was read",
-            "not-check-worthy": f"{st.skip_reason} — the turn states no checkable fact"}.get(rule)
+            "not-check-worthy": f"{st.skip_reason} — the turn states no checkable fact",
+            "out-of-scope": st.skip_reason}.get(rule)
     summary = (f"{label}: {what}." if what else
                f"{label} by {rule} over {len(st.decisions)} window(s); deciding window from '{window['title']}' "
                f"(entail {numbers['entail']:.2f}, contradict {numbers['contradict']:.2f}).")

@@ -162,7 +162,7 @@ def certify_policy(policy: DisplayPolicy, rows: BadgeRows, target: float = 0.85,
                                f"label not certified is never shown")}
     meta = {**policy.meta, "certified": {"target": target, "confidence": confidence, "n": certified["n"],
                                          "coverage": certified["coverage"]}}
-    return DisplayPolicy(show, high, policy.evidence, meta, policy.scorer, policy.complete), certified
+    return DisplayPolicy(show, high, policy.evidence, meta, policy.scorer, policy.complete, policy.checked), certified
 
 
 def highest_certifiable(rows: BadgeRows, policy: DisplayPolicy, target: float, confidence: float,
@@ -226,7 +226,7 @@ def _facts(v: dict) -> BadgeFacts | None:
     rationale = {"numbers": numbers} if numbers is not None else (v.get("rationale") if isinstance(v.get("rationale"), dict) else {})
     text = ((v.get("surface") or {}).get("text")) or v.get("claim") or ""
     return BadgeFacts.of_verdict(SimpleNamespace(rationale=rationale, uncovered=v.get("uncovered"),
-                                                 surface=SimpleNamespace(text=text)))
+                                                 mismatches=v.get("mismatches"), surface=SimpleNamespace(text=text)))
 
 
 def rows_of_verdicts(policy: DisplayPolicy, verdicts: list[dict], right: list[bool]) -> BadgeRows:
@@ -242,7 +242,8 @@ def rows_of_verdicts(policy: DisplayPolicy, verdicts: list[dict], right: list[bo
         label.append(k)
         score.append(policy.score(lab, v.get("probabilities") or {}, ev, facts) if k >= 0 else 0.0)
         usable = st.get("state") == "ok" and not (policy.complete and lab == "SUPPORTS"
-                                                  and (facts is None or facts.uncovered > 0))
+                                                  and (facts is None or facts.uncovered > 0)) \
+            and not (policy.checked and lab == "SUPPORTS" and (facts is None or not facts.agreed()))
         strong.append(usable and ev == "strong")
         weak.append(usable and ev == "weak")
     return BadgeRows(np.array(label, int), np.array(score, float), np.array(strong, bool), np.array(weak, bool),
@@ -452,7 +453,7 @@ def yardstick_report(limit_per_set: int | None = 500, target: float = 0.85, conf
 
     def rows_of(s, layer, es, pol) -> BadgeRows:
         ds = layer.decide_many(es)
-        return BadgeRows.of(ds, [badge_right(s, g, d.label) for g, d in zip(s.labels, ds)], es).scored(pol.scorer, pol.complete)
+        return BadgeRows.of(ds, [badge_right(s, g, d.label) for g, d in zip(s.labels, ds)], es).scored(pol.scorer, pol.complete, pol.checked)
 
     def certified_on(pol, parts: dict, what: str):
         try:

@@ -3,7 +3,8 @@
 The shipped fit (`fit_badges`) first fits a badge scorer — per badge label, a logistic regression of
 "this badge is right" on BADGE_FEATURES, each training set weighing the same (`fit_scorer`) — and
 hides every SUPPORTS with uncovered terms (`complete`); the thresholds below are then chosen on the
-score instead of p(label) (`fit_display` alone is the fit on p, the policy before the scorer).
+score instead of p(label) (`fit_display` alone is the fit on p, the policy before the scorer); and
+a SUPPORTS the structured checks disagree with is never shown (`checked`, a veto on top).
 
 For each badge label the least score at which it is shown, and the evidence strengths it may
 rest on, are chosen by a grid search that keeps the shown badges right ≥ `floor` (80 %) on every
@@ -42,28 +43,34 @@ class BadgeRows:
     right: np.ndarray  # the badge would be right
     x: np.ndarray | None = None  # (n, len(BADGE_FEATURES)): what a badge scorer reads
     complete: np.ndarray | None = None  # nothing of the claim is uncovered
+    agreed: np.ndarray | None = None  # the structured checks agree (workers/decision/checks.py)
 
     @classmethod
     def of(cls, decisions, rights: list[bool], evs=None) -> "BadgeRows":
         label = np.array([BADGES.index(d.label) if d.label in BADGES else -1 for d in decisions], dtype=int)
         p = np.array([float(d.probabilities.get(d.label, 0.0)) for d in decisions])
         ev = [d.evidence for d in decisions]
-        x = complete = None
+        x = complete = agreed = None
         if evs is not None:
             facts = [BadgeFacts.of(d, e) for d, e in zip(decisions, evs)]
             x = np.array([f.vector(pi, s) if f is not None else [pi] + [0.0] * (len(BADGE_FEATURES) - 1)
                           for f, pi, s in zip(facts, p, ev)]).reshape(len(decisions), len(BADGE_FEATURES))
             complete = np.array([f is not None and f.uncovered == 0 for f in facts], dtype=bool)
+            # asked of SUPPORTS only (the parse is the costly part; the display asks nothing of the others)
+            agreed = np.array([f is not None and (k != 0 or f.agreed()) for f, k in zip(facts, label)], dtype=bool)
         return cls(label, p, np.array([e == "strong" for e in ev]), np.array([e == "weak" for e in ev]),
-                   np.array(rights, dtype=bool), x, complete)
+                   np.array(rights, dtype=bool), x, complete, agreed)
 
-    def scored(self, scorer: BadgeScorer | None, complete: bool) -> "BadgeRows":
-        """These rows as a policy with `scorer` and `complete` sees them: p is the badge score, and an
-        incomplete SUPPORTS rests on no evidence it accepts."""
+    def scored(self, scorer: BadgeScorer | None, complete: bool, checked: bool = False) -> "BadgeRows":
+        """These rows as a policy with `scorer`, `complete` and `checked` sees them: p is the badge
+        score, and an incomplete SUPPORTS, or one the structured checks disagree with, rests on no
+        evidence it accepts."""
         p = self.p if scorer is None else np.array(
             [scorer.score(BADGES[k], list(v)) if k >= 0 else 0.0 for k, v in zip(self.label, self.x)])
         ok = ~((self.label == 0) & ~self.complete) if complete else np.ones(len(self.p), bool)
-        return BadgeRows(self.label, p, self.strong & ok, self.weak & ok, self.right, self.x, self.complete)
+        if checked and self.agreed is not None:  # rows made without evidence carry no checks to apply
+            ok &= ~((self.label == 0) & ~self.agreed)
+        return BadgeRows(self.label, p, self.strong & ok, self.weak & ok, self.right, self.x, self.complete, self.agreed)
 
 
 def fit_scorer(sets: dict[str, BadgeRows], C: float = 1.0) -> BadgeScorer:
@@ -91,12 +98,20 @@ def fit_scorer(sets: dict[str, BadgeRows], C: float = 1.0) -> BadgeScorer:
     return BadgeScorer(models)
 
 
-def fit_badges(sets: dict[str, BadgeRows], scorer: bool = True, complete: bool = True, **floors) -> DisplayPolicy:
+def fit_badges(sets: dict[str, BadgeRows], scorer: bool = True, complete: bool = True, checked: bool = True,
+               refit_checked: bool = False, **floors) -> DisplayPolicy:
     """The display policy: a badge scorer fitted on the training sets (`scorer`), the SUPPORTS
-    completeness rule (`complete`), and the thresholds `fit_display` chooses on the scores."""
+    completeness rule (`complete`) and checks rule (`checked`: the structured checks must agree,
+    workers/decision/checks.py), and the thresholds `fit_display` chooses on the scores.
+
+    The checks rule is a veto on top of thresholds fitted without it (`refit_checked` False, shipped):
+    it can only hide badges. Fitted with it (`refit_checked`), the thresholds fall to where the
+    training sets' floors hold without the vetoed badges, and a set left out gets the lower ones:
+    measured (docs/results.md, issue 53), WiCE's shown precision fell 12 points that way."""
     badge_scorer = fit_scorer(sets) if scorer else None
-    policy = fit_display({n: r.scored(badge_scorer, complete) for n, r in sets.items()}, **floors)
-    return DisplayPolicy(policy.show, policy.high, policy.evidence, policy.meta, badge_scorer, complete)
+    policy = fit_display({n: r.scored(badge_scorer, complete, checked and refit_checked) for n, r in sets.items()},
+                         **floors)
+    return DisplayPolicy(policy.show, policy.high, policy.evidence, policy.meta, badge_scorer, complete, checked)
 
 
 def shown_mask(rows: BadgeRows, show: tuple[float, float], evidence: tuple[str, ...]) -> np.ndarray:
@@ -184,7 +199,8 @@ def _precision_on(rows: BadgeRows, policy: DisplayPolicy, high: bool = False) ->
 
 
 def fit_display_held(sets: dict[str, BadgeRows], floor: float = SHOWN_FLOOR, high_floor: float = 0.90,
-                     min_badges: int = 10, scorer: bool = True, complete: bool = True) -> DisplayPolicy:
+                     min_badges: int = 10, scorer: bool = True, complete: bool = True,
+                     checked: bool = True) -> DisplayPolicy:
     """The display policy (`fit_badges`) meant to stay right ≥ `floor` on a set it never saw, not
     only on the sets it was fitted on (measured: it does not, docs/results.md): fitted to a stricter training floor, the least of
     TRAINING_FLOORS at which every training set, itself left out of an inner fit on the others, still
@@ -196,9 +212,9 @@ def fit_display_held(sets: dict[str, BadgeRows], floor: float = SHOWN_FLOOR, hig
             short = 0.0
             for name, rows in sets.items():
                 inner = {k: r for k, r in sets.items() if k != name}
-                pol = fit_badges(inner, scorer, complete, floor=show_floor if high else f,
+                pol = fit_badges(inner, scorer, complete, checked, floor=show_floor if high else f,
                                  high_floor=f if high else high_floor, min_badges=min_badges)
-                n, right = _precision_on(rows.scored(pol.scorer, pol.complete), pol, high)
+                n, right = _precision_on(rows.scored(pol.scorer, pol.complete, pol.checked), pol, high)
                 if n >= min_badges:
                     short += max(0.0, target - right)
             key = (-round(short, 6), -f)
@@ -208,7 +224,7 @@ def fit_display_held(sets: dict[str, BadgeRows], floor: float = SHOWN_FLOOR, hig
 
     show_floor = chosen(floor, high=False)
     high_train = chosen(high_floor, high=True, show_floor=show_floor)
-    policy = fit_badges(sets, scorer, complete, floor=show_floor, high_floor=high_train, min_badges=min_badges)
+    policy = fit_badges(sets, scorer, complete, checked, floor=show_floor, high_floor=high_train, min_badges=min_badges)
     policy.meta.update(floor=floor, high_floor=high_floor, training_floor=show_floor, training_high_floor=high_train)
     return policy
 
@@ -219,6 +235,8 @@ DISPLAY_FITS = {
     "badge": fit_badges,  # badge scorer + completeness, fitted to the floor in-sample (shipped)
     "badge_held": fit_display_held,  # the same, to a training floor chosen by inner leave-one-set-out
     "badge_se": partial(fit_badges, show_z=1.0, high_z=1.0),  # the same, floors held one standard error below
+    "badge_unchecked": partial(fit_badges, checked=False),  # the shipped fit without the checks rule (before issue 53)
+    "badge_refit": partial(fit_badges, refit_checked=True),  # the thresholds fitted with the checks rule applied
 }
 SHIPPED_FIT = "badge"
 

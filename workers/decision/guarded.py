@@ -27,6 +27,7 @@ import numpy as np
 from schemas import LABELS
 from schemas.protocols import CONTRADICTION, ENTAILMENT
 
+from .checks import Checks, checks_of, window_text
 from .rule import label_probs
 from .sufficiency import ON_TOPIC, claim_terms, uncovered
 
@@ -56,6 +57,9 @@ class GuardedParams:
     refutes_floor: str | None = None  # the fit's floor mode when not "per_set" (a record)
     cover: str = "none"  # COVER_LEVELS: what a SUPPORTS window must state
     cover_scope: str = "all"  # COVER_SCOPES: which claims are asked it
+    # a supported claim whose typed slot (a year, date, number, ordinal, percentage: checks.py) the
+    # deciding window states with another value, on the claim's topic, is REFUTES (issue 53); not fitted
+    slots: bool = True
 
     levels: ClassVar[dict] = COVER_LEVELS
     scopes: ClassVar[dict] = COVER_SCOPES
@@ -90,14 +94,6 @@ class GuardedParams:
         if standalone is None or self.cover == "none" or ev.in_dialogue:
             return self.cover
         return standalone
-
-
-def window_text(ev, i: int) -> str:
-    """Window i with its passage title: what coverage reads (a title names the subject)."""
-    k = int(ev.passage_index[i])
-    title = ev.titles[k] if 0 <= k < len(ev.titles) else ""
-    text = ev.window_texts[i] if i < len(ev.window_texts) else ""
-    return f"{title} {text}" if title else text
 
 
 def missing_terms(ev, windows: tuple[int, ...]) -> tuple[list[str], bool]:
@@ -158,6 +154,7 @@ class Guarded:
     probabilities: dict[str, float]
     numbers: dict  # what the rationale quotes beside the window's own numbers
     note: str  # the sentence the rationale's summary adds ("" for none)
+    checks: Checks | None = None  # the structured checks against the windows the label rests on (S and R)
 
     @property
     def label(self) -> str:
@@ -226,5 +223,15 @@ class GuardedRule:
         elif code == NEI and on_topic < p.on_topic:
             note = (f"The windows read are off the claim's topic (coverage {on_topic:.2f} < {p.on_topic:g}), "
                     "so their contradiction cannot refute it.")
+        checks = checks_of(ev, used) if code != NEI else None
+        clash = checks.clash if checks is not None and code == S and p.slots else None
+        if clash is not None and on_topic >= p.on_topic:
+            # the window entails the rest of the claim and states this slot otherwise: contradiction
+            # evidence, as strong as the window's support for the rest (its entailment)
+            code = R
+            probs = {"SUPPORTS": probs["REFUTES"], "REFUTES": probs["SUPPORTS"], "NOT ENOUGH INFO": probs["NOT ENOUGH INFO"]}
+            numbers["slot_clash"] = True
+            note = (f"The evidence states the claim's {clash.slot.type} \"{clash.slot.text}\" as "
+                    f"\"{clash.evidence}\"; the rest of the claim it supports.")
         missing = tuple(cov.missing(used)[0]) if cov.level != "none" else ()
-        return Guarded(code, best, on_topic, cov.level, missing, cov.thin, probs, numbers, note)
+        return Guarded(code, best, on_topic, cov.level, missing, cov.thin, probs, numbers, note, checks)

@@ -26,6 +26,7 @@ from schemas.protocols import CONTRADICTION, ENTAILMENT
 
 from ..windows import Window
 from . import guarded
+from .checks import Checks, checks_of
 from .features import FEATURES, ClaimEvidence, feature_matrix
 from .rule import DEFAULT_GAP, DEFAULT_THRESHOLD, NO_EVIDENCE, WindowDecision, aggregate, decide_window, label_probs
 from .sufficiency import ON_TOPIC, strength
@@ -49,6 +50,8 @@ class Decision:
     # the decision method's own decision when a later stage (the LLM judge) re-judged label and window;
     # None: this is the method's. The rule, numbers, note, coverage and evidence strength stay the method's.
     method_decision: "Decision | None" = None
+    # the structured checks (checks.py) of a SUPPORTS or REFUTES against the windows it rests on; None: not run
+    checks: Checks | None = field(default=None, compare=False, repr=False)
 
     def rejudged(self, label: str, window: int) -> "Decision":
         """This decision with another label and deciding window (the LLM judge's answer); the
@@ -107,11 +110,16 @@ class _Method:
         raise NotImplementedError
 
     def _decision(self, ev: ClaimEvidence, label: str, probs: dict, window: int, numbers: dict,
-                  note: str = "", uncovered: tuple[str, ...] = (), coverage: float | None = None) -> Decision:
-        """A Decision with the deciding window's coverage (unless the method worked it out) and the
-        evidence strength it gives."""
+                  note: str = "", uncovered: tuple[str, ...] = (), coverage: float | None = None,
+                  checks: Checks | None = None) -> Decision:
+        """A Decision with the deciding window's coverage (unless the method worked it out), the
+        evidence strength it gives and, for a badge label, the structured checks against the
+        deciding window (unless the method worked them out)."""
         cov = float(ev.on_topic[window]) if coverage is None else coverage
-        return Decision(label, probs, window, numbers, cov, strength(cov, self.on_topic), note, self.rule, uncovered)
+        if checks is None and label != "NOT ENOUGH INFO":
+            checks = checks_of(ev, (window,))
+        return Decision(label, probs, window, numbers, cov, strength(cov, self.on_topic), note, self.rule, uncovered,
+                        checks=checks)
 
     def decide_many(self, evs: Sequence[ClaimEvidence]) -> list[Decision]:
         return [self.decide(e) for e in evs]
@@ -249,7 +257,8 @@ class GuardedMethod(_Method):
 
     def _decide(self, ev):
         g = self.guard.decide(ev)
-        return self._decision(ev, g.label, g.probabilities, g.window, g.numbers, g.note, g.uncovered, g.coverage)
+        return self._decision(ev, g.label, g.probabilities, g.window, g.numbers, g.note, g.uncovered, g.coverage,
+                              g.checks)
 
 
 METHODS: dict[str, type[_Method]] = {m.name: m for m in (ThresholdMethod, ArgmaxMethod, PerclassMethod, LogregMethod,

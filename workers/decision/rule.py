@@ -13,12 +13,12 @@ import numpy as np
 
 from schemas.protocols import CONTRADICTION, ENTAILMENT, NEUTRAL
 from schemas.settings import DecisionSettings
+from schemas.verdict import NO_EVIDENCE  # nothing read, nothing decided (one home: the contract)
 
 from ..windows import Window
 
 DEFAULT_THRESHOLD: float = DecisionSettings.model_fields["entail_threshold"].default
 DEFAULT_GAP: float = DecisionSettings.model_fields["win_gap"].default
-NO_EVIDENCE = {"SUPPORTS": 0.0, "REFUTES": 0.0, "NOT ENOUGH INFO": 1.0}  # nothing read, nothing decided
 
 
 @dataclass(frozen=True)

@@ -39,7 +39,8 @@ from schemas.verdict import TONES, hidden_display
 from ..decision.rule import NO_EVIDENCE
 
 FORMAT, VERSION = "dialcheck-display", 2
-VERSIONS = (1, 2)  # 1: thresholds on p(label) only; 2: + a badge scorer and the completeness rule
+# 1: thresholds on p(label) only; 2: + a badge scorer and the completeness rule; 3: + the checks rule
+VERSIONS = (1, 2, 3)
 BADGES = ("SUPPORTS", "REFUTES")
 BADGE_FEATURES = ("p_label", "entail", "contradict", "uncovered", "in_dialogue", "log_windows", "strong",
                   "on_topic", "question")
@@ -55,6 +56,15 @@ class BadgeFacts:
     windows: int  # windows read
     on_topic: float  # the deciding window's coverage of the claim's key terms
     question: bool  # the claim is asked, not stated
+    # the decision's structured checks (workers/decision/checks.py `Checks`, asked lazily: the parse runs
+    # only for a badge that would otherwise be shown), or from a published verdict whether its
+    # `mismatches` were empty; None: not checked
+    checks: object = field(default=None, compare=False, repr=False)
+
+    def agreed(self) -> bool:
+        """Did the structured checks agree? False when none ran (a SUPPORTS is then not shown)."""
+        c = self.checks
+        return bool(c) if isinstance(c, bool) else (c is not None and c.agreed)
 
     @classmethod
     def of(cls, decision, ev) -> "BadgeFacts | None":
@@ -63,7 +73,7 @@ class BadgeFacts:
             return None
         p = ev.probs[decision.window]
         return cls(float(p[ENTAILMENT]), float(p[CONTRADICTION]), len(decision.uncovered), bool(ev.in_dialogue), int(ev.n),
-                   float(decision.coverage or 0.0), ev.claim.rstrip().endswith("?"))
+                   float(decision.coverage or 0.0), ev.claim.rstrip().endswith("?"), getattr(decision, "checks", None))
 
     @classmethod
     def of_verdict(cls, v) -> "BadgeFacts | None":
@@ -74,8 +84,10 @@ class BadgeFacts:
         n = (v.rationale or {}).get("numbers") or {}
         if "entail" not in n or "coverage" not in n:
             return None
+        odd = getattr(v, "mismatches", None)
         return cls(float(n["entail"]), float(n["contradict"]), len(v.uncovered or []), bool(n.get("reply", False)),
-                   int(n.get("windows_read", 0)), float(n["coverage"]), v.surface.text.rstrip().endswith("?"))
+                   int(n.get("windows_read", 0)), float(n["coverage"]), v.surface.text.rstrip().endswith("?"),
+                   None if odd is None else not odd)
 
     def vector(self, p_label: float, evidence: str) -> list[float]:
         """BADGE_FEATURES, in order."""
@@ -115,6 +127,7 @@ class DisplayPolicy:
     meta: dict = field(default_factory=dict, compare=False)
     scorer: BadgeScorer | None = None  # None: the thresholds apply to p(label)
     complete: bool = False  # a SUPPORTS badge needs every claim term stated by the evidence
+    checked: bool = False  # a SUPPORTS badge needs the structured checks to agree (slots, relations, subject)
 
     def score(self, label: str, probabilities: dict[str, float], evidence: str, facts: BadgeFacts | None) -> float:
         """What the thresholds compare: p(label), or with a scorer the chance the badge is right
@@ -134,6 +147,8 @@ class DisplayPolicy:
         incomplete = self.complete and label == "SUPPORTS" and (facts is None or facts.uncovered > 0)
         shown = (label in BADGES and evidence in self.evidence and not incomplete
                  and score >= self.show.get(label, 2.0))
+        if shown and self.checked and label == "SUPPORTS" and (facts is None or not facts.agreed()):
+            shown = False  # asked last: the structural check parses the window
         if not shown:
             # the old rule's "medium" for a low p on some evidence is "low" here: not shown is not shown
             return hidden_display(label)
@@ -144,15 +159,18 @@ class DisplayPolicy:
         """The rule in one sentence (the decision card and the integration guide quote it)."""
         what = "the badge score (the fitted chance the badge is right)" if self.scorer is not None else "p(label)"
         full = " and the evidence states every term of the claim" if self.complete else ""
+        full += " and the structured checks (numbers and dates, who did what to whom, the subject) agree" if self.checked else ""
         return (f"SUPPORTS shown when {what} ≥ {self.show['SUPPORTS']:.2f}{full}, REFUTES from "
                 f"{self.show['REFUTES']:.2f}; \"high\" from {self.high['SUPPORTS']:.2f} / {self.high['REFUTES']:.2f} with "
                 f"strong evidence; evidence accepted: {' or '.join(self.evidence)}")
 
     def to_dict(self) -> dict:
-        return {"format": FORMAT, "version": VERSION if self.scorer is not None or self.complete else 1,
+        version = 3 if self.checked else VERSION if self.scorer is not None or self.complete else 1
+        return {"format": FORMAT, "version": version,
                 "show": dict(self.show), "high": dict(self.high), "evidence": list(self.evidence),
                 **({"scorer": self.scorer.to_dict()} if self.scorer is not None else {}),
-                **({"complete": True} if self.complete else {}), "meta": self.meta}
+                **({"complete": True} if self.complete else {}), **({"checked": True} if self.checked else {}),
+                "meta": self.meta}
 
     def save(self, path: str | Path) -> None:
         Path(path).parent.mkdir(parents=True, exist_ok=True)
@@ -165,7 +183,8 @@ class DisplayPolicy:
                              f"(format {d.get('format')!r}, version {d.get('version')!r})")
         return cls({k: float(v) for k, v in d["show"].items()}, {k: float(v) for k, v in d["high"].items()},
                    tuple(d.get("evidence", ("strong",))), d.get("meta", {}),
-                   BadgeScorer.from_dict(d["scorer"]) if d.get("scorer") else None, bool(d.get("complete", False)))
+                   BadgeScorer.from_dict(d["scorer"]) if d.get("scorer") else None, bool(d.get("complete", False)),
+                   bool(d.get("checked", False)))
 
     @classmethod
     def load(cls, path: str | Path) -> "DisplayPolicy":

@@ -1,0 +1,112 @@
+"""The structured checks (workers/decision/structure.py, checks.py) and what they do to a decided
+claim: a SUPPORTS badge whose roles, relations, slots or subject the evidence does not back is never
+shown, a wrong year in an otherwise supported claim is REFUTES, and the verdict names the span."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from schemas import Status
+from workers.decision import ClaimEvidence, method
+from workers.decision.structure import check
+from workers.display import DisplayPolicy, display_of
+
+pytestmark = pytest.mark.unit
+
+COMMITTEE = "The committee fined the club for the late payment."
+KYOTO = "Kyoto was the imperial capital for more than a thousand years, while Tokyo is the capital of Japan today."
+HAMBURG = "Hamburg is the second-largest city in Germany; the capital, Berlin, is the largest."
+ACTOR = "The actor who met the senator was famous."
+EINSTEIN = "Einstein was born in Ulm and died in Princeton."
+
+# (evidence, a claim that swaps its roles or relation, its entailed twin)
+SWAPS = [
+    (COMMITTEE, "The club fined the committee.", "The committee fined the club."),
+    (COMMITTEE, "The committee was fined by the club.", "The club was fined by the committee."),
+    (KYOTO, "Kyoto is the capital of Japan.", "Tokyo is the capital of Japan."),
+    (HAMBURG, "Hamburg is the capital of Germany.", "Hamburg is a city in Germany."),
+    (ACTOR, "The senator who met the actor was famous.", "The famous actor met the senator."),
+    (EINSTEIN, "Einstein was born in Princeton.", "Einstein died in Princeton."),
+    ("Sydney is the largest city in Australia, but Canberra is its capital.",
+     "Sydney is the capital of Australia.", "Canberra is the capital of Australia."),
+]
+
+
+@pytest.mark.parametrize("evidence,false,twin", SWAPS)
+def test_a_role_or_relation_swap_fails_and_its_entailed_twin_passes(evidence, false, twin):
+    wrong, right = check(false, (evidence,)), check(twin, (evidence,))
+    assert not wrong.agreed and wrong.failed is not None and wrong.evidence
+    assert right.agreed and right.asked >= 2  # asked, not waved through
+
+
+def test_the_failure_names_both_relations():
+    r = check("The club fined the committee.", (COMMITTEE,))
+    assert (r.failed.role, r.failed.text(), r.evidence) == \
+        ("agent", "club → fined (who does it)", "committee → fined (who does it)")
+    assert check("Kyoto is the capital of Japan.", (KYOTO,)).evidence == "Tokyo is capital"
+
+
+def test_words_the_evidence_does_not_relate_at_all_are_not_a_finding():
+    # a paraphrase, a nominalisation, and two words in different sentences: the NLI model's job, no veto
+    assert check("The Eiffel Tower was finished in 1889.", ("The Eiffel Tower was completed in 1889.",)).agreed
+    assert check("In 1997 ESPN broadcast a competition.",
+                 ("The global presentation was led by the 1997 broadcast of ESPN's competition.",)).agreed
+    assert check("The club fined the committee.", ("The committee met. The club fined a player.",)).agreed
+
+
+def ev(claim, window, probs, title=""):
+    return ClaimEvidence(claim, np.array([probs], float), np.ones(1), np.zeros(1, int), [None], None, [window], [title])
+
+
+GUARDED = method("guarded", {"t_supports": 0.4, "t_refutes": 0.56, "on_topic": 0.5})
+CHECKED = DisplayPolicy({"SUPPORTS": 0.5, "REFUTES": 0.5}, {"SUPPORTS": 0.9, "REFUTES": 0.9}, ("strong", "weak"),
+                        checked=True)
+UNCHECKED = DisplayPolicy(CHECKED.show, CHECKED.high, CHECKED.evidence)
+
+
+def shown(policy, e):
+    d = GUARDED.decide(e)
+    return d, display_of(d, e, Status("ok", None, d.evidence), policy).show
+
+
+def test_the_display_never_shows_a_supports_the_checks_disagree_with():
+    swap = ev("The club fined the committee.", COMMITTEE, [0.83, 0.1, 0.07])
+    twin = ev("The committee fined the club.", COMMITTEE, [0.81, 0.1, 0.09])
+    d, was = shown(UNCHECKED, swap)
+    assert d.label == "SUPPORTS" and was  # the shipped defaults before issue 53: a wrong, shown badge
+    d, now = shown(CHECKED, swap)
+    assert d.label == "SUPPORTS" and not now
+    assert [(m.check, m.type, m.status) for m in d.checks.mismatches()] == [("structure", "agent", "differs")]
+    assert shown(CHECKED, twin)[1] and shown(CHECKED, twin)[0].checks.mismatches() == []
+
+
+def test_a_wrong_year_in_a_supported_claim_is_refutes_naming_the_span():
+    d = GUARDED.decide(ev("The bridge opened in 1837.", "The bridge opened to traffic in 1937.", [0.94, 0.04, 0.02]))
+    assert d.label == "REFUTES" and d.probabilities["REFUTES"] == pytest.approx(0.94)
+    assert [(m.check, m.type, m.span, m.status, m.evidence) for m in d.checks.mismatches()] == \
+        [("slot", "year", "1837", "clash", "1937")]
+    assert "1937" in d.note
+    off = method("guarded", {**GUARDED.params, "slots": False})
+    assert off.decide(ev("The bridge opened in 1837.", "The bridge opened to traffic in 1937.",
+                         [0.94, 0.04, 0.02])).label == "SUPPORTS"
+
+
+def test_a_number_the_evidence_does_not_state_is_never_a_shown_supports():
+    e = ev("The bridge opened in 1937 after 4 years of work.", "The bridge opened to traffic in 1937.", [0.9, 0.08, 0.02])
+    d, is_shown = shown(CHECKED, e)
+    assert d.label == "SUPPORTS" and not is_shown
+    assert [(m.span, m.status) for m in d.checks.mismatches()] == [("4 years", "unstated")]
+
+
+def test_a_named_subject_the_window_does_not_name_is_never_shown():
+    e = ev("Hamburg opened the bridge in 1937.", "The city opened the bridge in 1937.", [0.9, 0.08, 0.02])
+    d, is_shown = shown(CHECKED, e)
+    assert d.label == "SUPPORTS" and not is_shown and d.checks.subject is False
+    assert shown(CHECKED, ev("Hamburg opened the bridge in 1937.", "The city opened the bridge in 1937.",
+                             [0.9, 0.08, 0.02], title="Hamburg"))[1]
+
+
+def test_the_structural_parse_runs_only_for_a_supports_that_would_be_shown():
+    low = ev("The club fined the committee.", COMMITTEE, [0.45, 0.35, 0.2])  # SUPPORTS, below the show threshold
+    d, is_shown = shown(CHECKED, low)
+    assert d.label == "SUPPORTS" and not is_shown and not d.checks.structure_ran

@@ -26,7 +26,7 @@ def test_every_surface_gets_a_checked_chain(settings, nli, encoder, protocol):
     on = settings.updated(llm={"edit": True, "judge": True}, claims={"checkworthy": True})
     for surface in SURFACES:
         names = [st.name for st in Pipeline(on, nli, encoder, None, protocol, surface).stages]
-        expected = (["checkworthy"] if protocol in LABEL_PROTOCOLS else []) + ["surfaces"] \
+        expected = (["language", "checkworthy"] if protocol in LABEL_PROTOCOLS else []) + ["surfaces"] \
             + (["gate"] if surface in GATED_SURFACES else []) + (["r5"] if surface in R5_SURFACES else []) \
             + (["retrieve", "edit"] if protocol in RETRIEVAL_PROTOCOLS else []) \
             + (["evidence"] if protocol == "fv" else []) + (["verify", "judge"] if protocol in LABEL_PROTOCOLS else [])
@@ -36,7 +36,7 @@ def test_every_surface_gets_a_checked_chain(settings, nli, encoder, protocol):
 def test_the_settings_switch_rows_off(settings, nli, encoder):
     """Check-worthiness with no turn kind to skip, editing and the judge off: those rows drop out."""
     off = settings.updated(llm={"edit": False, "judge": False}, claims={"checkworthy": False, "skip_turns": ""})
-    assert [st.name for st in Pipeline(off, nli, encoder, None, "e2e", "r0").stages] == ["surfaces", "retrieve", "verify"]
+    assert [st.name for st in Pipeline(off, nli, encoder, None, "e2e", "r0").stages] == ["language", "surfaces", "retrieve", "verify"]
 
 
 def test_the_surface_default_is_the_settings(settings, nli, encoder):

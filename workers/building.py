@@ -22,7 +22,7 @@ from .gate import BiConGate
 from .llm.client import client_for
 from .llm.judge import JudgeStage
 from .llm.stages import R5_SURFACES, EditStage, R5Stage, r5_cache
-from .stages import CheckWorthyStage, GateStage, GoldEvidenceStage, RetrieveStage, SurfaceStage, VerifyStage, surfaces_of
+from .stages import CheckWorthyStage, GateStage, LanguageStage, GoldEvidenceStage, RetrieveStage, SurfaceStage, VerifyStage, surfaces_of
 from .state import Stage, check_chain
 from .surfaces.pronouns import set_parse_cache
 from .verdict import VerdictContext
@@ -93,6 +93,7 @@ class StageRow:
 # In chain order. The judge re-judges the verifier's decision (workers/llm/judge.py); R5 and editing
 # call the LLM (DIALCHECK_LLM_URL) and fall back to the R4 path and the first retrieval.
 STAGE_TABLE: tuple[StageRow, ...] = (
+    StageRow(LanguageStage, LABEL_PROTOCOLS, SURFACES, lambda p: LanguageStage()),  # issue 53: English only
     StageRow(CheckWorthyStage, LABEL_PROTOCOLS, SURFACES,
              lambda p: CheckWorthyStage(_skip_turns(p.settings), p.settings.perf.batch_parsing),
              when=lambda s: _skip_turns(s) is None or bool(_skip_turns(s))),

@@ -35,7 +35,7 @@ from .surfaces import ClaimSurfaces, build_surfaces, parse_batch_ahead
 from .text import last_turns, with_context
 from .windows import Window, quiet, read_in_rounds, top_windows
 
-__all__ = ["GIVEN", "CheckWorthyStage", "ClaimState", "GateStage", "Phases", "GoldEvidenceStage", "Retrieval", "RetrieveStage", "Stage",
+__all__ = ["GIVEN", "CheckWorthyStage", "LanguageStage", "ClaimState", "GateStage", "Phases", "GoldEvidenceStage", "Retrieval", "RetrieveStage", "Stage",
            "StageChainError", "SurfaceStage", "VerifyStage", "check_chain", "claim_evidence", "component", "premise",
            "surfaces_of", "topic_of"]
 
@@ -53,6 +53,23 @@ class Phases(BaseStage):
     def run(self, states: list[ClaimState]) -> None:
         inputs = self.preprocess(states)
         self.postprocess(states, inputs, self.forward(inputs))
+
+
+@component(reads=("item",), writes=("skip_reason", "notes"), can=("beside_nli",))
+class LanguageStage(BaseStage):
+    """Language scope (workers/decision/scope.py): a reply the verifier cannot read (confidently not
+    English) is answered here, NOT ENOUGH INFO with a status reason naming its language, never a
+    badge; the runner passes it to no later stage, so no evidence is read for it."""
+    name = "language"
+
+    def run(self, states: list[ClaimState]) -> None:
+        from .decision.scope import foreign
+
+        for s in states:
+            lang = foreign(s.item.claim)
+            if lang is not None:
+                s.skip_reason = lang.reason()
+                s.notes["language"] = lang.code  # rationale {"rule": "out-of-scope", "language": "de", ...}
 
 
 @component(reads=("item",), writes=("skip_reason", "notes"), can=("beside_nli",))

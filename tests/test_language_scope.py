@@ -46,3 +46,12 @@ def test_the_verdict_is_not_enough_info_with_the_language_in_the_status_and_no_b
     assert v.status.state == "ok" and "German (de" in v.status.reason and v.status.evidence == "none"
     assert v.rationale["rule"] == "out-of-scope" and v.rationale["language"] == "de"
     validate("verdict", orjson.loads(v.to_json()))
+
+
+def test_a_reply_out_of_scope_reads_no_evidence_for_the_tuner_either():
+    from workers.stages import claim_evidence
+
+    st = ClaimState(CheckItem("c1", "t1", [], "Berlin ist die Hauptstadt von Deutschland."))
+    LanguageStage().run([st])
+    e = claim_evidence(st)  # the tuner's view of it: nothing read, so NOT ENOUGH INFO whatever the rule
+    assert e.n == 0 and e.claim == st.item.claim

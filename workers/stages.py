@@ -326,7 +326,10 @@ def premise(w: Window, titles: list) -> str:
 
 
 def claim_evidence(s: ClaimState) -> ClaimEvidence:
-    """What the decision reads of a verified claim (the verify stage and the tuner both call this)."""
+    """What the decision reads of a verified claim (the verify stage and the tuner both call this);
+    nothing read for one answered before its surfaces (out of the language scope, not check-worthy)."""
+    if s.fv_surface is None:
+        return ClaimEvidence.of(s.item.claim, [], [], None, [], "", bool(s.item.context))
     gate = s.fv_surface.gate.accepted if s.fv_surface.gate is not None else None
     return ClaimEvidence.of(s.fv_surface.text, s.decisions, [p.score for p in s.passages], gate,
                             [p.title for p in s.passages], topic_of(s), bool(s.item.context))

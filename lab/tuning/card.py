@@ -53,6 +53,9 @@ def _cover_text(p: dict) -> str:
         f" (asked of replies in a conversation: claims that came with dialogue context{standalone[level]})"
     slot = ("; a supported claim whose number the on-topic evidence states differently is REFUTES"
             if p.get("slot_refutes") else "")
+    if p.get("slots", True):
+        slot += ("; a supported claim whose year, date, number, ordinal or percentage the on-topic deciding window "
+                 "states with one other value is REFUTES (typed slots, workers/decision/slots.py)")
     thin = f"; a claim of fewer than {MIN_TERMS} key terms is too thin to check" if MIN_TERMS > 1 else ""
     return (f" and that window (or two supporting windows together) states the claim's {what}{scope} — else the "
             f"claim is at most NOT ENOUGH INFO, its uncovered terms in the verdict{thin}{slot}")

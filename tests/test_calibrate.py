@@ -130,7 +130,7 @@ def _run_row(i: int, label: str, p: float, entail: float) -> dict:
     return {"protocol": "fv", "surface_mode": "r0", "record_id": f"r{i}", "claim_id": f"c{i}", "label": label,
             "probabilities": {"SUPPORTS": p if label == "SUPPORTS" else 0.1, "REFUTES": p if label == "REFUTES" else 0.1,
                               "NOT ENOUGH INFO": 0.1},
-            "status": {"state": "ok", "reason": None, "evidence": "strong"}, "uncovered": [],
+            "status": {"state": "ok", "reason": None, "evidence": "strong"}, "uncovered": [], "mismatches": [],
             "surface": {"text": f"claim {i}"}, "rationale": "the window",
             "rationale_numbers": {"entail": entail, "contradict": 0.05, "coverage": 0.9, "reply": True, "windows_read": 2},
             "model_versions": {"nli": "dialcheck-nli-minilm-l6-fp32-step438"}}
@@ -149,6 +149,10 @@ def test_run_rows_score_like_the_runtime_policy():
     shown = policy.display("SUPPORTS", v["probabilities"], Status("ok", None, "strong"), facts).show
     assert shown == bool(rows.p[0] >= policy.show["SUPPORTS"])
     assert rows.p[0] == pytest.approx(policy.score("SUPPORTS", v["probabilities"], "strong", facts))
+    # schema 2.3: a row whose structured checks disagreed is never shown, in the runtime and in calibrate alike
+    odd = {**v, "mismatches": [{"check": "slot", "type": "year", "span": "1973", "status": "clash", "evidence": "1937"}]}
+    assert not policy.display("SUPPORTS", v["probabilities"], Status("ok", None, "strong"), _facts(odd)).show
+    assert not rows_of_verdicts(policy, [odd], [True]).strong[0]
 
 
 def _write(path, rows):

@@ -58,13 +58,14 @@ class BadgeFacts:
     question: bool  # the claim is asked, not stated
     # the decision's structured checks (workers/decision/checks.py `Checks`, asked lazily: the parse runs
     # only for a badge that would otherwise be shown), or from a published verdict whether its
-    # `mismatches` were empty; None: not checked
+    # `mismatches` were empty; None: none ran (a caller with probabilities only, a verdict from before
+    # schema 2.3): nothing to veto on
     checks: object = field(default=None, compare=False, repr=False)
 
     def agreed(self) -> bool:
-        """Did the structured checks agree? False when none ran (a SUPPORTS is then not shown)."""
+        """Did the structured checks agree (True where none ran: a veto needs a finding)?"""
         c = self.checks
-        return bool(c) if isinstance(c, bool) else (c is not None and c.agreed)
+        return bool(c) if isinstance(c, bool) else (c is None or c.agreed)
 
     @classmethod
     def of(cls, decision, ev) -> "BadgeFacts | None":

@@ -30,11 +30,12 @@ import argparse
 import asyncio
 import json
 import re
-import threading
 import time
 from pathlib import Path
 
 from aiohttp import web
+
+from workers.llm.local_server import ThreadedAppServer
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "llm_rewrites.json"
 _REPLY = re.compile(r"^Reply: (.*)$", re.MULTILINE)
@@ -49,7 +50,7 @@ def _error(status: int, message: str, kind: str, code: str | None = None) -> web
     return web.json_response({"error": {"message": message, "type": kind, "param": None, "code": code}}, status=status)
 
 
-class LLMStandIn:
+class LLMStandIn(ThreadedAppServer):
     def __init__(self, fixture: str | Path = FIXTURE, api_key: str | None = None, model: str | None = None):
         spec = json.loads(Path(fixture).read_text(encoding="utf-8"))
         self.model = model or spec["model"]
@@ -63,10 +64,6 @@ class LLMStandIn:
         self.requests: list[dict] = []
         self.holding = 0  # "held" requests not answered yet
         self._released = asyncio.Event()
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._runner: web.AppRunner | None = None
-        self._thread: threading.Thread | None = None
-        self.port = 0
 
     def reset(self) -> None:
         """Between tests: answer normally and at once, with no request recorded (and none held)."""
@@ -154,54 +151,12 @@ class LLMStandIn:
             return self.rewrites.get(m.group(1).strip(), m.group(1).strip())
         return prompt.strip().splitlines()[-1]
 
-    # ---- start / stop ---------------------------------------------------------------------------
-    def start(self, port: int | None = None) -> str:
+    # ---- start / stop: ThreadedAppServer ---------------------------------------------------------
+    thread_name = "llm-standin"
+
+    def start(self, port: int | None = None, ready_s: float = 10) -> str:
         """Serve on 127.0.0.1 (a free port unless given) in a thread; returns the base URL (…/v1)."""
-        from streams.processes import free_port
-
-        self.port = port or free_port()
-        ready = threading.Event()
-
-        def serve() -> None:
-            self._loop = asyncio.new_event_loop()
-            asyncio.set_event_loop(self._loop)
-            self._runner = web.AppRunner(self.app(), shutdown_timeout=0.5)
-            self._loop.run_until_complete(self._runner.setup())
-            self._loop.run_until_complete(web.TCPSite(self._runner, "127.0.0.1", self.port).start())
-            ready.set()
-            self._loop.run_forever()
-            self._loop.run_until_complete(self._runner.cleanup())
-            # handlers still pending (a held request, a keep-alive connection) are cancelled and finished
-            # here: left to the garbage collector they log "Task was destroyed but it is pending!" into
-            # whichever later test reads stderr
-            pending = asyncio.all_tasks(self._loop)
-            for task in pending:
-                task.cancel()
-            self._loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
-            self._loop.close()
-
-        self._thread = threading.Thread(target=serve, name="llm-standin", daemon=True)
-        self._thread.start()
-        if not ready.wait(10):
-            raise RuntimeError("LLM stand-in did not start")
-        return self.url
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/v1"
-
-    def stop(self) -> None:
-        if self._loop is not None and self._thread is not None:
-            self._loop.call_soon_threadsafe(self._loop.stop)
-            self._thread.join(10)
-            self._loop = self._thread = None
-
-    def __enter__(self) -> "LLMStandIn":
-        self.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.stop()
+        return super().start(port or 0, ready_s)
 
 
 def main() -> None:

@@ -103,7 +103,77 @@ def _error(status: int, message: str, kind: str, code: str | None = None):
                              status=status)
 
 
-class LocalLLMServer:
+class ThreadedAppServer:
+    """An aiohttp app (`app()`, the subclass's) on 127.0.0.1 in a thread of its own: `start()` returns
+    the base URL (…/v1) once it listens, `stop()` finishes it. Shared by the local model server and the
+    tests' rule-based stand-in."""
+
+    thread_name = "aiohttp-server"
+    port = 0
+    _loop: asyncio.AbstractEventLoop | None = None
+    _thread: threading.Thread | None = None
+
+    def app(self):  # pragma: no cover - every subclass has one
+        raise NotImplementedError
+
+    def start(self, port: int = 0, ready_s: float = 30) -> str:
+        """Serve in a thread (port 0: a free one); a port that cannot be taken is raised here."""
+        from aiohttp import web
+
+        ready = threading.Event()
+        failed: list[BaseException] = []
+
+        def serve() -> None:
+            self._loop = loop = asyncio.new_event_loop()
+            asyncio.set_event_loop(loop)
+            runner = web.AppRunner(self.app(), shutdown_timeout=0.5)
+            try:
+                loop.run_until_complete(runner.setup())
+                site = web.TCPSite(runner, "127.0.0.1", port)
+                loop.run_until_complete(site.start())
+                self.port = site._server.sockets[0].getsockname()[1]
+            except BaseException as e:  # a taken port: said by start(), not lost in the thread
+                failed.append(e)
+                ready.set()
+                return
+            ready.set()
+            loop.run_forever()
+            loop.run_until_complete(runner.cleanup())
+            # handlers still pending (a held request, a keep-alive connection) are cancelled and finished
+            # here: left to the garbage collector they log "Task was destroyed but it is pending!"
+            pending = asyncio.all_tasks(loop)
+            for task in pending:
+                task.cancel()
+            loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+            loop.close()
+
+        self._thread = threading.Thread(target=serve, name=self.thread_name, daemon=True)
+        self._thread.start()
+        if not ready.wait(ready_s):
+            raise RuntimeError(f"{self.thread_name} did not start in {ready_s:g} s")
+        if failed:
+            raise failed[0]
+        return self.url
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def stop(self) -> None:
+        if self._loop is not None and self._thread is not None:
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(30)
+            self._loop = self._thread = None
+
+    def __enter__(self):
+        self.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+class LocalLLMServer(ThreadedAppServer):
     """aiohttp app serving one `LocalChatModel`; `start()` runs it in a thread (tests), `serve()`
     in the foreground (`dialcheck llm serve`)."""
 
@@ -113,9 +183,6 @@ class LocalLLMServer:
         self.model_id, self.max_tokens_cap = model_id, max_tokens_cap
         self.served = 0  # completions answered
         self._gen = ThreadPoolExecutor(1, thread_name_prefix="local-llm")  # one generation at a time
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread: threading.Thread | None = None
-        self.port = 0
 
     def app(self):
         from aiohttp import web
@@ -161,51 +228,10 @@ class LocalLLMServer:
             "usage": {"prompt_tokens": n_in, "completion_tokens": n_out, "total_tokens": n_in + n_out}})
 
     # ---- start / stop ---------------------------------------------------------------------------
-    def start(self, port: int = 0) -> str:
-        """Serve on 127.0.0.1 in a thread (port 0: a free one); returns the base URL (…/v1)."""
-        from aiohttp import web
-
-        ready = threading.Event()
-        failed: list[BaseException] = []
-
-        def serve() -> None:
-            self._loop = loop = asyncio.new_event_loop()
-            asyncio.set_event_loop(loop)
-            runner = web.AppRunner(self.app(), shutdown_timeout=0.5)
-            try:
-                loop.run_until_complete(runner.setup())
-                site = web.TCPSite(runner, "127.0.0.1", port)
-                loop.run_until_complete(site.start())
-                self.port = site._server.sockets[0].getsockname()[1]
-            except BaseException as e:  # a taken port: said by start(), not lost in the thread
-                failed.append(e)
-                ready.set()
-                return
-            ready.set()
-            loop.run_forever()
-            loop.run_until_complete(runner.cleanup())
-            pending = asyncio.all_tasks(loop)
-            for task in pending:
-                task.cancel()
-            loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
-            loop.close()
-
-        self._thread = threading.Thread(target=serve, name="local-llm-server", daemon=True)
-        self._thread.start()
-        ready.wait(30)
-        if failed:
-            raise failed[0]
-        return self.url
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/v1"
+    thread_name = "local-llm-server"
 
     def stop(self) -> None:
-        if self._loop is not None and self._thread is not None:
-            self._loop.call_soon_threadsafe(self._loop.stop)
-            self._thread.join(30)
-            self._loop = self._thread = None
+        super().stop()
         self._gen.shutdown(wait=False, cancel_futures=True)
 
     def serve(self, host: str, port: int) -> None:
@@ -213,10 +239,3 @@ class LocalLLMServer:
         from aiohttp import web
 
         web.run_app(self.app(), host=host, port=port, print=None)
-
-    def __enter__(self) -> "LocalLLMServer":
-        self.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.stop()

@@ -272,7 +272,7 @@ def test_a_badge_policy_round_trips_and_hides_an_incomplete_supports(tmp_path):
     again = DisplayPolicy.load(tmp_path / "display.json")
     assert again == policy and again.complete and again.scorer is not None
     ok = Status("ok", None, "strong")
-    assert again.checked  # issue 53: the structured checks must agree (True: a verdict whose `mismatches` were empty)
+    assert again.checked  # the structured checks must agree (True: a verdict whose `mismatches` were empty)
     full = BadgeFacts(0.9, 0.02, 0, True, 3, 1.0, False, checks=True)
     assert again.display("SUPPORTS", {"SUPPORTS": 0.9}, ok, full).show is True
     assert again.display("SUPPORTS", {"SUPPORTS": 0.9}, ok, BadgeFacts(0.9, 0.02, 1, True, 3, 1.0, False, checks=True)).show is False

@@ -73,7 +73,7 @@ def test_the_display_never_shows_a_supports_the_checks_disagree_with():
     swap = ev("The club fined the committee.", COMMITTEE, [0.83, 0.1, 0.07])
     twin = ev("The committee fined the club.", COMMITTEE, [0.81, 0.1, 0.09])
     d, was = shown(UNCHECKED, swap)
-    assert d.label == "SUPPORTS" and was  # the shipped defaults before issue 53: a wrong, shown badge
+    assert d.label == "SUPPORTS" and was  # the shipped defaults before the structured checks: a wrong, shown badge
     d, now = shown(CHECKED, swap)
     assert d.label == "SUPPORTS" and not now
     assert [(m.check, m.type, m.status) for m in d.checks.mismatches()] == [("structure", "agent", "differs")]

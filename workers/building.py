@@ -93,7 +93,7 @@ class StageRow:
 # In chain order. The judge re-judges the verifier's decision (workers/llm/judge.py); R5 and editing
 # call the LLM (DIALCHECK_LLM_URL) and fall back to the R4 path and the first retrieval.
 STAGE_TABLE: tuple[StageRow, ...] = (
-    StageRow(LanguageStage, LABEL_PROTOCOLS, SURFACES, lambda p: LanguageStage()),  # issue 53: English only
+    StageRow(LanguageStage, LABEL_PROTOCOLS, SURFACES, lambda p: LanguageStage()),  # English only: other languages NEI
     StageRow(CheckWorthyStage, LABEL_PROTOCOLS, SURFACES,
              lambda p: CheckWorthyStage(_skip_turns(p.settings), p.settings.perf.batch_parsing),
              when=lambda s: _skip_turns(s) is None or bool(_skip_turns(s))),

@@ -1,4 +1,4 @@
-"""Contrastive twins from real sentences: the words stay, the meaning changes (issue 53).
+"""Contrastive twins from real sentences: the words stay, the meaning changes.
 
 A parsed sentence (spaCy en_core_web_sm) gives a short *entailed twin* (its core clause: subject,
 verb, object and the phrase that matters, modifiers dropped) and, beside it, a *wrong twin* made of

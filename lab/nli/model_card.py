@@ -161,7 +161,7 @@ def render(model_dir: str | Path, notes: str | None = None) -> str:
                 lines.append(f"| {dname} {metric} | {evaluation[key]} | {evaluation.get(pairs_key, '')} |")
         if "pairs_per_second" in evaluation:
             lines.append(f"| throughput (pairs/s) | {evaluation['pairs_per_second']} | {evaluation.get('pairs_per_second_setup', '')} |")
-        lines.append("\nTargets from the issue: SNLI test ≥ 0.80, TRUE-DialFact ROC AUC ≥ 0.75, ANLI dev above chance (0.33).")
+        lines.append("\nTargets set for this model: SNLI test ≥ 0.80, TRUE-DialFact ROC AUC ≥ 0.75, ANLI dev above chance (0.33).")
     else:
         lines.append(f"Not recorded for this artifact: {record_note}.")
     if record.get("train_config"):

@@ -1,4 +1,4 @@
-"""Relation/role stress probe (issue 53): does a SUPPORTS badge mean the fact, or only the words?
+"""Relation/role stress probe: does a SUPPORTS badge mean the fact, or only the words?
 
 Pairs (evidence, claim, gold, kind) in which the words stay and the meaning changes, each wrong
 claim beside its entailed twin (the same words in the right roles), checked FV (the evidence given)

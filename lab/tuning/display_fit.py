@@ -107,7 +107,7 @@ def fit_badges(sets: dict[str, BadgeRows], scorer: bool = True, complete: bool =
     The checks rule is a veto on top of thresholds fitted without it (`refit_checked` False, shipped):
     it can only hide badges. Fitted with it (`refit_checked`), the thresholds fall to where the
     training sets' floors hold without the vetoed badges, and a set left out gets the lower ones:
-    measured (docs/results.md, issue 53), WiCE's shown precision fell 12 points that way."""
+    measured (docs/results.md), WiCE's shown precision fell 12 points that way."""
     badge_scorer = fit_scorer(sets) if scorer else None
     policy = fit_display({n: r.scored(badge_scorer, complete, checked and refit_checked) for n, r in sets.items()},
                          **floors)
@@ -235,7 +235,7 @@ DISPLAY_FITS = {
     "badge": fit_badges,  # badge scorer + completeness, fitted to the floor in-sample (shipped)
     "badge_held": fit_display_held,  # the same, to a training floor chosen by inner leave-one-set-out
     "badge_se": partial(fit_badges, show_z=1.0, high_z=1.0),  # the same, floors held one standard error below
-    "badge_unchecked": partial(fit_badges, checked=False),  # the shipped fit without the checks rule (before issue 53)
+    "badge_unchecked": partial(fit_badges, checked=False),  # the shipped fit without the checks rule (before the structured checks)
     "badge_refit": partial(fit_badges, refit_checked=True),  # the thresholds fitted with the checks rule applied
 }
 SHIPPED_FIT = "badge"

@@ -72,7 +72,7 @@ VARIANTS = {"guarded": {}, "guarded+names": {"cover": "names"}, "guarded+all": {
             **{f"guarded+{c}+chat+{k}": {"cover": c, "cover_scope": f"dialogue+{k}"}
                for c in ("half", "most", "all") for k in ("names", "topic", "subject")},
             "guarded+names+slot": {"cover": "names", "slot_refutes": True},
-            # the shipped rule without the typed-slot REFUTES (before issue 53)
+            # the shipped rule without the typed-slot REFUTES (before the structured checks)
             "guarded+half+chat+noslots": {"cover": "half", "cover_scope": "dialogue", "slots": False},
             "guarded+all+slot": {"cover": "all", "slot_refutes": True}}
 

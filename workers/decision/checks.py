@@ -1,7 +1,7 @@
 """The structured checks of a decided claim against the windows its label rests on: typed slots
 (slots.py), its relations (structure.py) and its subject (`subject_named`).
 
-Why: a SUPPORTS badge must mean the fact, not the words (issue 53). The NLI model entails a claim
+Why: a SUPPORTS badge must mean the fact, not the words. The NLI model entails a claim
 whose words the evidence covers whatever their roles, and a year close in characters. These checks
 need no model and are precision-first: each fails only on what it can see (a value stated otherwise
 or not at all, two words of the claim present in one evidence sentence but related otherwise, a

@@ -58,7 +58,7 @@ class GuardedParams:
     cover: str = "none"  # COVER_LEVELS: what a SUPPORTS window must state
     cover_scope: str = "all"  # COVER_SCOPES: which claims are asked it
     # a supported claim whose typed slot (a year, date, number, ordinal, percentage: checks.py) the
-    # deciding window states with another value, on the claim's topic, is REFUTES (issue 53); not fitted
+    # deciding window states with another value, on the claim's topic, is REFUTES; not fitted
     slots: bool = True
 
     levels: ClassVar[dict] = COVER_LEVELS

@@ -267,6 +267,23 @@ def test_not_check_worthy_and_no_evidence(batch):
 
 
 @pytest.mark.model
+def test_the_summary_never_names_an_evidence_strength_the_status_does_not_give(settings, nli, encoder, small_index,
+                                                                               monkeypatch):
+    """`status.evidence` (strong | weak | none) is the one word for how well the evidence bears on the
+    claim; the summary's note on a low lexical pre-score must not say "weak evidence" beside a strong one
+    (the pre-score bar raised so that the note is written for this claim)."""
+    import workers.verdict
+    from workers.pipeline import Pipeline
+
+    monkeypatch.setattr(workers.verdict, "WEAK_EVIDENCE_PRESCORE", 1.01)
+    pipe = Pipeline(settings, nli, encoder, small_index, "e2e", "r0")
+    v = turn_verdicts(pipe.check_turns([CheckItem("c", "9", [], "Elvis Presley was born in Tupelo, Mississippi.")]))[0]
+    summary = v.rationale["summary"]
+    assert v.status.evidence == "strong" and "Few shared words" in summary, (summary, v.status)
+    assert "weak evidence" not in summary.lower(), summary
+
+
+@pytest.mark.model
 def test_timings_are_the_claims_own_where_the_work_is(batch):
     """Every stage is batched now (checkworthy parses the batch's turns in one spaCy pass, settings
     `perf.batch_parsing`): each claim gets the same share of a stage's time, checkworthy's over all four

@@ -106,8 +106,10 @@ def rationale(st: ClaimState, label: str, best, ctx: VerdictContext) -> dict:
     if not what and st.decision is not None and st.decision.note:
         summary += " " + st.decision.note
     if ctx.protocol == "e2e" and best is not None and best.window.prescore < WEAK_EVIDENCE_PRESCORE:
-        summary += (f" Weak evidence: the deciding window shares little with the claim "
-                    f"(pre-score {best.window.prescore:.2f} < {WEAK_EVIDENCE_PRESCORE}).")
+        # not "weak evidence": that word is status.evidence's (the claim's key terms covered), which
+        # can be strong while the window's wording is far from the claim's
+        summary += (f" Few shared words: the deciding window's wording is far from the claim's "
+                    f"(lexical pre-score {best.window.prescore:.2f} < {WEAK_EVIDENCE_PRESCORE}).")
     return {"rule": rule, "numbers": numbers, "window": window, "summary": summary, **st.notes}
 
 

@@ -656,6 +656,8 @@ def _run(pairs, folds, report, base_dir, out, work, opts, log, t0) -> dict:
     digest = hashlib.sha1(f"{report['data'].get('pairs_sha1', '')}:{opts.seed}:{opts.folds}:{w}:{steps}".encode()).hexdigest()
     version = f"{report['base_model']['version']}+adapt-{digest[:8]}"
     final = work / "final"
+    if final.exists():  # left by a run killed after this step: rebuilt from the kept fine-tune, never reused
+        shutil.rmtree(final)
     _mix(base_dir, final_tuned, w, final) if float(w) != 1.0 else shutil.copytree(final_tuned, final)
     cal = json.loads((final / "calibration.json").read_text())
     cal["version"] = version

@@ -3,7 +3,7 @@
 `TurnWorker` holds the turns' state (context table, attempts table, recency) and its steps as
 methods; streams/app.py builds the Faust app and hands each batch to `handle`. How outputs are
 delivered and when the input is acknowledged is the outbox's (streams/outbox.py, where the delivery
-guarantees are written); the checker call, its thread and its deadline are streams/pipeline_call.py's.
+guarantees are written); the checker call, its thread and its deadline are `PipelineCall`'s, below.
 What is kept here:
 - poison records (`check_group`, `AttemptsTable`): pipeline attempts are counted in a changelogged
   table *before* the call (flushed), so a record that kills the process on every delivery is found
@@ -26,15 +26,46 @@ from schemas.protocols import Checker
 from schemas.secrets import install_log_scrubber
 from schemas.settings import Settings
 
-from .checking import bound, safe_verdict, validate_event
+from .checking import DaemonExecutor, bound, check_safely, error_verdict, safe_verdict, validate_event
 from .context import Recency, add_turn, is_idle, oldest_beyond, parse_roles, should_check, wants_check
 from .observability import Observability
 from .outbox import Counters, Outbox, StoreWriter
-from .pipeline_call import PipelineCall
 
 log = logging.getLogger("dialcheck.stream")
 
 STATUS_MARKER = "dialcheck status"
+
+
+# The checker call: in a thread of its own, with a deadline, never losing a claim. Why a thread: a
+# multi-second model call on the event loop would stop Faust's heartbeats and cost the worker its
+# partitions. Why a deadline: one hung call (a model server that never answers) would otherwise stall
+# every partition this worker owns; past `batch_deadline_s` the call is abandoned (a thread cannot be
+# killed: it keeps running, and a fresh thread takes the next batch) and its items get error verdicts.
+# A call that raises costs only the item that raised (`checking.check_safely`).
+class PipelineCall:
+    """`checker.check_turns` in the pipeline thread with a deadline; `run(items)` gives every
+    verdict of every item, in order (each claim's, then the turn summary)."""
+
+    def __init__(self, checker: Checker, settings: Settings, counters: Counters):
+        self.check_turns = checker.check_turns
+        self.st, self.counters = settings.stream, counters
+        self.executor = DaemonExecutor("pipeline")
+
+    async def run(self, items: list) -> list:
+        st = self.st
+        loop = asyncio.get_running_loop()
+        fut = loop.run_in_executor(self.executor, check_safely, self.check_turns, items)
+        try:
+            results = await asyncio.wait_for(fut, timeout=st.batch_deadline_s)
+            return [v for r in results for v in r.verdicts]
+        except asyncio.TimeoutError:
+            self.counters.deadline_expired += 1
+            log.error("pipeline batch of %d exceeded its %.1f s deadline: error verdicts, call abandoned "
+                      "(deadline_expired=%d)", len(items), st.batch_deadline_s, self.counters.deadline_expired)
+            self.executor.shutdown(wait=False)
+            self.executor = DaemonExecutor("pipeline")
+            return [error_verdict(it, f"{Reason.DEADLINE.value}: pipeline batch exceeded {st.batch_deadline_s:g} s",
+                                  st.max_reason_bytes) for it in items]
 
 
 def partition_of(key: bytes, partitions: int) -> int:
@@ -144,7 +175,7 @@ class TurnWorker:
         return (self.verdicts_topic, v.conversation_id.encode("utf-8"), raw, None)
 
     async def run_pipeline(self, items: list) -> list:
-        """Every verdict of `items` from the checker (thread, deadline: streams/pipeline_call.py)."""
+        """Every verdict of `items` from the checker (thread, deadline: `PipelineCall`)."""
         return await self.pipeline.run(items)
 
     async def check_group(self, group: list, stamps: dict | None = None) -> None:

@@ -8,7 +8,7 @@ Who asks (each through this object, never on its own terms):
 - the take loop (`step_returned`, streams/kafka/internals.py `StepStream.take_steps`): gives back the
   stream's own reference after the agent's loop body returned, like Faust's `take_events` does in a
   `finally`; alone it would acknowledge a step whose handler raised, which is why the agents hold.
-- the transport (`may_commit`, `count_done`): Faust commits only a contiguous run of acknowledged
+- the transport (`may_commit`, `countable`): Faust commits only a contiguous run of acknowledged
   offsets; an offset at the committed position that is neither acknowledged nor a known gap is still
   in flight, so nothing may be committed over it; offsets that have no message (an undecodable batch,
   dead-lettered) count as done only after their dead letters were delivered.

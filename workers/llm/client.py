@@ -19,7 +19,7 @@ from typing import Sequence
 import httpx
 
 from schemas.protocols import LLMUnavailable
-from schemas.retry import retry_call, total_wait
+from schemas.retry import BACKOFF_S, retry_call, total_wait
 from schemas.settings import LLMSettings, redact
 
 from .replies import Reply
@@ -27,8 +27,7 @@ from .replies import Reply
 # httpx logs every request at INFO: one worker log line per claim; failures reach the verdicts instead
 logging.getLogger("httpx").setLevel(logging.WARNING)
 RETRY_STATUS = {408, 409, 429, 500, 502, 503, 504}
-BACKOFF_S = 0.5  # first retry wait, doubled per retry, capped at MAX_BACKOFF_S
-MAX_BACKOFF_S = 4.0
+MAX_BACKOFF_S = 4.0  # the LLM's cap on the retry wait (schemas.retry.BACKOFF_S first, doubling)
 
 
 class _Retryable(Exception):

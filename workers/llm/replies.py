@@ -18,7 +18,6 @@ from collections import Counter
 
 KINDS = ("ok", "empty", "truncated", "echo", "explanation", "wrong-format", "drift")
 UNAVAILABLE = "unavailable"  # counted beside the kinds: no reply at all (the endpoint failed; status degraded)
-STEPS = ("r5", "edit", "judge")
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 ECHO_MIN_WORDS = 6  # a reply opening with this many words of the system instructions is an echo
 

@@ -14,6 +14,8 @@ it runs lazily, on the first question that needs it — the display asks it only
 would otherwise show, the verdict reports it only once asked."""
 from __future__ import annotations
 
+from functools import lru_cache
+
 from schemas.verdict import Mismatch
 
 from .slots import SlotCheck, compare
@@ -91,14 +93,11 @@ def subject_named(claim: str, texts: tuple[str, ...]) -> bool | None:
     ("Kyoto", "The 1998 final"): a pronoun or a common noun ("it", "the club") is not checkable
     here (None); the subject is named when one of its names is there (a window often names a
     person by a part of their name)."""
-    from ..surfaces.pronouns import parse  # cached: subject_terms parsed the claim already
-    from ..windows import normalise
-
     terms = subject_terms(claim)
     if not terms:
         return None
     # a name: an anchor, or a proper noun at the start of the sentence (key_terms counts those as words)
-    proper = {x for tok in parse(claim) if tok.pos_ == "PROPN" for x in normalise(tok.lower_)}
+    proper = _proper_terms(claim)
     anchors = {t for kind, t in terms if kind == "anchor" or t in proper}
     if not anchors:
         return None
@@ -107,3 +106,13 @@ def subject_named(claim: str, texts: tuple[str, ...]) -> bool | None:
         words, nums = _window_terms(t)
         present |= words | nums
     return bool(anchors & present)
+
+
+@lru_cache(maxsize=65536)
+def _proper_terms(claim: str) -> frozenset:
+    """The normalised words of the claim's proper nouns, once per claim: the parse cache is off
+    unless settings turn it on, and a claim's checks are built for every decision of it."""
+    from ..surfaces.pronouns import parse
+    from ..windows import normalise
+
+    return frozenset(x for tok in parse(claim) if tok.pos_ == "PROPN" for x in normalise(tok.lower_))

@@ -129,12 +129,12 @@ class Outage:
 class Outbox:
     """Delivery and acknowledgement for every agent of one worker app (the guarantees above).
     `app` is the Faust app (its producer is flushed); `dead_topic` the dead-letter topic; `acks` the
-    app's ack rule (a rule for `app`'s consumer when not given)."""
+    app's one ack rule (streams/kafka/app.py `KafkaApp.acks`), never a second one built here."""
 
-    def __init__(self, app, settings: Settings, *, dead_topic, obs, acks: Acks | None = None,
+    def __init__(self, app, settings: Settings, *, dead_topic, obs, acks: Acks,
                  scrub: Scrubber | None = None, counters: Counters | None = None):
         self.app, self.st = app, settings.stream
-        self.acks = acks or Acks(lambda: app.consumer, trace=settings.stream.trace_records)
+        self.acks = acks
         self.dead_topic, self.obs = dead_topic, obs
         self.scrub = scrub or Scrubber.from_settings(settings)
         self.counters = counters or Counters()

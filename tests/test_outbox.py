@@ -20,6 +20,7 @@ from faust.types.tuples import Message
 
 from schemas import Reason
 from schemas.settings import REPO_ROOT, load_settings
+from streams.kafka.acks import Acks
 from streams.observability import Observability
 from streams.outbox import Outbox
 from streams.topics import ensure_topics
@@ -48,7 +49,8 @@ def run_with_outbox(s, body):
         dead = app.topic(s.kafka.topic_deadletter, key_serializer="raw", value_serializer="raw")
         await app.producer.start()
         try:
-            return await body(Outbox(app, s, dead_topic=dead, obs=Observability(s)), out)
+            outbox = Outbox(app, s, dead_topic=dead, obs=Observability(s), acks=Acks(lambda: app.consumer))
+            return await body(outbox, out)
         finally:
             await app.producer.stop()
     return asyncio.run(main())
@@ -148,6 +150,7 @@ import faust
 from faust.types.tuples import Message
 from schemas.settings import load_settings
 from streams.observability import Observability
+from streams.kafka.acks import Acks
 from streams.outbox import Outbox
 
 s = load_settings(kafka={{"bootstrap": "{bootstrap}"}}, stream={{"send_retries": 3, "send_backoff_s": 0.01}})
@@ -156,7 +159,7 @@ async def main():
     app = faust.App("outbox-exhausted", broker="kafka://{bootstrap}", producer_max_batch_size=1)
     out = app.topic("{topic}", key_serializer="raw", value_serializer="raw")
     await app.producer.start()
-    outbox = Outbox(app, s, dead_topic=out, obs=Observability(s))
+    outbox = Outbox(app, s, dead_topic=out, obs=Observability(s), acks=Acks(lambda: app.consumer))
     m = Message("in", 0, 7, time.time(), 0, None, b"conv", b"{{}}", None)
     async with outbox.holding([SimpleNamespace(message=m)]):
         await outbox.deliver([(out, b"conv", b"x" * 2_000_000, None)])  # over the 1 MB request size

@@ -241,12 +241,14 @@ class _Hangs:
 
 def _turn_worker(checker, **stream):
     from streams.observability import Observability
+    from streams.kafka.acks import Acks
     from streams.outbox import Outbox
     from streams.turn_worker import AttemptsTable, TurnWorker
 
     s = load_settings(stream=stream)
     obs = Observability(s)
-    return TurnWorker(None, s, checker, outbox=Outbox(None, s, dead_topic=None, obs=obs), table={},
+    outbox = Outbox(None, s, dead_topic=None, obs=obs, acks=Acks(lambda: None))
+    return TurnWorker(None, s, checker, outbox=outbox, table={},
                       attempts=AttemptsTable({}, 4), verdicts_topic=None, obs=obs)
 
 

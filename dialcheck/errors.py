@@ -133,8 +133,6 @@ def one_line(error: BaseException, args: argparse.Namespace | None) -> tuple[int
         return USAGE, f"not a file: {error.filename} ({files[error.filename]})"
     if isinstance(error, ValueError) and any(str(error).startswith(f"{p}:") for p in files):
         return USAGE, str(error).splitlines()[0]  # readers name the file and line: 'data.jsonl:3: ...'
-    if _is(error, "workers.decision.decider", "DecisionModelMismatch"):
-        return USAGE, str(error)
     if _is(error, "kafka.errors", "NoBrokersAvailable") or _is(error, "kafka.errors", "KafkaConnectionError"):
         return UNREACHABLE, f"Kafka broker unavailable: {redact(str(error)) or type(error).__name__}"
     return None

@@ -43,7 +43,7 @@ class FeedbackWorker:
 
     async def handle(self, events) -> None:
         outbox, st = self.outbox, self.st
-        async with outbox.holding(events) as held:
+        async with outbox.acks.holding(events) as held:
             good, dead = [], []
             for ev in events:
                 msg = ev.message

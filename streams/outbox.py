@@ -6,7 +6,7 @@ end-to-end kill, poison and soak tests check them through a real worker.
 
 The delivery guarantees:
 
-1. **Ack only after delivery** (`holding`): the one ack rule, streams/kafka/acks.py `Acks` (the
+1. **Ack only after delivery** (`acks.holding`): the one ack rule, streams/kafka/acks.py `Acks` (the
    agents, the take loop and the transport all ask it): every message of a batch is held from the
    moment the batch arrives and given back only when the agent's work on the batch returned, i.e.
    after every output was delivered; when the work raises, nothing of the batch is acked. Faust
@@ -42,7 +42,6 @@ import sys
 import threading
 import time
 from dataclasses import asdict, dataclass
-from typing import Iterable
 
 from schemas import Reason
 from schemas.errors import DialcheckError
@@ -138,12 +137,6 @@ class Outbox:
         self.dead_topic, self.obs = dead_topic, obs
         self.scrub = scrub or Scrubber.from_settings(settings)
         self.counters = counters or Counters()
-
-    # -- input --------------------------------------------------------------------------------
-    def holding(self, events: Iterable):
-        """The ack rule's hold on `events` (streams/kafka/acks.py `Acks.holding`): acked when the body
-        returned (its outputs delivered), none when it raised. Yields the held messages."""
-        return self.acks.holding(events)
 
     # -- outputs ------------------------------------------------------------------------------
     async def deliver(self, records: list[Record]) -> None:

@@ -228,7 +228,7 @@ class TurnWorker:
         """One step (`StepStream.take_steps`, streams/kafka/internals.py): validate (dead letters), update context, check the selected
         turns; every event acked by the outbox only after all of the batch's outputs are delivered."""
         st, c, outbox = self.st, self.counters, self.outbox
-        async with outbox.holding(events):
+        async with outbox.acks.holding(events):
             now = time.time()
             dead: list[tuple] = []
             to_check: list[tuple] = []  # (conversation key, message, CheckItem)

@@ -135,8 +135,12 @@ def test_a_fitted_decision_refuses_another_nli_models_probabilities(tmp_path):
     settings = DecisionSettings(method="layer", decision_params=str(path))
     loaded = load_decision(settings, "fv", "nli-a")
     assert loaded.name == "guarded" and loaded.rule == "layer:guarded"
-    with pytest.raises(DecisionModelMismatch, match="fitted for NLI model 'nli-a'.*'nli-b'"):
+    with pytest.raises(DecisionModelMismatch, match="fitted for NLI model 'nli-a'.*'nli-b'") as raised:
         load_decision(settings, "fv", "nli-b")
+    from dialcheck.errors import one_line  # the CLI maps it by type: one line, exit 2
+
+    code, line = one_line(raised.value, None)
+    assert code == 2 and line.startswith("decision decision.json was fitted for NLI model 'nli-a'")
 
 
 def _one_window(e: float, c: float) -> ClaimEvidence:

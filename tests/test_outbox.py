@@ -76,7 +76,7 @@ def test_ack_only_after_every_output_is_delivered(broker):
     seen = {}
 
     async def body(outbox, out):
-        async with outbox.holding([SimpleNamespace(message=m) for m in msgs]):
+        async with outbox.acks.holding([SimpleNamespace(message=m) for m in msgs]):
             for m in msgs:
                 m.ack(None)  # what take_events does for the stream, whatever the handler did
             seen["before"] = [m.acked for m in msgs]
@@ -96,7 +96,7 @@ def test_work_that_raises_acknowledges_nothing(broker):
 
     async def body(outbox, out):
         with pytest.raises(RuntimeError, match="mid-batch"):
-            async with outbox.holding([SimpleNamespace(message=m) for m in msgs]):
+            async with outbox.acks.holding([SimpleNamespace(message=m) for m in msgs]):
                 await outbox.deliver([(out, b"conv", b"first output", None)])
                 for m in msgs:
                     m.ack(None)
@@ -161,7 +161,7 @@ async def main():
     await app.producer.start()
     outbox = Outbox(app, s, dead_topic=out, obs=Observability(s), acks=Acks(lambda: app.consumer))
     m = Message("in", 0, 7, time.time(), 0, None, b"conv", b"{{}}", None)
-    async with outbox.holding([SimpleNamespace(message=m)]):
+    async with outbox.acks.holding([SimpleNamespace(message=m)]):
         await outbox.deliver([(out, b"conv", b"x" * 2_000_000, None)])  # over the 1 MB request size
     print("ACKED", m.acked, flush=True)
 

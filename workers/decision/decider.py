@@ -8,12 +8,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from schemas.errors import DialcheckError
 from schemas.settings import DecisionSettings
 
 from .methods import DecisionMethod, load, method
 
 
-class DecisionModelMismatch(ValueError):
+class DecisionModelMismatch(DialcheckError, ValueError):
     """A fitted decision was fitted on another NLI model's probabilities: its thresholds and
     weights mean nothing for this model, so it is refused rather than silently mis-deciding."""
 

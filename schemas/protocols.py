@@ -153,6 +153,15 @@ class CacheStats(Protocol):
     def cache_stats(self) -> Mapping[str, Mapping[str, int]]: ...
 
 
+@runtime_checkable
+class ReplyStats(Protocol):
+    """A checker whose LLM steps count what the model replied (workers/llm/replies.py `COUNTS`): per
+    step (`r5`, `edit`, `judge`), replies per kind (`ok`, `echo`, `empty`, … `unavailable`). The
+    worker's /metrics reads it at scrape time, so a model that mostly echoes shows as a number."""
+
+    def llm_replies(self) -> Mapping[str, Mapping[str, int]]: ...
+
+
 class ReloadRefused(Exception):
     """A reload that kept what was in use; the message says why (one line, for the log)."""
 

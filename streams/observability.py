@@ -23,7 +23,7 @@ from typing import Any, Callable, Iterable, Mapping
 
 from schemas import TIMING_META_KEYS, Reason
 from schemas.errors import DialcheckError
-from schemas.protocols import CacheStats
+from schemas.protocols import CacheStats, ReplyStats
 from schemas.settings import Settings, redact
 
 from .precision import ALL_VERSIONS
@@ -133,11 +133,13 @@ class Observability:
         self.counters = None  # the worker's Counters (a dataclass), exported as dialcheck_worker_events
         self.feedback = None  # (FeedbackStore, target, confidence) once attach_feedback ran
         self.caches: CacheStats | None = None  # the checker, when it reports its caches
+        self.replies: ReplyStats | None = None  # the checker, when its LLM steps count their replies
         self._server: ThreadingHTTPServer | None = None
         self.port: int | None = None
         r.register(_StateCollector(self))
         r.register(_PrecisionCollector(self))
         r.register(_CacheCollector(self))
+        r.register(_ReplyCollector(self))
 
     # hooks (called on the event loop by streams/app.py)
     def attach(self, app, table, counters=None, checker=None) -> None:
@@ -145,6 +147,7 @@ class Observability:
         checker (already loaded) whose cache hit rates /metrics exports if it reports them."""
         self.app, self.table, self.counters = app, table, counters
         self.caches = checker if isinstance(checker, CacheStats) else None
+        self.replies = checker if isinstance(checker, ReplyStats) else None
         self.models_loaded = True
 
     def attach_feedback(self, store, target: float, confidence: float) -> None:
@@ -381,6 +384,31 @@ class _CacheCollector:
                 if isinstance(value, (int, float)) and not isinstance(value, bool):
                     family.add_metric([name], value)
             yield family
+
+
+class _ReplyCollector:
+    """What the LLM steps' model replied, at scrape time: `dialcheck_llm_replies_total{step, kind}`
+    (workers/llm/replies.py KINDS and `unavailable`); every kind but `ok` is a fallback the step took."""
+
+    def __init__(self, obs: Observability):
+        self.obs = obs
+
+    def describe(self):
+        return []
+
+    def collect(self):
+        from prometheus_client.core import CounterMetricFamily
+
+        if self.obs.replies is None:
+            return
+        counts = _safe(lambda: dict(self.obs.replies.llm_replies()), {})
+        family = CounterMetricFamily("dialcheck_llm_replies", "Replies of the LLM steps by step and kind "
+                                     "(ok, or the fallback's reason: echo, empty, truncated, explanation, "
+                                     "wrong-format, drift, unavailable).", labels=["step", "kind"])
+        for step, kinds in sorted(counts.items()):
+            for kind, n in sorted((kinds if isinstance(kinds, Mapping) else {}).items()):
+                family.add_metric([step, kind], n)
+        yield family
 
 
 def _safe(fn: Callable[[], Any], default: Any) -> Any:

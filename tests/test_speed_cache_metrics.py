@@ -122,3 +122,27 @@ def test_parses_made_ahead_count_as_misses():
     after = cached.stats()
     assert (after["misses"] - before["misses"], after["hits"] - before["hits"]) == (2, 1)
     assert after["entries"] - before["entries"] == 2
+
+
+def test_metrics_export_what_the_llm_steps_replied_by_step_and_kind():
+    """The counts of workers/llm/replies.py (what the real model answered, each fallback's reason) on
+    /metrics: the Pipeline's own `llm_replies`, read live at each scrape."""
+    from schemas.protocols import ReplyStats
+    from workers.llm.replies import COUNTS
+    from workers.pipeline import Pipeline
+
+    class Replying(StandIn):
+        llm_replies = Pipeline.llm_replies  # the method the worker's real checker has
+
+    checker = Replying(load_settings())
+    assert isinstance(checker, ReplyStats) and not isinstance(StandIn(load_settings()), ReplyStats)
+    COUNTS.clear()
+    obs = Observability(load_settings())
+    obs.attach(None, None, checker=checker)
+    assert not any(n.startswith("dialcheck_llm_replies") for n, _ in samples(generate_latest(obs.registry).decode()))
+    COUNTS.count("r5", "ok"), COUNTS.count("r5", "echo"), COUNTS.count("r5", "echo"), COUNTS.count("judge", "unavailable")
+    s = samples(generate_latest(obs.registry).decode())
+    assert s[("dialcheck_llm_replies_total", (("kind", "echo"), ("step", "r5")))] == 2
+    assert s[("dialcheck_llm_replies_total", (("kind", "ok"), ("step", "r5")))] == 1
+    assert s[("dialcheck_llm_replies_total", (("kind", "unavailable"), ("step", "judge")))] == 1
+    COUNTS.clear()

@@ -242,5 +242,12 @@ class Pipeline:
         """Hits, misses, entries and capacity per cache (workers/caches.py), for the worker's /metrics."""
         return cache_stats(self.searcher, self.encoder, self.surface_builder, cached_parse())
 
+    def llm_replies(self) -> dict[str, dict[str, int]]:
+        """Replies of the LLM steps per step and kind (workers/llm/replies.py), for the worker's /metrics;
+        empty while no LLM step ran."""
+        from .llm.replies import COUNTS
+
+        return COUNTS.snapshot()
+
     def model_versions(self) -> dict[str, str]:
         return dict(self._chain.context.model_versions)

@@ -19,7 +19,7 @@ def _version() -> str:
         return "unknown"
 
 COMMAND_MODULES = ("check", "serve_api", "eval", "index", "nli", "stream", "serve", "config", "tune",
-                   "score", "calibrate", "feedback", "adapt",
+                   "score", "calibrate", "feedback", "adapt", "adapt_loop",
                    "ui", "figures", "data",
                    "llm")
 

@@ -17,7 +17,11 @@ error names the password: libpq's reason is quoted with the URL's userinfo and p
 Idempotent: each judgement has a natural key (source, conversation, turn, claim, feedback id or time:
 `Feedback.key`), written with an UPSERT, so a redelivered record lands on its own row; a later
 record with the same key replaces it only if it is not older (a changed mind, never a stale replay).
-A verdict is kept as first stored (its claim id is the key)."""
+A verdict is kept as first stored (its claim id is the key).
+
+Model events (`add_event`, `events`): what the adaptation loop (`dialcheck adapt-loop`) did — a
+challenger built or not, scored, promoted, refused, a version rolled back — one row each, append
+only, kept beside the judgements that decided them so /metrics and the live page read one place."""
 from __future__ import annotations
 
 import contextlib
@@ -44,6 +48,10 @@ SETTING = "DIALCHECK_FEEDBACK_STORE"
 # vanishes without closing the connection (a partition) is noticed within about a minute
 PG_DEFAULTS = {"connect_timeout": "10", "keepalives_idle": "30", "keepalives_interval": "10",
                "keepalives_count": "3"}
+# what the adaptation loop records (model_events.event): a challenger built (or adapt refused to write
+# one), scored against the live model, promoted or refused, and a promoted version rolled back
+MODEL_EVENTS = ("built", "not_built", "scored", "promoted", "refused", "rolled_back")
+_TABLES = ("feedback", "verdicts", "model_events")
 _SCHEMA_LOCK = 720_365_001  # pg_advisory_xact_lock key: two processes creating the tables at once wait
 
 _SCHEMA = [
@@ -51,6 +59,9 @@ _SCHEMA = [
         claim_id TEXT PRIMARY KEY, conversation_id TEXT NOT NULL, turn_id TEXT NOT NULL, claim_index INTEGER NOT NULL,
         label TEXT NOT NULL, shown INTEGER, confidence TEXT, verdict TEXT NOT NULL, stored_at DOUBLE PRECISION NOT NULL)""",
     "CREATE INDEX IF NOT EXISTS verdicts_turn ON verdicts (conversation_id, turn_id, claim_index)",
+    """CREATE TABLE IF NOT EXISTS model_events (
+        ts DOUBLE PRECISION NOT NULL, event TEXT NOT NULL, version TEXT NOT NULL, other TEXT, reason TEXT,
+        detail TEXT NOT NULL)""",
     """CREATE TABLE IF NOT EXISTS feedback (
         source TEXT NOT NULL, conversation_id TEXT NOT NULL, turn_id TEXT NOT NULL, claim_ref TEXT NOT NULL,
         fkey TEXT NOT NULL, claim_id TEXT, claim_index INTEGER, label_shown TEXT NOT NULL, confidence_shown TEXT,
@@ -141,6 +152,22 @@ def _pg_connect(url: str):
 
 
 @dataclass(frozen=True)
+class ModelEvent:
+    """One step of the adaptation loop: `event` (MODEL_EVENTS) about model `version`; `other` the
+    version it was measured against or replaced (the live one), `reason` one line, `detail` numbers."""
+    ts: float
+    event: str
+    version: str
+    other: str | None = None
+    reason: str | None = None
+    detail: dict | None = None
+
+    def to_dict(self) -> dict:
+        return {"ts": self.ts, "event": self.event, "version": self.version, "other": self.other,
+                "reason": self.reason, "detail": self.detail or {}}
+
+
+@dataclass(frozen=True)
 class JudgedVerdict:
     """One judgement with the verdict it judges (the full published verdict dict; None when that
     verdict was never stored)."""
@@ -215,10 +242,11 @@ class FeedbackStore:
     def _has_tables(self) -> bool:
         if self.postgres:
             rows = self._query("SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() "
-                               "AND table_name IN ('feedback', 'verdicts')")
+                               "AND table_name IN ('feedback', 'verdicts', 'model_events')")
         else:
-            rows = self._query("SELECT name FROM sqlite_master WHERE type = 'table' AND name IN ('feedback', 'verdicts')")
-        return len(rows) == 2
+            rows = self._query("SELECT name FROM sqlite_master WHERE type = 'table' "
+                               "AND name IN ('feedback', 'verdicts', 'model_events')")
+        return len(rows) == len(_TABLES)
 
     def _sql(self, stmt: str) -> str:
         return stmt.replace("?", "%s") if self.postgres else stmt
@@ -331,7 +359,31 @@ class FeedbackStore:
                 tx.executemany(_INSERT_VERDICT, rows)
         return len(rows)
 
+    def add_event(self, event: str, version: str, other: str | None = None, reason: str | None = None,
+                  detail: dict | None = None, ts: float | None = None) -> ModelEvent:
+        """Record one step of the adaptation loop (committed when this returns)."""
+        if event not in MODEL_EVENTS:
+            raise ValueError(f"unknown model event {event!r}: one of {', '.join(MODEL_EVENTS)}")
+        e = ModelEvent(time.time() if ts is None else float(ts), event, str(version), other, reason, detail or {})
+        with self._tx() as tx:
+            tx.execute("INSERT INTO model_events (ts, event, version, other, reason, detail) VALUES (?, ?, ?, ?, ?, ?)",
+                       (e.ts, e.event, e.version, e.other, e.reason,
+                        orjson.dumps(e.detail, option=orjson.OPT_SERIALIZE_NUMPY).decode()))
+        return e
+
     # -- reading ---------------------------------------------------------------------------------
+    def events(self, last: int | None = None) -> list[ModelEvent]:
+        """The adaptation loop's events, oldest first (the `last` ones only, when given)."""
+        stmt = "SELECT ts, event, version, other, reason, detail FROM model_events ORDER BY ts DESC"
+        rows = self._query(stmt + (f" LIMIT {int(last)}" if last else ""))
+        return [ModelEvent(float(ts), ev, ver, other, reason, orjson.loads(detail) if detail else {})
+                for ts, ev, ver, other, reason, detail in reversed(rows)]
+
+    def event_counts(self) -> dict[str, int]:
+        """Events recorded so far, by kind (every kind, 0 when none): /metrics' dialcheck_model_events_total."""
+        got = dict(self._query("SELECT event, COUNT(*) FROM model_events GROUP BY event"))
+        return {e: int(got.get(e, 0)) for e in MODEL_EVENTS}
+
     def judged(self, joined_only: bool = True) -> list[JudgedVerdict]:
         """Every stored judgement with the verdict it judges, oldest first; `joined_only=False` also
         returns those whose verdict was never stored (verdict None)."""

@@ -1,0 +1,104 @@
+"""`dialcheck adapt-loop`: adapt, try, promote and roll back the verifier on a schedule (dialcheck/adapt_loop.py).
+
+    dialcheck adapt-loop --model-dir /srv/dialcheck/nli --pid-file /run/dialcheck-worker.pid
+    dialcheck adapt-loop --model-dir /srv/dialcheck/nli --promote /srv/dialcheck/nli-new   # by hand, recorded
+
+Runs beside the worker (its own process), reads the feedback store (DIALCHECK_FEEDBACK_STORE or
+--store) and renames directories beside --model-dir; docs/operations.md "The adaptation loop"."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from dialcheck.errors import UsageError
+
+
+def register(sub) -> None:
+    p = sub.add_parser("adapt-loop", help="adapt on a schedule; promote a challenger by rule; roll back on the drift alarm")
+    p.add_argument("--model-dir", default=None,
+                   help="the live NLI model directory the worker reads (default: DIALCHECK_NLI_MODEL_DIR); "
+                        "candidates, previous and retired versions are kept beside it")
+    p.add_argument("--store", default=None, help="the feedback store's path or database URL (default: the settings')")
+    p.add_argument("--worker-pid", type=int, action="append", default=[], help="a worker to SIGHUP after a rename "
+                   "(repeat for several)")
+    p.add_argument("--pid-file", action="append", default=[], help="a file holding a worker's pid, read at each "
+                   "signal (repeat for several)")
+    p.add_argument("--every", default="6h", help="at most one build per this long (90s, 30m, 6h; default 6h)")
+    p.add_argument("--check-every", default="60s", help="how often rollback and the waiting challenger are looked "
+                   "at (default 60s)")
+    p.add_argument("--min-new", type=int, default=50, help="new judged conversations before a build, and before a "
+                   "challenger is scored on the judgements that came after it (default 50)")
+    p.add_argument("--sources", default="moderator,annotator",
+                   help="whose judgements count (default moderator,annotator; user clicks can be wrong or hostile)")
+    p.add_argument("--confidence", type=float, default=0.95,
+                   help="confidence of the challenger's paired test (one-sided; default 0.95)")
+    p.add_argument("--target", type=float, default=None, help="precision the live model's shown badges are held to "
+                   "when it certifies none (default DIALCHECK_PRECISION_TARGET)")
+    p.add_argument("--adapt", default="", help="more options for `dialcheck adapt`, one string "
+                   "(e.g. \"--folds 2 --target 0.8\")")
+    p.add_argument("--once", action="store_true", help="one tick (rollback check, challenger, build), then exit")
+    p.add_argument("--promote", default=None, metavar="DIR",
+                   help="promote DIR by hand (beside --model-dir), recorded like the loop's own, then exit")
+    p.set_defaults(func=run)
+
+
+def _pids(args):
+    def read() -> list[int]:
+        out = list(args.worker_pid)
+        for f in args.pid_file:
+            try:
+                out.append(int(Path(f).read_text().split()[0]))
+            except (OSError, ValueError, IndexError):
+                print(f"dialcheck adapt-loop: no pid in {f}", file=sys.stderr, flush=True)
+        return out
+    return read
+
+
+def run(args) -> int:
+    from schemas.settings import REPO_ROOT, load_settings
+
+    from dialcheck.adapt_loop import AdaptLoop, Layout, LoopError, LoopOptions, parse_duration, split_args
+    from dialcheck.commands.adapt import _sources
+
+    settings = load_settings()
+    live = Path(args.model_dir or settings.models.nli_model_dir).expanduser()
+    if live.resolve().is_relative_to((REPO_ROOT / "triton_models").resolve()):
+        raise UsageError(f"--model-dir {live} is the source tree's model: copy it to a directory of your own "
+                         "(docs/operations.md) and point DIALCHECK_NLI_MODEL_DIR and --model-dir at it")
+    if not (live / "model.onnx").is_file():
+        raise UsageError(f"--model-dir {live}: no model.onnx (the live NLI model directory)")
+    try:
+        every, check = parse_duration(args.every), parse_duration(args.check_every)
+    except ValueError as e:
+        raise UsageError(f"--every / --check-every: {e}") from None
+    if args.min_new < 1:
+        raise UsageError(f"--min-new must be at least 1 (got {args.min_new})")
+    for name in ("confidence", "target"):
+        v = getattr(args, name)
+        if v is not None and not 0.0 < v < 1.0:
+            raise UsageError(f"--{name} must be between 0 and 1 (got {v})")
+    try:
+        adapt_args = split_args(args.adapt)
+    except ValueError as e:
+        raise UsageError(f"--adapt: {e}") from None
+    if {"--out", "--base", "--store", "--from-feedback", "--labels", "--sources"} & {a.split("=")[0] for a in adapt_args}:
+        raise UsageError("--adapt: the loop sets --from-feedback, --base, --out, --store and --sources itself")
+    opts = LoopOptions(every_s=every, check_every_s=max(check, 0.1), min_new=args.min_new, sources=_sources(args.sources),
+                       confidence=args.confidence, target=args.target or settings.stream.precision_target,
+                       alarm_confidence=settings.stream.precision_confidence, adapt_args=adapt_args)
+    store = args.store or settings.stream.feedback_store
+    loop = AdaptLoop(Layout(live), store, opts, pids=_pids(args), log=lambda m: print(m, flush=True))
+    try:
+        if args.promote:
+            with loop.locked(), loop._store() as st:
+                version = loop.promote(st, Path(args.promote), reason="by hand (adapt-loop --promote)")
+            print(f"promoted {version}: {live} (the one before kept in {loop.layout.previous})")
+            return 0
+        print(f"dialcheck adapt-loop on {live}: build every {args.every} after {args.min_new} new judged "
+              f"conversations, look every {args.check_every}", flush=True)
+        loop.run(once=args.once)
+    except LoopError as e:
+        raise UsageError(str(e)) from None
+    except KeyboardInterrupt:
+        return 0
+    return 0

@@ -384,3 +384,36 @@ def test_live_precision_counts_each_judgement_once_and_raises_the_alarm():
     assert rows["REFUTES"]["coverage"] == 0.75 and rows["high"]["n"] == 0
     assert snap["precision"]["alarm"] == ["REFUTES"] and snap["precision"]["feedback"] == {"right": 1, "wrong": 3, "unsure": 0}
     assert snap["rejected"].get("feedback: malformed_json") == 1
+
+
+def test_the_page_says_the_model_in_use_and_the_loops_last_steps(tmp_path):
+    """The adaptation loop's events in the feedback store reach the page: the version in use (the last
+    promotion's, or the one a rollback went back to) and the steps, in /api/state and as a `model` event."""
+    from streams.feedback_store import FeedbackStore
+    from streams.ui.server import MODEL, refresh_model
+
+    path = tmp_path / "fb.sqlite3"
+    app = _app()
+    clients_got = Client(1 << 20)
+    app[CLIENTS].add(clients_got)
+    assert not refresh_model(app, "postgresql://nobody@127.0.0.1:1/none")  # unreachable: the page goes on
+    with FeedbackStore(path) as st:
+        st.add_event("built", "v1", other="v0", reason="ranks better")
+        st.add_event("promoted", "v1", other="v0", reason="challenger won")
+        st.add_event("promoted", "v2", other="v1", reason="by hand")
+        st.add_event("rolled_back", "v2", other="v1", reason="drift alarm: SUPPORTS badges right 3 of 12")
+    assert refresh_model(app, str(path))
+    assert app[MODEL]["live"] == "v1"
+    assert [(e["event"], e["version"]) for e in app[MODEL]["events"]] == [
+        ("built", "v1"), ("promoted", "v1"), ("promoted", "v2"), ("rolled_back", "v2")]
+    assert clients_got.queue.qsize() == 1 and clients_got.queue.get_nowait().startswith(b"event: model\n")
+    assert refresh_model(app, str(path)) and clients_got.queue.qsize() == 0  # unchanged: nothing sent
+
+    async def go():
+        server = await _serve(app)
+        try:
+            return await _get(server, "/api/state")
+        finally:
+            await server.close()
+    status, _, body = run(go())
+    assert status == 200 and orjson.loads(body)["model"]["live"] == "v1"

@@ -2,7 +2,9 @@
 worker) follows chat.turns, chat.verdicts and chat.feedback into a bounded Store; browsers get a
 snapshot and then every change as Server-Sent Events. A page's right/wrong buttons POST to
 /api/feedback, which produces the judgement to chat.feedback (the worker stores it); the live
-precision on the page is counted from the judgements the consumer reads back.
+precision on the page is counted from the judgements the consumer reads back. The model in use
+and the adaptation loop's last steps are read from the feedback store's model_events (the loop's own
+record, `dialcheck adapt-loop`) every MODEL_POLL_S and sent as a `model` event when they change.
 
 Why SSE and not WebSocket: updates only flow server → browser, EventSource reconnects by itself,
 and it is plain HTTP (works through proxies, testable with curl)."""
@@ -34,6 +36,9 @@ UI = web.AppKey("ui", UISettings)
 SEND_FEEDBACK = web.AppKey("send_feedback", object)
 LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "[::1]")
 SNAPSHOT_SLICE = 1 << 18
+MODEL = web.AppKey("model", dict)
+MODEL_POLL_S = 5.0
+MODEL_EVENTS_SHOWN = 8
 # the page needs nothing but its own origin: script, style sheet and the SSE stream
 SECURITY_HEADERS = {
     "Content-Security-Policy": "default-src 'self'; object-src 'none'; base-uri 'none'; form-action 'none'; "
@@ -124,6 +129,53 @@ def handle_record(app: web.Application, topic: str, value: bytes | None, where: 
         _log_rejection(store)
 
 
+def model_view(store_url: str) -> dict:
+    """The live model version and the loop's last events, from the feedback store: `live` is the version
+    the last promotion or rollback put in use (None before the loop did anything)."""
+    from ..feedback_store import FeedbackStore
+
+    with FeedbackStore(store_url) as st:
+        events = st.events(last=MODEL_EVENTS_SHOWN)
+    live = None
+    for e in events:
+        live = e.version if e.event == "promoted" else e.other if e.event == "rolled_back" else live
+    return {"live": live, "events": [{k: v for k, v in e.to_dict().items() if k != "detail"} for e in events]}
+
+
+def refresh_model(app: web.Application, store_url: str) -> bool:
+    """Read the model view; broadcast it when it changed. False when the store cannot be read (the
+    page keeps the last view; the worker's /readyz says why)."""
+    try:
+        view = model_view(store_url)
+    except Exception as e:  # noqa: BLE001 - a store down or not readable from here: the page goes on without it
+        log.debug("ui: model events not read: %s", redact(str(e))[:200])
+        return False
+    if view != app[MODEL]:
+        app[MODEL] = view
+        _broadcast(app, [{"type": "model", "model": view}])
+    return True
+
+
+async def _watch_models(app: web.Application, store_url: str) -> None:
+    while True:
+        await asyncio.to_thread(refresh_model, app, store_url)
+        await asyncio.sleep(MODEL_POLL_S)
+
+
+def _store_readable(settings: Settings) -> str | None:
+    """The feedback store to read model events from: a database URL, or a SQLite file that exists
+    (the page never creates one)."""
+    from schemas.settings.stream import feedback_off
+
+    url = settings.stream.feedback_store
+    if not url or feedback_off(url):
+        return None
+    if url.startswith(("postgresql://", "postgres://")):
+        return url
+    path = Path(url[len("sqlite:///"):] if url.startswith("sqlite:///") else url).expanduser()
+    return str(path) if path.is_file() else None
+
+
 async def _consume(app: web.Application, settings: Settings, from_beginning: bool) -> None:
     from aiokafka import AIOKafkaConsumer
 
@@ -198,6 +250,7 @@ async def index(request: web.Request) -> web.FileResponse:
 
 async def state(request: web.Request) -> web.Response:
     snap = request.app[STORE].snapshot()
+    snap["model"] = request.app[MODEL]
     snap["consumer"] = dict(request.app[CONSUMER_STATE])
     snap["clients"] = len(request.app[CLIENTS])
     return web.json_response(snap, dumps=lambda o: orjson.dumps(o).decode(), headers={"Cache-Control": "no-store"})
@@ -215,7 +268,7 @@ async def events(request: web.Request) -> web.StreamResponse:
                                        "X-Accel-Buffering": "no"})
     client = Client(ui.client_queue_bytes, request.remote or "?")
     # snapshot and subscription in one step (no await in between): nothing is missed or doubled
-    snapshot = orjson.dumps(app[STORE].snapshot())
+    snapshot = orjson.dumps({**app[STORE].snapshot(), "model": app[MODEL]})
     clients.add(client)
     try:
         await asyncio.wait_for(resp.prepare(request), ui.send_timeout_s)
@@ -321,6 +374,7 @@ def create_app(settings: Settings, max_conversations: int | None = None, max_tur
     app[UI] = ui
     app[STORE] = Store.from_settings(settings.updated(ui={"max_turns": ui.max_turns}), max_conversations)
     app[CLIENTS] = set()
+    app[MODEL] = {"live": None, "events": []}
     app[CONSUMER_STATE] = {"connected": False, "broker": redact(settings.kafka.bootstrap),
                            "topic_turns": settings.kafka.topic_turns, "topic_verdicts": settings.kafka.topic_verdicts,
                            "topic_feedback": settings.kafka.topic_feedback}
@@ -329,12 +383,15 @@ def create_app(settings: Settings, max_conversations: int | None = None, max_tur
 
     async def consumer_ctx(app: web.Application):
         task = asyncio.create_task(_consume(app, settings, from_beginning)) if consume else None
+        store_url = _store_readable(settings) if consume else None
+        models = asyncio.create_task(_watch_models(app, store_url)) if store_url else None
         yield
         await close_sender()
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        for t in (task, models):
+            if t is not None:
+                t.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await t
 
     async def close_streams(app: web.Application) -> None:
         for c in list(app[CLIENTS]):  # ends every SSE handler's loop

@@ -24,6 +24,7 @@ let renderErrors = 0;
 // this page's judgements: one feedback id per page and claim, so a changed mind replaces the first click
 const PAGE_ID = (window.crypto && crypto.randomUUID) ? crypto.randomUUID() : `${Date.now()}-${Math.random()}`;
 const precisionEl = document.getElementById("precision");
+const modelEl = document.getElementById("model");
 const alarmEl = document.getElementById("alarm");
 
 function el(tag, attrs = {}, text) {
@@ -327,6 +328,22 @@ function renderPrecision(p) {
     `${pct(p.target)} target. The display policy needs recalibrating (dialcheck calibrate --from-feedback).` : "";
 }
 
+// the model in use and the adaptation loop's last steps (the feedback store's model events)
+function renderModel(m) {
+  m = obj(m);
+  const events = arr(m.events).filter((e) => e && typeof e === "object");
+  modelEl.hidden = events.length === 0 && !m.live;
+  const children = [el("span", { class: "model-live", "data-nli-version": str(m.live) },
+                       `model in use: ${m.live ? str(m.live) : "as started"}`)];
+  for (const e of events.slice().reverse()) {  // newest first
+    const when = finite(e.ts) === null ? "" : new Date(e.ts * 1000).toLocaleString();
+    const item = el("span", { class: "model-event", "data-event": str(e.event), "data-version": str(e.version) },
+                    `${when} ${str(e.event).replace("_", " ")} ${str(e.version)}${e.reason ? ` — ${str(e.reason)}` : ""}`);
+    children.push(item);
+  }
+  modelEl.replaceChildren(...children);
+}
+
 function render(s) {
   if (s.turn) {
     s.li.dataset.speaker = str(s.turn.speaker);
@@ -403,6 +420,7 @@ function applySnapshot(snap) {
   if (snap.limits && typeof snap.limits === "object") limits = snap.limits;
   serverCounts = snap.counts && typeof snap.counts === "object" ? snap.counts : {};
   guarded("precision", renderPrecision)(snap.precision);
+  guarded("model", renderModel)(snap.model);
   for (const conv of [...arr(snap.conversations)].reverse()) {  // oldest first, so the newest ends on top
     if (!conv || typeof conv !== "object") { renderErrors += 1; continue; }
     for (const t of arr(conv.turns)) safeTurn(t);
@@ -421,6 +439,7 @@ function connect() {
   on("evict", safeEvict);
   on("counts", (ev) => { serverCounts = ev.counts || serverCounts; });
   on("precision", (ev) => guarded("precision", renderPrecision)(ev.precision));
+  on("model", (ev) => guarded("model", renderModel)(ev.model));
   es.onerror = () => {
     statusEl.dataset.state = "reconnecting"; statusEl.textContent = "reconnecting…";
     if (es.readyState === EventSource.CLOSED) setTimeout(connect, 5000);  // e.g. 503: too many pages open

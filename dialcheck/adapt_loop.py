@@ -261,14 +261,15 @@ class AdaptLoop:
         return FeedbackStore(self.store_url)
 
     @contextlib.contextmanager
-    def locked(self):
-        """One loop (or one `--promote` by hand) at a time on this model directory."""
+    def locked(self, wait: bool = False):
+        """One loop (or one `--promote` by hand) at a time on this model directory; `wait`: until the
+        other's tick is done (a promotion by hand), else LoopError (a second loop)."""
         import fcntl
 
         self.layout.lock.parent.mkdir(parents=True, exist_ok=True)
         with open(self.layout.lock, "a+") as f:
             try:
-                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                fcntl.flock(f, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
             except BlockingIOError:
                 raise LoopError(f"another adapt-loop holds {self.layout.lock}") from None
             try:
@@ -437,8 +438,15 @@ class AdaptLoop:
             self.maybe_build(store, judged)
 
     def run(self, once: bool = False) -> None:
+        from streams.feedback_store import StoreUnavailable
+
         while True:
-            self.tick()
+            try:
+                self.tick()
+            except StoreUnavailable as e:  # a PostgreSQL store restarting: the next tick tries again
+                if once:
+                    raise
+                self.log(f"adapt-loop: {e}")
             if once:
                 return
             time.sleep(self.opts.check_every_s)

@@ -207,3 +207,25 @@ def test_promote_keeps_the_previous_and_retires_the_older(tmp_path):
         assert (lay.retired / "v0").is_dir() and not cand.exists()
         e = st.events()[-1]
         assert (e.event, e.version, e.other, e.reason, e.detail["signalled"]) == ("promoted", "v2", "v1", "test", [])
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["--model-dir", "SHIPPED"], "is the source tree's model"),
+    (["--model-dir", "nowhere"], "no model.onnx"),
+    (["--model-dir", "LIVE", "--every", "soon"], "--every / --check-every: 'soon' is not a duration"),
+    (["--model-dir", "LIVE", "--min-new", "0"], "--min-new must be at least 1"),
+    (["--model-dir", "LIVE", "--sources", "moderator,robot"], "--sources moderator,robot"),
+    (["--model-dir", "LIVE", "--adapt", "--out elsewhere"], "the loop sets --from-feedback, --base, --out"),
+    (["--model-dir", "LIVE", "--promote", "NOTAMODEL"], "no model.onnx (not a model directory)"),
+])
+def test_mistakes_are_one_line(tmp_path, capsys, argv, says):
+    from dialcheck.cli import main
+    from schemas.settings import load_settings
+
+    live = model_dir(tmp_path / "nli", "v1")
+    (tmp_path / "nli-junk").mkdir()
+    subst = {"SHIPPED": load_settings().models.nli_model_dir, "LIVE": str(live), "nowhere": str(tmp_path / "nowhere"),
+             "NOTAMODEL": str(tmp_path / "nli-junk")}
+    rc = main(["adapt-loop", *[subst.get(a, a) for a in argv], "--store", str(tmp_path / "fb.sqlite3")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and len(err) == 1 and says in err[0] and "Traceback" not in err[0], err

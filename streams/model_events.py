@@ -1,7 +1,7 @@
 """/metrics for the model in use and the adaptation loop's steps, read at scrape time:
 
 - `dialcheck_model_info{nli_version}` 1: the NLI model version the worker's checker serves now
-  (`model_versions["nli"]`, which a SIGHUP reload changes), when the checker reports its versions;
+  (its `model_versions()["nli"]`, which a SIGHUP reload changes), when the checker reports them;
 - `dialcheck_model_events_total{event}`: the loop's events in the feedback store (built, not_built,
   scored, promoted, refused, rolled_back; streams/feedback_store.py MODEL_EVENTS), every kind
   exported, 0 until one happens, so `increase(...{event="rolled_back"}[1h]) > 0` alerts from the start;
@@ -47,7 +47,8 @@ class ModelCollector:
         info = GaugeMetricFamily("dialcheck_model_info", "1 for the NLI model version the worker serves now "
                                  "(changes on a SIGHUP reload).", labels=["nli_version"])
         try:
-            version = (getattr(self.checker, "model_versions", None) or {}).get("nli")
+            versions = getattr(self.checker, "model_versions", None)
+            version = ((versions() if callable(versions) else versions) or {}).get("nli")
         except Exception:  # noqa: BLE001 - a scrape never fails; the chain is swapped by a reload meanwhile
             version = None
         if version:

@@ -187,7 +187,7 @@ def test_a_tick_rolls_a_drifting_version_back_and_says_so(tmp_path):
         assert [(e.event, e.version, e.other) for e in events] == [("rolled_back", V_BAD, V_GOOD)]
         assert events[0].detail["signalled"] == [child.pid] and "SUPPORTS badges right 3 of 12" in events[0].reason
         reg = CollectorRegistry()
-        reg.register(ModelCollector(st, checker=type("C", (), {"model_versions": {"nli": V_GOOD}})()))
+        reg.register(ModelCollector(st, checker=type("C", (), {"model_versions": lambda self: {"nli": V_GOOD}})()))
         text = generate_latest(reg).decode()
     assert 'dialcheck_model_events_total{event="rolled_back"} 1.0' in text
     assert 'dialcheck_model_events_total{event="promoted"} 0.0' in text

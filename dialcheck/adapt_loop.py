@@ -255,7 +255,7 @@ class AdaptLoop:
         self.pids, self.log, self.clock = pids, log, clock
 
     # -- plumbing ---------------------------------------------------------------------------------
-    def _store(self):
+    def open_store(self):
         from streams.feedback_store import FeedbackStore
 
         return FeedbackStore(self.store_url)
@@ -429,7 +429,7 @@ class AdaptLoop:
     def tick(self) -> None:
         if not (self.layout.live / "model.onnx").is_file():
             raise LoopError(f"{self.layout.live}: no model.onnx (the live model directory; --model-dir)")
-        with self.locked(), self._store() as store:
+        with self.locked(), self.open_store() as store:
             judged = store.judged()
             if self.rollback_check(store, judged):
                 return

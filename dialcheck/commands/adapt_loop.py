@@ -90,7 +90,7 @@ def run(args) -> int:
     loop = AdaptLoop(Layout(live), store, opts, pids=_pids(args), log=lambda m: print(m, flush=True))
     try:
         if args.promote:
-            with loop.locked(wait=True), loop._store() as st:
+            with loop.locked(wait=True), loop.open_store() as st:
                 version = loop.promote(st, Path(args.promote), reason="by hand (adapt-loop --promote)")
             print(f"promoted {version}: {live} (the one before kept in {loop.layout.previous})")
             return 0

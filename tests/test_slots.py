@@ -81,3 +81,12 @@ def test_bounds_state_any_value_on_their_side():
     assert status("His opus list ran to over 400.", "His opus list ended at 343.")[0][1] == "clash"
     assert status("Less than 40% voted.", "Only 35 % voted.")[0][1] == "stated"
     assert extract("from .5 to 2")[0].value == 0.5
+
+
+def test_a_numeral_inside_a_name_is_no_count():
+    # "12C" is an isotope, "A320" an aircraft: neither states "12 isotopes" nor clashes with a count
+    assert [s.text for s in extract("Three isotopes occur naturally, 12C and 13C being stable; the A320 flies.")] \
+        == ["Three isotopes"]
+    assert [(s.value, s.key) for s in extract("a 5km walk, 10kg of rice")] == [(5.0, ""), (10.0, "")]
+    (c,) = compare("Twelve isotopes occur.", ("Three isotopes occur naturally, 12C and 13C being stable.",))
+    assert (c.status, c.evidence) == ("clash", "Three isotopes")

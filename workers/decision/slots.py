@@ -192,6 +192,8 @@ def _slot(kind: str, m: re.Match, text: str) -> Slot | None:
         written = text[m.start():m.end("k")] if g.get("k") else written
         return Slot("ordinal", value, key, written)
     # number
+    if g.get("n") and _glued(text, m.start("n"), m.end("n")):
+        return None
     raw = g.get("n") or g.get("w")
     scaled = written
     key_word = g.get("k")
@@ -277,6 +279,16 @@ def _close(c: Slot, e: Slot, eps: float) -> bool:
     if c.bound == "max" and e.value <= c.value:
         return True
     return abs(c.value - e.value) <= max(c.tolerance, e.tolerance, eps)
+
+
+def _glued(text: str, start: int, end: int) -> bool:
+    """A numeral inside a name ("12C", "A320", "F1"): letters right against it that are not a unit
+    ("5km", "10kg") or a scale ("3bn") make it part of a word, not a count."""
+    if start > 0 and text[start - 1].isalpha():
+        return True
+    run = re.match(r"[A-Za-z]+", text[end:])
+    return bool(run) and run.group().lower() not in UNITS and run.group().lower() not in SCALES \
+        and run.group().lower() not in ("bn", "b", "k", "m")
 
 
 def _value_stated(c: Slot, e: Slot) -> bool:

@@ -237,3 +237,30 @@ def test_a_store_whose_server_restarts_says_unreachable_then_reconnects(postgres
             postgres_server.start()
         st.add_feedback([parse_feedback(fb(ts=2.0))])
         assert st.counts()["feedback"] == 2
+
+
+def test_model_events_are_recorded_in_order_and_counted_by_kind(store):
+    """The adaptation loop's record (dialcheck adapt-loop): append only, oldest first, every kind counted."""
+    store.add_event("built", "v1", other="v0", reason="ranks better", detail={"auc": [0.77, 0.91]}, ts=10.0)
+    store.add_event("promoted", "v1", other="v0", reason="challenger won", ts=20.0)
+    store.add_event("rolled_back", "v1", other="v0", reason="drift alarm", detail={"signalled": [42]}, ts=30.0)
+    got = store.events()
+    assert [(e.ts, e.event, e.version, e.other, e.reason) for e in got] == [
+        (10.0, "built", "v1", "v0", "ranks better"), (20.0, "promoted", "v1", "v0", "challenger won"),
+        (30.0, "rolled_back", "v1", "v0", "drift alarm")]
+    assert got[0].detail == {"auc": [0.77, 0.91]} and got[2].detail == {"signalled": [42]}
+    assert [e.event for e in store.events(last=2)] == ["promoted", "rolled_back"]
+    assert store.event_counts() == {"built": 1, "not_built": 0, "scored": 0, "promoted": 1, "refused": 0,
+                                    "rolled_back": 1}
+    with pytest.raises(ValueError):
+        store.add_event("deployed", "v1")
+
+
+def test_a_store_from_before_model_events_gets_the_table_on_open(tmp_path):
+    path = tmp_path / "old.sqlite3"
+    with FeedbackStore(path):
+        pass
+    with sqlite3.connect(path) as conn:
+        conn.execute("DROP TABLE model_events")
+    with FeedbackStore(path) as st:
+        assert st.events() == [] and st.event_counts()["built"] == 0

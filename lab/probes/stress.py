@@ -22,6 +22,7 @@ date other than the one the evidence states). The labelling rule is in lab/nli/c
 
     python -m lab.probes.stress [--json] [--rows] [--model-dir DIR] [--decision FILE] [--display FILE]
     python -m lab.probes.stress --build [--records 1500 --per-kind 40 --seed 53]   # regenerate the fixture
+    python -m lab.probes.stress --build --seed 54 --out /tmp/fresh.jsonl   # fresh pairs, another seed, probed
 
 Printed per kind: false_supports (wrong twins → SUPPORTS), shown_wrong (shown badges that are wrong:
 a shown SUPPORTS on a wrong twin, a shown REFUTES on an entailed twin), entailed_supports
@@ -174,6 +175,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--records", type=int, default=1500, help="--build: starter summaries parsed")
     ap.add_argument("--per-kind", type=int, default=40, help="--build: twin pairs kept per kind")
     ap.add_argument("--seed", type=int, default=53, help="--build: seed")
+    ap.add_argument("--out", help="--build: write the pairs here (default: the shipped stress_pairs.jsonl) and "
+                                  "probe them; fresh pairs with another seed check a rule was not fitted to the shipped ones")
     args = ap.parse_args(argv)
     for flag, var in (("model_dir", "NLI_MODEL_DIR"), ("decision", "DECISION_PARAMS"), ("display", "DISPLAY_PARAMS")):
         value = getattr(args, flag)
@@ -183,8 +186,11 @@ def main(argv: list[str] | None = None) -> int:
                 return 2
             os.environ["DIALCHECK_" + var] = str(Path(value).resolve())
     if args.build:
-        rows = build(args.records, args.per_kind, args.seed)
-        print(f"wrote {len(rows)} pairs to {PAIRS}", file=sys.stderr)
+        out = Path(args.out) if args.out else PAIRS
+        rows = build(args.records, args.per_kind, args.seed, out)
+        print(f"wrote {len(rows)} pairs to {out}", file=sys.stderr)
+        if args.out and not args.pairs:
+            args.pairs = [str(out)]
     paths = args.pairs or [PAIRS, ISSUE]
     missing = [p for p in paths if not Path(p).is_file()]
     if missing:

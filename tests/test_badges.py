@@ -60,9 +60,11 @@ def test_two_windows_together_may_cover_a_claim():
 
 def test_a_same_slot_value_refutes_only_with_slot_refutes():
     ev = _ev("The Eiffel Tower was completed in 1887.", [EVIDENCE], [[0.7, 0.2, 0.1]])
-    base = {"t_supports": 0.35, "t_refutes": 0.56, "on_topic": 0.5, "cover": "names"}
+    base = {"t_supports": 0.35, "t_refutes": 0.56, "on_topic": 0.5, "cover": "names", "clash_refutes": False}
     assert method("guarded", base).decide(ev).label == "NOT ENOUGH INFO"
     assert guarded_method({**base, "slot_refutes": True}).decide(ev).label == "REFUTES"
+    # the shipped `clash_refutes` reaches it too: every other term stated, the year stated otherwise
+    assert method("guarded", {**base, "clash_refutes": True}).decide(ev).label == "REFUTES"
     with pytest.raises(ValueError, match="lab/tuning/variants.py"):  # the runtime knows the shipped rule only
         method("guarded", {**base, "slot_refutes": True})
 

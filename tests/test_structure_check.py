@@ -110,3 +110,63 @@ def test_the_structural_parse_runs_only_for_a_supports_that_would_be_shown():
     low = ev("The club fined the committee.", COMMITTEE, [0.45, 0.35, 0.2])  # SUPPORTS, below the show threshold
     d, is_shown = shown(CHECKED, low)
     assert d.label == "SUPPORTS" and not is_shown and not d.checks.structure_ran
+
+
+# a named participant replaced by another name of the same passage, the rest of the statement kept:
+# the evidence says it of the other name, in another sentence than the one naming the claim's
+ENTITIES = [
+    ("Guadalajara is the capital of the state of Jalisco. Guadalajara has the second-highest population density "
+     "in Mexico.", "Jalisco has the second-highest population density in Mexico.",
+     "Guadalajara has the second-highest population density in Mexico."),
+    ("McClintock received her PhD from Cornell University in 1927. McClintock studied chromosomes in maize.",
+     "Cornell University studied chromosomes.", "McClintock studied chromosomes."),
+    ("Benin is a country in West Africa. The capital is Porto-Novo.", "The capital is West Africa.",
+     "The capital is Porto-Novo."),
+]
+
+
+@pytest.mark.parametrize("evidence,false,twin", ENTITIES)
+def test_another_named_entity_of_the_passage_fails_and_the_right_one_passes(evidence, false, twin):
+    wrong, right = check(false, (evidence,)), check(twin, (evidence,))
+    assert not wrong.agreed and wrong.evidence
+    assert right.agreed
+
+
+def test_a_named_participant_the_verb_already_relates_is_no_replacement():
+    # "Sogdiana was conquered by Cyrus the Great": the parse may hang "Great" on the verb, but the verb
+    # relates Sogdiana too, so nothing was replaced
+    assert check("Sogdiana was conquered by Cyrus the Great.",
+                 ("Sogdiana was first conquered by Cyrus the Great, the founder of the Achaemenid Empire, and was "
+                  "later annexed by the Macedonian ruler Alexander the Great in 328 BC.",)).agreed
+
+
+CHECKED_LABEL = method("guarded", {**GUARDED.params, "checked": True})
+NOCLASH = method("guarded", {**GUARDED.params, "clash_refutes": False})
+
+
+def test_checked_makes_a_supports_the_checks_disagree_with_not_enough_info():
+    swap = ev("The club fined the committee.", COMMITTEE, [0.83, 0.1, 0.07])
+    assert GUARDED.decide(swap).label == "SUPPORTS"  # off by default: the yardstick did not hold it
+    d = CHECKED_LABEL.decide(swap)
+    assert d.label == "NOT ENOUGH INFO" and d.probabilities["SUPPORTS"] == 0.0
+    assert "club → fined" in d.note and [m.check for m in d.checks.mismatches()] == ["structure"]
+    assert CHECKED_LABEL.decide(ev("The committee fined the club.", COMMITTEE, [0.81, 0.1, 0.09])).label == "SUPPORTS"
+
+
+def test_checked_rests_a_supports_on_another_window_that_states_the_relation():
+    e = ClaimEvidence("The club fined the committee.", np.array([[0.83, 0.1, 0.07], [0.6, 0.3, 0.1]]), np.ones(2),
+                      np.zeros(2, int), [None, None], None, [COMMITTEE, "Last May the club fined the committee."],
+                      ["", ""])
+    d = CHECKED_LABEL.decide(e)
+    assert d.label == "SUPPORTS" and d.window == 1 and d.checks.agreed
+
+
+def test_clash_refutes_an_undecided_claim_stated_but_for_one_value():
+    e = ev("Crete covers 780 km.", "Crete covers 260 km from west to east.", [0.3, 0.45, 0.25])
+    assert NOCLASH.decide(e).label == "NOT ENOUGH INFO"  # the NLI model decides nothing here
+    d = GUARDED.decide(e)
+    assert d.label == "REFUTES" and "260 km" in d.note
+    assert [(m.span, m.status, m.evidence) for m in d.checks.mismatches()] == [("780 km", "clash", "260 km")]
+    # another term of the claim the window does not state: not the same statement, no REFUTES
+    assert GUARDED.decide(ev("Crete covers 780 km of coast.", "Crete covers 260 km from west to east.",
+                           [0.3, 0.45, 0.25])).label == "NOT ENOUGH INFO"

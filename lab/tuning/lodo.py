@@ -72,8 +72,13 @@ VARIANTS = {"guarded": {}, "guarded+names": {"cover": "names"}, "guarded+all": {
             **{f"guarded+{c}+chat+{k}": {"cover": c, "cover_scope": f"dialogue+{k}"}
                for c in ("half", "most", "all") for k in ("names", "topic", "subject")},
             "guarded+names+slot": {"cover": "names", "slot_refutes": True},
-            # the shipped rule without the typed-slot REFUTES (before the structured checks)
-            "guarded+half+chat+noslots": {"cover": "half", "cover_scope": "dialogue", "slots": False},
+            # the shipped rule without the typed-slot REFUTES nor the slot-clash REFUTES (before the structured checks)
+            "guarded+half+chat+noslots": {"cover": "half", "cover_scope": "dialogue", "slots": False,
+                                          "clash_refutes": False},
+            # the shipped rule without the slot-clash REFUTES of an undecided claim
+            "guarded+half+chat+noclash": {"cover": "half", "cover_scope": "dialogue", "clash_refutes": False},
+            # a SUPPORTS the structured checks disagree with is NOT ENOUGH INFO (the label, not only the badge)
+            "guarded+half+chat+checked": {"cover": "half", "cover_scope": "dialogue", "checked": True},
             "guarded+all+slot": {"cover": "all", "slot_refutes": True}}
 
 

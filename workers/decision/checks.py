@@ -57,6 +57,19 @@ class Checks:
         not yet). The cheap ones first, so the parse runs only when they pass."""
         return self.slots_agree and self.subject is not False and self.structure.agreed
 
+    def unstated(self) -> str:
+        """What the claim states that the windows do not, as the rationale's note says it (the first
+        check that disagreed; asked after `agreed` is False)."""
+        for m in self.mismatches():
+            if m.check == "slot":
+                said = f' (it says "{m.evidence}")' if m.evidence else ""
+                return f'the claim\'s {m.type} "{m.span}"{said}'
+            if m.check == "subject":
+                return "the claim's subject"
+            said = f" (it has {m.evidence})" if m.evidence else ""
+            return f"the claim's relation {m.span}{said}"
+        return "all the claim states"
+
     def mismatches(self) -> list[Mismatch]:
         """What did not agree, for the verdict (the structural check only where it ran)."""
         out = [Mismatch("slot", s.slot.type, s.slot.text, s.status, s.evidence or None)

@@ -7,7 +7,12 @@ is off the claim's topic (docs/method.md §6).
 - else REFUTES if some window is on topic (it names the claim's subject, pronouns resolved by R4,
   and covers ≥ on_topic of the claim's key terms: workers/decision/sufficiency.py)
   with contradiction ≥ t_refutes as its most likely class (the most contradicting such window);
-- else NOT ENOUGH INFO.
+- else NOT ENOUGH INFO; but with `clash_refutes` (shipped) REFUTES when an on-topic window states
+  every term of the claim but one typed slot, and that slot with one other value (checks.py).
+A supported claim whose slot the on-topic deciding window states otherwise is REFUTES (`slots`).
+With `checked` (measured, not shipped: it cost up to 5 points of macro-F1 left out, docs/stress.md)
+a SUPPORTS the structured checks disagree with is NOT ENOUGH INFO unless another supporting window
+states the claim's relations.
 With all three at 0 this is the argmax rule with SUPPORTS first; the fit can only add guards.
 t_supports and t_refutes are fitted offline by a grid search (lab/tuning/fit.py `fit_guarded`);
 on_topic is fixed (sufficiency.py `ON_TOPIC` says why).
@@ -45,6 +50,8 @@ MIN_TERMS = 2
 # "dialogue" ships: a chat reply is where an added detail hides; a claim written to be checked is
 # read as it stands.
 COVER_SCOPES: dict[str, str | None] = {"all": None, "dialogue": "none"}
+# `checked`: how many other supporting windows are asked for one the structured checks agree with
+RECHECK = 3
 
 
 @dataclass(frozen=True)
@@ -60,6 +67,13 @@ class GuardedParams:
     # a supported claim whose typed slot (a year, date, number, ordinal, percentage: checks.py) the
     # deciding window states with another value, on the claim's topic, is REFUTES; not fitted
     slots: bool = True
+    # a supported claim the structured checks disagree with (a slot the window does not state or states
+    # otherwise off topic, a named subject it does not name, a relation it gives to another word) is
+    # NOT ENOUGH INFO: SUPPORTS means the evidence states what the claim states (attribution); not fitted
+    checked: bool = False
+    # a claim no window decides, whose every term an on-topic window states but one typed slot, which
+    # it states with one other value ("Crete covers 780 km" / "Crete covers 260 km"), is REFUTES; not fitted
+    clash_refutes: bool = True
 
     levels: ClassVar[dict] = COVER_LEVELS
     scopes: ClassVar[dict] = COVER_SCOPES
@@ -203,11 +217,46 @@ class GuardedRule:
         i = int(np.argmax(np.where(topical, decided, decided - 2.0)))
         return NEI, i, (i,)
 
+    def agreeing(self, ev, cov: Coverage, used: tuple[int, ...]) -> tuple[int, Checks] | None:
+        """With `checked`, when the checks disagree with the windows the SUPPORTS rests on: the next
+        supporting, covering window (at most RECHECK of them: each is a parse) they agree with, on a
+        relation of the claim it states (a window that only names a word of the claim agrees vacuously)."""
+        probs = np.asarray(ev.probs)
+        e = probs[:, ENTAILMENT]
+        supporting = (e >= self.params.t_supports) & (probs.argmax(1) == ENTAILMENT)
+        order = [int(i) for i in np.argsort(-np.where(supporting, e, -1.0)) if supporting[i] and int(i) not in used]
+        for i in [i for i in order if cov.covers((i,))][:RECHECK]:
+            checks = checks_of(ev, (i,))
+            if checks is not None and checks.agreed and checks.structure.asked:  # held, not just unasked
+                return i, checks
+        return None
+
+    def clashing(self, ev) -> tuple[int, Checks] | None:
+        """With `clash_refutes`: the first on-topic window (most on topic first; RECHECK of them) that
+        states every slot of the claim but one, that one with one other value, and every other term
+        of the claim (its missing terms are the clashing slot's words). Regular expressions only."""
+        topical = [int(i) for i in np.argsort(-ev.on_topic) if ev.on_topic[i] >= self.params.on_topic][:RECHECK]
+        for i in topical:
+            checks = checks_of(ev, (i,))
+            if checks is None or checks.clash is None or checks.subject is False:
+                continue
+            if sum(s.status != "stated" for s in checks.slots) != 1:
+                continue
+            span = checks.clash.slot.text.lower()
+            if all(w.lower() in span for w in missing_terms(ev, (i,))[0]):
+                return i, checks
+        return None
+
     def decide(self, ev) -> Guarded:
         """The claim decided (it has at least one window; methods.py answers a claim without any)."""
         p = self.params
         cov = self.level_coverage(ev)
         code, best, used = self.pick(ev, cov)
+        checks = checks_of(ev, used) if code != NEI else None
+        if code == S and p.checked and checks is not None and checks.clash is None and not checks.agreed:
+            agreeing = self.agreeing(ev, cov, used)  # another supporting window that states it
+            if agreeing is not None:
+                best, used, checks = agreeing[0], (agreeing[0],), agreeing[1]
         on_topic = float(ev.on_topic[best])
         probs = label_probs(np.asarray(ev.probs)[best])
         if code == NEI and on_topic < p.on_topic:
@@ -223,7 +272,6 @@ class GuardedRule:
         elif code == NEI and on_topic < p.on_topic:
             note = (f"The windows read are off the claim's topic (coverage {on_topic:.2f} < {p.on_topic:g}), "
                     "so their contradiction cannot refute it.")
-        checks = checks_of(ev, used) if code != NEI else None
         clash = checks.clash if checks is not None and code == S and p.slots else None
         if clash is not None and on_topic >= p.on_topic:
             # the window entails the rest of the claim and states this slot otherwise: contradiction
@@ -233,5 +281,23 @@ class GuardedRule:
             numbers["slot_clash"] = True
             note = (f"The evidence states the claim's {clash.slot.type} \"{clash.slot.text}\" as "
                     f"\"{clash.evidence}\"; the rest of the claim it supports.")
+        elif code == S and p.checked and checks is not None and not checks.agreed:
+            # the window's words cover the claim, but not who did what, the subject or the value it states
+            code = NEI
+            probs = {"SUPPORTS": 0.0, "REFUTES": probs["REFUTES"],
+                     "NOT ENOUGH INFO": probs["NOT ENOUGH INFO"] + probs["SUPPORTS"]}
+            numbers["checks_disagree"] = True
+            note = f"The evidence does not state {checks.unstated()}."
+        elif code == NEI and p.clash_refutes:
+            found = self.clashing(ev)
+            if found is not None:
+                best, used, checks = found[0], (found[0],), found[1]
+                clash = checks.clash
+                code, on_topic = R, float(ev.on_topic[best])
+                w = label_probs(np.asarray(ev.probs)[best])
+                probs = {"SUPPORTS": 0.0, "REFUTES": w["REFUTES"] + w["SUPPORTS"], "NOT ENOUGH INFO": w["NOT ENOUGH INFO"]}
+                numbers.update(coverage=round(on_topic, 4), slot_clash=True)
+                note = (f"The evidence states every term of the claim but its {clash.slot.type} "
+                        f"\"{clash.slot.text}\", which it states as \"{clash.evidence}\".")
         missing = tuple(cov.missing(used)[0]) if cov.level != "none" else ()
         return Guarded(code, best, on_topic, cov.level, missing, cov.thin, probs, numbers, note, checks)

@@ -195,8 +195,9 @@ def check(claim: str, evidence: tuple[str, ...]) -> StructureCheck:
             together |= {(a, b) for a in words for b in words}
     # ... or a named subject of a predicate ("The legislative capital is Eswatini"): a page names its
     # subject in one sentence and says what else is the capital in another
+    # ... or a named participant: "Jalisco has the highest density" where a page says it of Guadalajara
     asked = [(role, h, d) for role, h, d in cedges if (_word(h), _word(d)) in together
-             or (role == BE and d.pos_ == "PROPN" and _word(h) in by_word and _word(d) in by_word)]
+             or (_named(role, h, d) and _word(h) in by_word and _word(d) in by_word)]
     if not asked:
         return StructureCheck(0, None)
     near: dict = {}  # token → its neighbours in the evidence graph (any edge)
@@ -248,7 +249,11 @@ def check(claim: str, evidence: tuple[str, ...]) -> StructureCheck:
     if consistent(asked):
         return StructureCheck(len(asked), None)
     for role, h, d in asked:
-        other = _competitor(role, h, d, eedges)
+        claim_args = {_word(x) for _, hh, x in cedges if hh.i == h.i and x.i != d.i}
+        other = _competitor(role, h, d, eedges, claim_args)
+        if other is None and role == BE and h.pos_ == "PROPN" and d.pos_ == "NOUN" and d.dep_ in SUBJECTS \
+                and not _indefinite(d):  # "the capital is West Africa": the evidence names Porto-Novo the capital
+            other = _competitor(BE, d, h, eedges, claim_args)
         if other is not None:
             return StructureCheck(len(asked), Edge(role, h.text, d.text), other.text())
     return StructureCheck(len(asked), None)  # not held as parsed, but given to nothing else: no finding
@@ -269,7 +274,13 @@ def _indefinite(tok) -> bool:
     return any(c.dep_ == "det" and c.lower_ in ("a", "an") for c in tok.children)
 
 
-def _competitor(role: str, h, d, eedges: list) -> Edge | None:
+def _named(role: str, h, d) -> bool:
+    """A relation with a named participant: asked wherever the evidence has both words, not only in
+    one sentence (a page names an entity in one sentence and says the same of another in the next)."""
+    return (d.pos_ == "PROPN" and role in (BE, AGENT, THEME, PATIENT)) or (role == BE and h.pos_ == "PROPN")
+
+
+def _competitor(role: str, h, d, eedges: list, claim_args: frozenset | set = frozenset()) -> Edge | None:
     """An evidence edge that gives the claim edge's relation to another word, or None.
 
     Asked narrowly (measured on the yardstick's right badges, the loose versions vetoed more right
@@ -300,7 +311,21 @@ def _competitor(role: str, h, d, eedges: list) -> Edge | None:
         return any(_word(t) == dw for t in tok.sent)
 
     named = role == BE and d.pos_ == "PROPN"  # a named subject: a named rival anywhere in the evidence
+
+    def relates(eh, word) -> bool:
+        """Does the evidence's verb relate this word already, in any role (then nothing was replaced)?"""
+        return any(_word(y) == word for _, (_, x), (_, y) in eedges if x.i == eh.i and x.doc is eh.doc)
+
+    def shares(eh, ed) -> bool:
+        """Does the evidence's verb relate another of the claim verb's words too ("Guadalajara has the
+        highest density" for "Jalisco has the highest density")? Then it is the same statement."""
+        return any(_word(y) in claim_args for r2, (_, x), (_, y) in eedges
+                   if x.i == eh.i and x.doc is eh.doc and y.i != ed.i)
+
     for r, (_, eh), (_, ed) in eedges:
+        if role in (AGENT, THEME, PATIENT) and d.pos_ == "PROPN" and r in ROLES_HELD[role] and _word(eh) == hw \
+                and other(ed, named=True) and shares(eh, ed) and not relates(eh, dw):
+            return Edge(r, eh.text, ed.text)  # a named participant replaced, the rest of the statement kept
         if not beside(eh) and not (named and r == BE):
             continue
         if r == role == AGENT and _word(eh) == hw and other(ed):  # the verb's agent is someone else

@@ -254,14 +254,19 @@ class Observability:
             self._server = None
 
 
-class _StateCollector:
-    """Gauges computed at scrape time: consumer lag per partition and context-table size."""
+class _ScrapeCollector:
+    """A collector read at scrape time from what `obs` holds. `describe` is empty so registering it
+    never runs `collect` (which reads live state: the app, the store, the checker)."""
 
     def __init__(self, obs: Observability):
         self.obs = obs
 
     def describe(self):
         return []
+
+
+class _StateCollector(_ScrapeCollector):
+    """Gauges computed at scrape time: consumer lag per partition and context-table size."""
 
     def collect(self):
         from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
@@ -295,7 +300,7 @@ class _StateCollector:
         yield from (lag, conversations, turns, ready, worker, degraded)
 
 
-class _PrecisionCollector:
+class _PrecisionCollector(_ScrapeCollector):
     """Live shown-badge precision from the feedback store, per badge bucket (SUPPORTS, REFUTES, high)
     and NLI model version of the judged verdicts (`nli_version`; "all" pools every version): precision
     and its Clopper–Pearson interval (streams/precision.py), judgements n, coverage, the drift alarm
@@ -305,11 +310,8 @@ class _PrecisionCollector:
     PRECISION_CACHE_S = 2.0
 
     def __init__(self, obs: Observability):
-        self.obs = obs
+        super().__init__(obs)
         self._cached: tuple[float, list, dict] | None = None
-
-    def describe(self):
-        return []
 
     def _read(self):
         now = time.monotonic()
@@ -354,7 +356,7 @@ class _PrecisionCollector:
         yield from (*g.values(), target, total)
 
 
-class _CacheCollector:
+class _CacheCollector(_ScrapeCollector):
     """The checker's caches at scrape time (BM25 hits, windows, E5 vectors, surfaces, parses): hits and
     misses as counters, entries held and the bound as gauges, labelled by `cache`. The hit rate is
     rate(dialcheck_cache_hits_total) / (rate(hits) + rate(misses)); nothing when the checker has none."""
@@ -363,12 +365,6 @@ class _CacheCollector:
               ("misses", "counter", "Lookups a cache did not hold (computed, then kept), by cache."),
               ("entries", "gauge", "Entries a cache holds now, by cache."),
               ("capacity", "gauge", "The most entries a cache keeps (least recently used go first), by cache."))
-
-    def __init__(self, obs: Observability):
-        self.obs = obs
-
-    def describe(self):
-        return []
 
     def collect(self):
         from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
@@ -386,15 +382,9 @@ class _CacheCollector:
             yield family
 
 
-class _ReplyCollector:
+class _ReplyCollector(_ScrapeCollector):
     """What the LLM steps' model replied, at scrape time: `dialcheck_llm_replies_total{step, kind}`
     (workers/llm/replies.py KINDS and `unavailable`); every kind but `ok` is a fallback the step took."""
-
-    def __init__(self, obs: Observability):
-        self.obs = obs
-
-    def describe(self):
-        return []
 
     def collect(self):
         from prometheus_client.core import CounterMetricFamily

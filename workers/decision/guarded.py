@@ -294,6 +294,8 @@ class GuardedRule:
                 best, used, checks = found[0], (found[0],), found[1]
                 clash = checks.clash
                 code, on_topic = R, float(ev.on_topic[best])
+                # the window's decided mass (entailment of the rest, contradiction) read as contradiction;
+                # with the window's own probabilities instead, WiCE's shown precision left out fell 76.5 -> 72.2 %
                 w = label_probs(np.asarray(ev.probs)[best])
                 probs = {"SUPPORTS": 0.0, "REFUTES": w["REFUTES"] + w["SUPPORTS"], "NOT ENOUGH INFO": w["NOT ENOUGH INFO"]}
                 numbers.update(coverage=round(on_topic, 4), slot_clash=True)

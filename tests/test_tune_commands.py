@@ -18,8 +18,23 @@ def slice_file(tmp_path_factory, data_dir):
     return path
 
 
+@pytest.fixture(scope="module")
+def models_loaded_once():
+    """Each `tune` command builds its own Tuner, which loads the encoder and the NLI model: once per
+    process for a user, 20 times in this module. The loaders are memoized here so that every command
+    gets the same real models, loaded once (7 encoder and 6 NLI loads took ~40 s of this module)."""
+    import functools
+
+    from workers.models import encoders, onnx_nli
+
+    with pytest.MonkeyPatch.context() as mp:
+        for module, name in ((encoders, "load_local_encoder"), (onnx_nli, "load_local_nli")):
+            mp.setattr(module, name, functools.cache(getattr(module, name)))
+        yield
+
+
 @pytest.fixture
-def in_tmp(tmp_path, monkeypatch, index_dir):
+def in_tmp(tmp_path, monkeypatch, index_dir, models_loaded_once):
     monkeypatch.chdir(tmp_path)  # artifacts/tune (the caches) land here
     monkeypatch.setenv("DIALCHECK_INDEX_DIR", str(index_dir))
     return tmp_path

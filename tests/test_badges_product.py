@@ -1,7 +1,10 @@
 """The product path on the shipped defaults: `dialcheck check` on chat replies that
 restate an evidence sentence and add one detail the evidence does not give answers not SUPPORTS,
 and its verdict names the uncovered term, so an app can grey it out. The plain restatement stays
-SUPPORTS (the guard must not cost the reply that only says what the evidence says)."""
+SUPPORTS (the guard must not cost the reply that only says what the evidence says).
+
+One `dialcheck check --file` run (JSON lines, the models loaded once) gives every verdict these
+tests read: each reply with the same context and evidence a `--claim` run would give it."""
 from __future__ import annotations
 
 import json
@@ -15,39 +18,49 @@ pytestmark = pytest.mark.model
 
 REPO = Path(__file__).resolve().parent.parent
 EVIDENCE = "The Eiffel Tower was completed in 1889 as the entrance arch to the World's Fair in Paris."
-
-
-def check(claim: str, context: str = "When was the Eiffel Tower built?") -> dict:
-    out = subprocess.run([sys.executable, "-m", "dialcheck.cli", "check", "--protocol", "fv", "--evidence", EVIDENCE,
-                          "--context", context, "--claim", claim, "--format", "json"],
-                         cwd=REPO, capture_output=True, text=True, timeout=600)
-    assert out.returncode == 0, out.stderr[-2000:]
-    return json.loads(out.stdout.strip().splitlines()[-1])
-
-
-@pytest.mark.parametrize("claim,term", [
+CONTEXT = "When was the Eiffel Tower built?"
+ADDED = [
     ("Oh yeah, the Eiffel Tower was completed in 1889 by Gustave Eiffel himself.", "Gustave"),
     ("I think the Eiffel Tower was completed in 1889, and it has 108 floors.", "108"),
     ("The Eiffel Tower was completed in 1889 for the World's Fair in Lyon.", "Lyon"),
-])
-def test_a_reply_that_adds_a_detail_gets_no_supports_badge(claim, term):
-    v = check(claim)
+]
+PLAIN = "Yeah, the Eiffel Tower was completed in 1889."
+ADJECTIVE = "Yeah, the Eiffel Tower was completed in 1889 as a stunning entrance arch."
+
+
+@pytest.fixture(scope="module")
+def verdicts(tmp_path_factory) -> dict[str, dict]:
+    """claim → its verdict, from one `dialcheck check --file claims.jsonl --format json` process."""
+    claims = [c for c, _ in ADDED] + [PLAIN, ADJECTIVE]
+    f = tmp_path_factory.mktemp("badges") / "claims.jsonl"
+    f.write_text("".join(json.dumps({"context": [CONTEXT], "claim": c, "evidence": [EVIDENCE]}) + "\n" for c in claims))
+    out = subprocess.run([sys.executable, "-m", "dialcheck.cli", "check", "--protocol", "fv", "--file", str(f),
+                          "--format", "json"], cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    got = [json.loads(line) for line in out.stdout.splitlines() if line.strip()]
+    assert [v["claim"] for v in got] == claims, [v.get("claim") for v in got]
+    return dict(zip(claims, got))
+
+
+@pytest.mark.parametrize("claim,term", ADDED)
+def test_a_reply_that_adds_a_detail_gets_no_supports_badge(verdicts, claim, term):
+    v = verdicts[claim]
     assert v["label"] != "SUPPORTS", v["rationale"]
     assert term in (v.get("uncovered") or []), v.get("uncovered")
     assert v["schema_version"] == "2.3"
 
 
-def test_the_plain_restatement_is_still_supported():
-    v = check("Yeah, the Eiffel Tower was completed in 1889.")
+def test_the_plain_restatement_is_still_supported(verdicts):
+    v = verdicts[PLAIN]
     assert v["label"] == "SUPPORTS" and not v.get("uncovered"), v["rationale"]
 
 
-def test_the_plain_restatement_shows_its_badge_and_an_adjective_of_its_own_hides_it():
+def test_the_plain_restatement_shows_its_badge_and_an_adjective_of_its_own_hides_it(verdicts):
     """A SUPPORTS whose reply keeps a word of its own (under half its content words: still SUPPORTS)
     names that word and shows no badge: the shipped policy never shows "supported" over a part the
     app greys out (`complete`)."""
-    plain = check("Yeah, the Eiffel Tower was completed in 1889.")
+    plain = verdicts[PLAIN]
     assert plain["display"]["show"] is True, plain["display"]
-    added = check("Yeah, the Eiffel Tower was completed in 1889 as a stunning entrance arch.")
+    added = verdicts[ADJECTIVE]
     assert added["label"] == "SUPPORTS" and added["uncovered"] == ["stunning"], (added["label"], added.get("uncovered"))
     assert added["display"]["show"] is False

@@ -329,3 +329,41 @@ def test_from_feedback_reads_the_store_and_too_few_judgements_is_one_line(tmp_pa
     rc = main(["adapt", "--from-feedback", "--store", store, "--out", str(tmp_path / "model"), "--quiet"])
     err = capsys.readouterr().err.strip().splitlines()
     assert rc == 2 and len(err) == 1 and err[0].startswith("dialcheck: too few judged replies") and "8 pairs" in err[0]
+
+
+@pytest.mark.model
+def test_a_fold_model_scored_in_torch_gives_what_its_export_serves(tmp_path):
+    """Cross-fitting scores each fold model in torch at every mix, without exporting it
+    (TorchMixes), and exports only the mix chosen, for the display. The torch numbers must be the
+    runtime's: at weight 0 the shipped model's under ONNX Runtime, at 0.5 those of the mix's own
+    export; and the weight must matter (a tuned model apart from the base scores differently)."""
+    import shutil
+
+    import torch
+
+    from lab.nli.adapt import TUNED, TorchMixes, base_checkpoint
+    from workers.models.onnx_nli import OnnxNLI
+
+    shipped = REPO / "triton_models" / "nli" / "1"
+    ckpt = base_checkpoint(shipped, tmp_path / "ckpt")
+    tuned = tmp_path / "tuned"
+    tuned.mkdir()
+    shutil.copy(shipped / "calibration.json", tuned / "calibration.json")
+    gen = torch.Generator().manual_seed(0)
+    from transformers import AutoModelForSequenceClassification
+
+    state = AutoModelForSequenceClassification.from_pretrained(str(ckpt)).state_dict()
+    torch.save({k: v + 0.02 * torch.randn(v.shape, generator=gen) if v.is_floating_point() else v
+                for k, v in state.items()}, tuned / TUNED)
+    prem = ["The Eiffel Tower is in Paris and was finished in 1889.", "Bob sold his car to Alice last week.",
+            "The river floods every spring.", "Mount Everest is 8,849 metres high."] * 2
+    hyp = ["The Eiffel Tower was finished in 1889.", "Alice sold her car to Bob.", "The river never floods.",
+           "Cats are mammals.", "The tower is in Paris.", "Bob sold a car.", "It floods in spring.",
+           "Everest is the tallest mountain in Africa."]
+    mixes = TorchMixes(ckpt, tuned)
+    at0, at_half = mixes.probs(0.0, prem, hyp), mixes.probs(0.5, prem, hyp)
+    assert np.abs(at0 - OnnxNLI(shipped, threads=1, workers=1).predict(prem, hyp)).max() < 1e-4
+    served = OnnxNLI(mixes.export(0.5, tmp_path / "mix"), threads=1, workers=1).predict(prem, hyp)
+    assert np.abs(at_half - served).max() < 1e-4
+    assert np.abs(at_half - at0).max() > 1e-3
+    assert json.loads((tmp_path / "mix" / "calibration.json").read_text())["adapt"]["weight"] == 0.5

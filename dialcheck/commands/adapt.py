@@ -45,8 +45,9 @@ def register(sub) -> None:
                    help="also refuse a model that loses more than 3 ROC AUC points on any yardstick set (claim "
                         "verification included: for a deployment that checks claims, not chat replies)")
     p.add_argument("--max-steps", type=int, default=200, help="optimiser steps at most (default 200)")
-    p.add_argument("--limit-per-set", type=int, default=300,
-                   help="records per yardstick set in the report of what else moved (default 300)")
+    p.add_argument("--limit-per-set", type=int, default=None,
+                   help="records per yardstick set in the report of what else moved (default 100; 300 with "
+                        "--guard-yardstick, where it decides)")
     p.add_argument("--probe-pairs", type=int, default=200,
                    help="pairs of the unrelated-evidence probe (and of the silent probe) (default 200)")
     p.add_argument("--anchor-pairs", type=int, default=500,
@@ -67,6 +68,8 @@ def _check(args) -> None:
         raise UsageError(f"--min-target {args.min_target} is above --target {args.target}")
     if not 2 <= args.folds <= 10:
         raise UsageError(f"--folds must be between 2 and 10 (got {args.folds})")
+    if args.limit_per_set is None:  # reported only: 100 per set is enough to see what moves; guarded: 300
+        args.limit_per_set = 300 if args.guard_yardstick else 100
     if min(args.seeds, args.max_steps, args.limit_per_set, args.probe_pairs, args.anchor_pairs) < 1:
         raise UsageError("--seeds, --max-steps, --limit-per-set, --probe-pairs and --anchor-pairs must be at least 1")
     if args.labels and not Path(args.labels).is_file():

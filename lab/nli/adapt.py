@@ -31,6 +31,7 @@ from .judged import JudgedPair
 THREADS = 2
 BATCH = 16
 MAX_STEPS = 300
+TUNED = "tuned.pt"  # fine_tune(export=False): the tuned weights, torch state dict
 # (column, positive?) each target trains: entailment column 0, contradiction column 2
 TARGET_LOSS = {"entailment": (0, 1.0), "not_entailment": (0, 0.0),
                "contradiction": (2, 1.0), "not_contradiction": (2, 0.0)}
@@ -81,11 +82,13 @@ def steps_for(n_pairs: int, epochs: float = 3.0, max_steps: int = MAX_STEPS, bat
 def fine_tune(base_dir: str | Path, pairs: Sequence[JudgedPair], *, seed: int, out_dir: str | Path,
               epochs: float = 3.0, max_steps: int = MAX_STEPS, lr: float = 3e-5, batch_size: int = BATCH,
               max_length: int | None = None, progress: bool = True, version: str | None = None,
-              checkpoint: str | Path | None = None) -> Path:
+              checkpoint: str | Path | None = None, export: bool = True) -> Path:
     """Fine-tune the artifact in `base_dir` on `pairs` (binary losses, module docstring) and write an
     artifact to `out_dir`: model.onnx, tokenizer/, calibration.json (the base temperature; version
     `version`, default `<base version>+adapt-<pairs sha1[:8]>`). Returns `out_dir`. `checkpoint`: the
-    base already rebuilt as a trainable checkpoint (`base_checkpoint`), for several fine-tunes of one base."""
+    base already rebuilt as a trainable checkpoint (`base_checkpoint`), for several fine-tunes of one base.
+    `export=False`: no ONNX export, the weights as TUNED (torch) beside calibration.json — for a model
+    that is only scored (`TorchMixes`) and exported at most once, at the weight chosen (`TorchMixes.export`)."""
     import torch
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
@@ -151,15 +154,18 @@ def fine_tune(base_dir: str | Path, pairs: Sequence[JudgedPair], *, seed: int, o
             bar.set_postfix(loss=f"{loss.item():.3f}")
         bar.close()
         model.eval()
-        model.save_pretrained(str(work / "tuned"))
-        tok.save_pretrained(str(work / "tuned"))
-        export_dir = work / "export"
-        fp32 = export_onnx(work / "tuned", export_dir)
         out.mkdir(parents=True, exist_ok=True)
-        shutil.move(str(fp32), out / "model.onnx")
-        if (out / "tokenizer").exists():
-            shutil.rmtree(out / "tokenizer")
-        shutil.copytree(export_dir / "tokenizer", out / "tokenizer")
+        if export:
+            model.save_pretrained(str(work / "tuned"))
+            tok.save_pretrained(str(work / "tuned"))
+            export_dir = work / "export"
+            fp32 = export_onnx(work / "tuned", export_dir)
+            shutil.move(str(fp32), out / "model.onnx")
+            if (out / "tokenizer").exists():
+                shutil.rmtree(out / "tokenizer")
+            shutil.copytree(export_dir / "tokenizer", out / "tokenizer")
+        else:
+            torch.save(model.state_dict(), out / TUNED)
     digest = pairs_sha1(pairs)
     base_version = str(cal.get("version", "dialcheck-nli"))
     write_calibration(out, temperature, version or f"{base_version}+adapt-{digest[:8]}",
@@ -207,6 +213,76 @@ def interpolate(base_dir: str | Path, tuned_dir: str | Path, weight: float, out_
         cal["version"] = version
     (out / "calibration.json").write_text(json.dumps(cal, indent=1))
     return out
+
+
+class TorchMixes:
+    """A fine-tune written with `export=False`, scored in torch at WiSE-FT weights w · tuned +
+    (1 − w) · base, in this process: no ONNX export, no averaged graph written and no session built
+    per weight (what a cross-fitting fold model, only ever scored, cost most outside its training).
+    `probs` is the runtime's: tokens as OnnxNLI cuts them, length-sorted chunks, softmax(logits / T)
+    with the base temperature, columns (entailment, neutral, contradiction)."""
+
+    def __init__(self, checkpoint: str | Path, tuned_dir: str | Path, batch_size: int = 32):
+        import torch
+        from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+        from workers.models.onnx_nli import MAX_LENGTH, read_calibration
+
+        torch.set_num_threads(THREADS)
+        self.tuned_dir = Path(tuned_dir)
+        cal = read_calibration(self.tuned_dir)
+        self.temperature = float(cal.get("temperature", 1.0))
+        self.max_length = int(cal.get("max_length") or MAX_LENGTH)
+        self.tok = AutoTokenizer.from_pretrained(str(checkpoint))
+        self.model = AutoModelForSequenceClassification.from_pretrained(str(checkpoint)).float().eval()
+        self.base = {k: v.clone() for k, v in self.model.state_dict().items()}
+        self.tuned = torch.load(self.tuned_dir / TUNED, map_location="cpu")
+        self.batch_size = batch_size
+
+    def set_weight(self, w: float) -> None:
+        if not 0.0 <= w <= 1.0:
+            raise ValueError(f"weight must be in [0, 1], got {w}")
+        self.model.load_state_dict({k: (w * self.tuned[k] + (1.0 - w) * b) if b.is_floating_point() else b
+                                    for k, b in self.base.items()})
+
+    def probs(self, w: float, premises: Sequence[str], hypotheses: Sequence[str]) -> np.ndarray:
+        import torch
+
+        from workers.models.nli_base import softmax
+
+        n = len(premises)
+        if not n:
+            return np.zeros((0, 3))
+        self.set_weight(float(w))
+        enc = self.tok(list(premises), list(hypotheses), truncation="longest_first", max_length=self.max_length)
+        order = sorted(range(n), key=lambda i: len(enc["input_ids"][i]))
+        logits = np.zeros((n, 3), np.float32)
+        with torch.inference_mode():
+            for s in range(0, n, self.batch_size):
+                idx = order[s:s + self.batch_size]
+                batch = self.tok.pad({k: [enc[k][i] for i in idx] for k in ("input_ids", "token_type_ids",
+                                                                              "attention_mask")}, return_tensors="pt")
+                logits[idx] = self.model(**batch).logits.float().numpy()
+        return np.asarray(softmax(logits, self.temperature), float)
+
+    def export(self, w: float, out_dir: str | Path) -> Path:
+        """The mix at `w` as an artifact (model.onnx, tokenizer/, calibration.json with the weight),
+        as `fine_tune` then `interpolate` would write it."""
+        from .export import export_onnx
+
+        out = Path(out_dir)
+        self.set_weight(float(w))
+        with tempfile.TemporaryDirectory(prefix="dialcheck-adapt-") as tmp:
+            self.model.save_pretrained(str(Path(tmp) / "mixed"))
+            self.tok.save_pretrained(str(Path(tmp) / "mixed"))
+            fp32 = export_onnx(Path(tmp) / "mixed", Path(tmp) / "export")
+            out.mkdir(parents=True, exist_ok=True)
+            shutil.move(str(fp32), out / "model.onnx")
+            shutil.copytree(Path(tmp) / "export" / "tokenizer", out / "tokenizer", dirs_exist_ok=True)
+        cal = json.loads((self.tuned_dir / "calibration.json").read_text())
+        cal.setdefault("adapt", {})["weight"] = float(w)
+        (out / "calibration.json").write_text(json.dumps(cal, indent=1))
+        return out
 
 
 def _bar(total: int, progress: bool, desc: str):

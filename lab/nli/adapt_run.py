@@ -7,7 +7,8 @@ The steps (docs/operations.md "Adapt to your traffic"):
 1. the judged pairs deduplicated (a reply judged twice counts once, judged both ways not at all:
    lab/nli/judged.py `dedupe`) and cut into `folds` folds by conversation (`folds_by_group`);
 2. cross-fitting: for each fold, fine-tune on the other folds (lab/nli/adapt.py), mix the tuned
-   weights with the shipped ones at each of `weights` (WiSE-FT) and score the fold it never read;
+   weights with the shipped ones at each of `weights` (WiSE-FT) and score the fold it never read
+   (in torch, lab/nli/adapt.py TorchMixes: a fold model is exported once, at the mix chosen, for 5);
    the out-of-fold p(entailment) of every judged reply, pooled, is what the mix is chosen and the
    display certified on — every label is spent both on fitting and on measuring, none on both at once;
 3. the ranking gate: out-of-fold ROC AUC of each mix against the shipped model's on the same pairs,
@@ -80,7 +81,7 @@ class AdaptOptions:
     epochs: float = 2.0
     max_steps: int = 200
     lr: float = 3e-5
-    limit_per_set: int = 300
+    limit_per_set: int = 100  # the yardstick report's records per set (reported, not guarded)
     probe_pairs: int = 200
     anchor_pairs: int = 500
     anchor_drop: float = 0.03
@@ -228,6 +229,23 @@ def stress_pairs(data_dir: str) -> list | None:
         return None
 
 
+class _Batched:
+    """`scorer`'s probabilities of `pairs`, computed in one call and looked up by (premise, hypothesis)."""
+
+    def __init__(self, scorer: "Scorer", pairs: list):
+        keys = list(dict.fromkeys((p.premise, p.hypothesis) for p in pairs))
+        pr = scorer.probs([k[0] for k in keys], [k[1] for k in keys])
+        self.scorer, self.memo = scorer, dict(zip(keys, pr))
+
+    def probs(self, premises: Sequence[str], hypotheses: Sequence[str]) -> np.ndarray:
+        if not len(premises):
+            return np.zeros((0, 3))
+        got = [self.memo.get(k) for k in zip(premises, hypotheses)]
+        if any(g is None for g in got):
+            return self.scorer.probs(premises, hypotheses)
+        return np.stack(got)
+
+
 def _threeway(scorer: "Scorer", pairs: list) -> dict:
     """Accuracy and false SUPPORTS (argmax entailment where the gold is not) of three-way pairs."""
     pr = scorer.probs([p.premise for p in pairs], [p.hypothesis for p in pairs])
@@ -241,7 +259,10 @@ def _threeway(scorer: "Scorer", pairs: list) -> dict:
 def guards(base: "Scorer", model: "Scorer", probes: dict, anchor: list, stress: list | None,
            opts: AdaptOptions) -> dict:
     """The safety guards of one candidate against the shipped model (module docstring, step 4):
-    what a chat deployment would lose."""
+    what a chat deployment would lose. Each model scores all the guards' pairs in one call (length-
+    sorted chunks across the sets: less padding than set by set)."""
+    every = [p for pairs in probes.values() for p in pairs] + list(anchor) + list(stress or [])
+    base, model = _Batched(base, every), _Batched(model, every)
     failures, probe = [], {}
     for kind, pairs in probes.items():
         if not pairs:
@@ -533,7 +554,7 @@ def _mix(base_dir: Path, tuned: Path, w: float, where: Path) -> Path:
 def _run(pairs, folds, report, base_dir, out, work, opts, log, t0) -> dict:
     from lab.tuning.data import model_fingerprint
 
-    from .adapt import base_checkpoint, fine_tune
+    from .adapt import TUNED, TorchMixes, base_checkpoint, fine_tune
 
     timings, folds = {}, np.asarray(folds)
 
@@ -560,19 +581,24 @@ def _run(pairs, folds, report, base_dir, out, work, opts, log, t0) -> dict:
         held = [pairs[i] for i in held_idx]
         for s in seeds:
             tk = time.time()
-            tuned = _fitted(work / f"fold{k}-s{s}") or fine_tune(
+            # a fold model is only scored (and exported once, at the mix chosen, for the display):
+            # trained without an ONNX export, its mixes scored in torch (TorchMixes)
+            tuned = _fitted(work / f"fold{k}-s{s}", TUNED) or fine_tune(
                 base_dir, fit, seed=s, out_dir=work / f"fold{k}-s{s}", epochs=opts.epochs, max_steps=opts.max_steps,
-                lr=opts.lr, progress=opts.progress, checkpoint=ckpt())
+                lr=opts.lr, progress=opts.progress, checkpoint=ckpt(), export=False)
             train_s = round(time.time() - tk, 1)
+            tk = time.time()
+            mixes = TorchMixes(ckpt(), tuned)
             for w in opts.weights:
-                d = _mix(base_dir, tuned, w, work / f"fold{k}-s{s}-mix")
-                oof[s][str(w)][held_idx] = Scorer(d).probs([p.premise for p in held], [p.hypothesis for p in held])[:, 0]
-            shutil.rmtree(work / f"fold{k}-s{s}-mix", ignore_errors=True)
+                oof[s][str(w)][held_idx] = mixes.probs(w, [p.premise for p in held], [p.hypothesis for p in held])[:, 0]
+            del mixes
+            score_s = round(time.time() - tk, 1)
             if s != seeds[0]:
                 shutil.rmtree(tuned, ignore_errors=True)
             fold_runs.append({"fold": k, "seed": s, "fit_pairs": len(fit), "scored_pairs": len(held),
-                              "train_seconds": train_s})
-            log(f"adapt: fold {k + 1}/{opts.folds} seed {s}: fitted on {len(fit)}, scored {len(held)} ({train_s} s to train)")
+                              "train_seconds": train_s, "score_seconds": score_s})
+            log(f"adapt: fold {k + 1}/{opts.folds} seed {s}: fitted on {len(fit)}, scored {len(held)} at "
+                f"{len(opts.weights)} mixes ({train_s} s to train, {score_s} s to score)")
     timings["crossfit"] = round(time.time() - t, 1)
     steps = json.loads((work / f"fold0-s{seeds[0]}" / "calibration.json").read_text())["adapt"]["steps"]
     primary = oof[seeds[0]]
@@ -671,7 +697,7 @@ def _run(pairs, folds, report, base_dir, out, work, opts, log, t0) -> dict:
     parts = []
     for k in range(opts.folds):
         idx = np.flatnonzero(folds == k)
-        dk = _mix(base_dir, work / f"fold{k}-s{seeds[0]}", w, work / f"fold{k}-pipeline")
+        dk = TorchMixes(ckpt(), work / f"fold{k}-s{seeds[0]}").export(w, work / f"fold{k}-pipeline")
         parts.append(pipeline_verdicts(dk, [pairs[i] for i in idx]))
     adapted_v = _pool(parts)
     from schemas.settings import load_settings

@@ -130,6 +130,16 @@ def adopted(work):
     return {"out": out, "record": json.loads(r.stdout), "repo": root / "repo", "gpu": root / "gpu-repo"}
 
 
+@pytest.fixture(scope="module")
+def served(adopted):
+    """The real tritonserver on the adopted CPU repository, started once for the tests that read it
+    (the in-process comparison, `dialcheck check` and the stream worker): ~11 s a start and stop."""
+    from infra.triton_server import TritonServer
+
+    with TritonServer(adopted["repo"]) as server:
+        yield server
+
+
 def test_deberta_artifact(work, adopted):
     """Columns mapped by name (CONTRADICTION, Neutral, entailment → dialcheck's order), ONNX equal to
     torch (long pair truncated at the model's max length), SentencePiece file kept, card written,
@@ -160,25 +170,23 @@ def test_deberta_artifact(work, adopted):
     assert (out / "DECISION_CARD.md").is_file()
 
 
-def test_triton_serves_it_and_check_gets_a_verdict(work, adopted):
+def test_triton_serves_it_and_check_gets_a_verdict(work, adopted, served):
     """The real tritonserver on the adopted repository gives the in-process numbers; `dialcheck
     check --models triton://…` gets a verdict through it, decided by the refitted decision."""
-    from infra.triton_server import TritonServer
     from workers.models.onnx_nli import OnnxNLI
     from workers.models.triton import TritonNLI
 
     out = adopted["out"]
     local = OnnxNLI(out)
     prem, hyp = [p for p, _ in PAIRS], [h for _, h in PAIRS]
-    with TritonServer(adopted["repo"]) as server:
-        remote = TritonNLI.from_url(server.grpc_url)
-        assert np.abs(remote.predict(prem, hyp) - local.predict(prem, hyp)).max() < 1e-4
-        assert remote.version == local.version and abs(remote.temperature - local.temperature) < 1e-6
-        remote.close()
-        r = dialcheck("check", "--protocol", "fv", "--claim", "The Eiffel Tower is in Paris.",
-                      "--evidence", "The Eiffel Tower is a wrought-iron tower in Paris, France.",
-                      "--models", server.grpc_url, "--format", "json",
-                      env={"DIALCHECK_NLI_MODEL_DIR": str(out), "DIALCHECK_DECISION_PARAMS": str(out / "decision.json")})
+    remote = TritonNLI.from_url(served.grpc_url)
+    assert np.abs(remote.predict(prem, hyp) - local.predict(prem, hyp)).max() < 1e-4
+    assert remote.version == local.version and abs(remote.temperature - local.temperature) < 1e-6
+    remote.close()
+    r = dialcheck("check", "--protocol", "fv", "--claim", "The Eiffel Tower is in Paris.",
+                  "--evidence", "The Eiffel Tower is a wrought-iron tower in Paris, France.",
+                  "--models", served.grpc_url, "--format", "json",
+                  env={"DIALCHECK_NLI_MODEL_DIR": str(out), "DIALCHECK_DECISION_PARAMS": str(out / "decision.json")})
     assert r.returncode == 0, r.stderr[-2000:]
     verdict = json.loads(r.stdout)
     assert verdict["label"] in ("SUPPORTS", "REFUTES", "NOT ENOUGH INFO")
@@ -289,12 +297,11 @@ def test_label_mapping_spellings():
 
 @pytest.mark.broker
 @pytest.mark.timeout(900)
-def test_a_stream_worker_gets_verdicts_through_the_adopted_model_on_triton(adopted, broker, tmp_path):
+def test_a_stream_worker_gets_verdicts_through_the_adopted_model_on_triton(adopted, served, broker, tmp_path):
     """The adopted (random-weight) DeBERTa served by the real tritonserver, a real `dialcheck worker`
     on the embedded broker reading chat turns: every checked turn gets a verdict from that model,
     decided by the decision refitted for it (tests/test_llm_judge.py's fv checker hands each turn the
     two Elvis passages as gold evidence, so no passage index is built)."""
-    from infra.triton_server import TritonServer
     from schemas import ChatTurn, claim_id
     from streams.replay import TurnProducer
     from streams.verdicts import collect_verdicts, end_offsets
@@ -302,28 +309,27 @@ def test_a_stream_worker_gets_verdicts_through_the_adopted_model_on_triton(adopt
     from tests.test_stream_resilience import stream_settings
 
     out = adopted["out"]
-    with TritonServer(adopted["repo"]) as server:
-        s = stream_settings(broker, "adopted").updated(
-            models={"backend": server.grpc_url, "nli_model_dir": str(out)},
-            decision={"decision_params": str(out / "decision.json"), "display_params": ""})
-        start = end_offsets(s, s.kafka.topic_verdicts)
-        replies = {f"adopt-{i}": c for i, c in enumerate(("He was born in Tupelo.", "He moved to Memphis at 13."))}
-        turns = [(ChatTurn(conv, f"{conv}#c0", "user", "I love Elvis Presley.", check=False),
-                  ChatTurn(conv, f"{conv}#r", "assistant", c, check=True)) for conv, c in replies.items()]
-        want = {claim_id(r.conversation_id, r.turn_id, r.text) for _, r in turns}
-        env = {"DIALCHECK_MODELS": server.grpc_url, "DIALCHECK_NLI_MODEL_DIR": str(out),
-               "DIALCHECK_DECISION_PARAMS": str(out / "decision.json"), "DIALCHECK_DISPLAY_PARAMS": ""}
-        w = WorkerProcess(s, tmp_path / "worker.log", env=env,
-                          extra_args=["--pipeline", "tests.test_llm_judge:create", "--protocol", "fv", "--surface", "r0"])
-        try:
-            w.start().wait_ready(300)
-            with TurnProducer(s) as producer:
-                for ctx, reply in turns:
-                    producer.send_turn(ctx)
-                    producer.send_turn(reply)
-            vlog = collect_verdicts(s, want, 300, start=start, alive=w.alive)
-        finally:
-            w.stop()
+    s = stream_settings(broker, "adopted").updated(
+        models={"backend": served.grpc_url, "nli_model_dir": str(out)},
+        decision={"decision_params": str(out / "decision.json"), "display_params": ""})
+    start = end_offsets(s, s.kafka.topic_verdicts)
+    replies = {f"adopt-{i}": c for i, c in enumerate(("He was born in Tupelo.", "He moved to Memphis at 13."))}
+    turns = [(ChatTurn(conv, f"{conv}#c0", "user", "I love Elvis Presley.", check=False),
+              ChatTurn(conv, f"{conv}#r", "assistant", c, check=True)) for conv, c in replies.items()]
+    want = {claim_id(r.conversation_id, r.turn_id, r.text) for _, r in turns}
+    env = {"DIALCHECK_MODELS": served.grpc_url, "DIALCHECK_NLI_MODEL_DIR": str(out),
+           "DIALCHECK_DECISION_PARAMS": str(out / "decision.json"), "DIALCHECK_DISPLAY_PARAMS": ""}
+    w = WorkerProcess(s, tmp_path / "worker.log", env=env,
+                      extra_args=["--pipeline", "tests.test_llm_judge:create", "--protocol", "fv", "--surface", "r0"])
+    try:
+        w.start().wait_ready(300)
+        with TurnProducer(s) as producer:
+            for ctx, reply in turns:
+                producer.send_turn(ctx)
+                producer.send_turn(reply)
+        vlog = collect_verdicts(s, want, 300, start=start, alive=w.alive)
+    finally:
+        w.stop()
     assert want <= vlog.verdicts.keys() and not vlog.schema_errors
     for cid in want:
         v = vlog.verdicts[cid]

@@ -114,7 +114,8 @@ def create_app(settings: Settings, checker: Checker, store: FeedbackStore | None
     @app.task
     async def announce_ready():
         worker.install_scrubber()
-        reload.install(asyncio.get_running_loop(), checker, worker.scrub)  # SIGHUP: re-read the display file
+        if reload.install(asyncio.get_running_loop(), checker, worker.scrub):  # SIGHUP: re-read model and display
+            reload.write_pid_file(st.pid_file)
         await app.tables.recovery.completed.wait()
         worker.install_scrubber()
         print(f"{READY_MARKER}: app={st.app_id} broker={worker.scrub(settings.kafka.bootstrap)} "

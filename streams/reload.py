@@ -12,7 +12,9 @@ version first), why the reload was refused (what ran kept), or that this checker
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
+from pathlib import Path
 from typing import Callable
 
 from schemas.protocols import DisplayReload, Reload, ReloadRefused
@@ -60,3 +62,27 @@ def install(loop: asyncio.AbstractEventLoop, checker, scrub: Callable[[str], str
     except (NotImplementedError, RuntimeError):  # no signal handlers on this loop (not the main thread)
         return False
     return True
+
+
+def write_pid_file(path: str) -> None:
+    """Say this process takes SIGHUP now: its pid written (beside, then renamed) only once the handler
+    is installed, since SIGHUP's default action would end a worker that is still loading. What reads
+    it: `dialcheck adapt-loop --pid-file` (a promotion or rollback), or an operator's `kill -HUP`."""
+    if not path:
+        return
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f".{target.name}.{os.getpid()}")
+    tmp.write_text(f"{os.getpid()}\n")
+    os.replace(tmp, target)
+
+
+def remove_pid_file(path: str) -> None:
+    """The worker stopped: its pid file goes, unless another process has written its own there since."""
+    if not path:
+        return
+    try:
+        if Path(path).read_text().strip() == str(os.getpid()):
+            Path(path).unlink()
+    except OSError:
+        pass

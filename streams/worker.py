@@ -17,6 +17,7 @@ from schemas.protocols import Checker
 from schemas.settings import REPO_ROOT, Settings
 
 from .app import READY_MARKER, create_app, feedback_enabled
+from .reload import remove_pid_file
 from .broker import track
 from .kafka.internals import QuietWorker
 from .processes import die_with_parent, terminate
@@ -66,6 +67,8 @@ def run_worker(settings: Settings, checker: Checker, loglevel: str = "info") -> 
         worker.execute_from_commandline()
     except SystemExit as e:
         return int(e.code or 0)
+    finally:
+        remove_pid_file(settings.stream.pid_file)
     return 0
 
 

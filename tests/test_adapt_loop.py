@@ -49,7 +49,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 from dataclasses import replace
@@ -194,10 +193,11 @@ def env_of(settings) -> dict:
 
 
 def start_loop(settings, live, worker, log) -> subprocess.Popen:
-    """`dialcheck adapt-loop` as deployed: its own process, signalling the worker by pid; a build as soon as
+    """`dialcheck adapt-loop` as deployed: its own process, signalling the worker by the pid file the worker
+    wrote (`DIALCHECK_PID_FILE`); a build as soon as
     24 judged conversations are there, then at most one an hour; a look every second."""
-    cmd = [sys.executable, "-u", "-m", "dialcheck.cli", "adapt-loop", "--model-dir", str(live), "--worker-pid",
-           str(worker.pid), "--every", "1h", "--check-every", "1", "--min-new", "24", "--target", "0.8",
+    cmd = [sys.executable, "-u", "-m", "dialcheck.cli", "adapt-loop", "--model-dir", str(live), "--pid-file",
+           settings.stream.pid_file, "--every", "1h", "--check-every", "1", "--min-new", "24", "--target", "0.8",
            "--adapt", "--folds 2 --limit-per-set 10 --anchor-pairs 100 --target 0.8 --confidence 0.8"]
     with open(log, "w") as out:
         return subprocess.Popen(cmd, cwd=str(REPO_ROOT), env=env_of(settings), stdout=out, stderr=subprocess.STDOUT)
@@ -242,7 +242,8 @@ def test_the_loop_builds_promotes_and_rolls_back_by_itself(fresh_broker, tmp_pat
     live = models / "nli"
     shipped = stream_settings(fresh_broker.bootstrap, tmp_path, "adapt")
     shutil.copytree(shipped.models.nli_model_dir, live)  # the deployment's own model directory, not the source tree's
-    settings = shipped.updated(models={"nli_model_dir": str(live)})
+    pid_file = tmp_path / "run" / "worker.pid"  # the worker writes it once it takes SIGHUP; the loop reads it
+    settings = shipped.updated(models={"nli_model_dir": str(live)}, stream={"pid_file": str(pid_file)})
     store_path = settings.stream.feedback_store
     base_version = version(live)
     sent: list[tuple] = []
@@ -273,6 +274,7 @@ def test_the_loop_builds_promotes_and_rolls_back_by_itself(fresh_broker, tmp_pat
     with WorkerProcess(settings, tmp_path / "worker.log", extra_args=WORKER_ARGS) as worker:
         worker.wait_ready(WAIT_S)
         pid = worker.pid
+        assert pid_file.read_text().strip() == str(pid)  # written once ready, when SIGHUP no longer ends it
 
         # 1. the deployment's traffic and the probe, checked by the shipped verifier; judged on chat.feedback
         built_on = traffic(settings, worker, BUILD, "b")
@@ -370,8 +372,14 @@ def test_the_loop_builds_promotes_and_rolls_back_by_itself(fresh_broker, tmp_pat
             assert f'dialcheck_model_info{{nli_version="{new_version}"}} 1.0' in text
         finally:
             if loop is not None:
-                loop.send_signal(signal.SIGINT)
-                loop.wait(30)
+                loop.terminate()  # SIGTERM as a supervisor sends it (SIGINT may be inherited ignored)
+                try:
+                    stopped = loop.wait(WAIT_S)
+                except subprocess.TimeoutExpired:
+                    loop.kill()
+                    raise AssertionError(f"adapt-loop still running {WAIT_S} s after SIGTERM; its log:\n"
+                                         + loop_log.read_text()[-3000:]) from None
+        assert stopped == 0, f"adapt-loop exit {stopped} on SIGTERM; its log:\n{loop_log.read_text()[-3000:]}"
 
         # 8. nothing lost: every turn answered (publish checks), every judgement stored once and joined,
         #    each verdict counted under the version that decided it
@@ -380,6 +388,7 @@ def test_the_loop_builds_promotes_and_rolls_back_by_itself(fresh_broker, tmp_pat
             verdicts = {v: rows[0].verdicts for v, rows in st.precision_by_version().items()}
         assert verdicts == {ALL_VERSIONS: len(built_on) + len(scored_on) + len(shown_by_bad) + 3,
                             base_version: len(built_on) + len(scored_on) + 1, new_version: 2, bad: len(shown_by_bad)}
+    assert not pid_file.exists()  # the stopped worker took its pid file with it
     print(f"challenger {new_version} built on {report['data']['pairs']} judged replies in {report['seconds']} s "
           f"(hold-out ROC AUC {held['shipped']['auc']} → {held['adapted']['auc']}); scored on "
           f"{gate['conversations']} new conversations: {gate['why']}; probe p(SUPPORTS) {p_base:.4f} → {p_new:.4f}; "

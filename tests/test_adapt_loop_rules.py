@@ -229,3 +229,24 @@ def test_mistakes_are_one_line(tmp_path, capsys, argv, says):
     rc = main(["adapt-loop", *[subst.get(a, a) for a in argv], "--store", str(tmp_path / "fb.sqlite3")])
     err = capsys.readouterr().err.strip().splitlines()
     assert rc == 2 and len(err) == 1 and says in err[0] and "Traceback" not in err[0], err
+
+
+def test_sigterm_stops_the_loop_cleanly_even_with_sigint_ignored(tmp_path):
+    """A supervisor stops the loop with SIGTERM; a loop started in the background has SIGINT ignored
+    (inherited), so SIGTERM must be the clean stop: exit 0, the lock released (a second loop may start)."""
+    live = model_dir(tmp_path / "nli", "v1")
+    cmd = [sys.executable, "-m", "dialcheck.cli", "adapt-loop", "--model-dir", str(live), "--store",
+           str(tmp_path / "fb.sqlite3"), "--check-every", "0.2"]
+    loop = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    try:
+        first = loop.stdout.readline()
+        assert first.startswith("dialcheck adapt-loop on "), first
+        time.sleep(0.5)  # a few ticks
+        loop.terminate()
+        assert loop.wait(30) == 0, loop.stdout.read()[-2000:]
+    finally:
+        if loop.poll() is None:
+            loop.kill()
+    once = subprocess.run([*cmd, "--once"], capture_output=True, text=True, timeout=60)
+    assert once.returncode == 0, once.stderr[-2000:]  # the lock was released

@@ -54,6 +54,18 @@ def _pids(args):
     return read
 
 
+def stop_on_sigterm() -> None:
+    """SIGTERM (systemd, a supervisor, `kill`) stops the loop as Ctrl-C does: the tick in progress is
+    abandoned (a build's `adapt` child is killed, its dot folder never picked up), the lock released,
+    exit 0. SIGINT alone is not enough: a process started in the background inherits it ignored."""
+    import signal
+
+    def stop(signum, frame):
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, stop)
+
+
 def run(args) -> int:
     from schemas.settings import REPO_ROOT, load_settings
 
@@ -96,6 +108,7 @@ def run(args) -> int:
             return 0
         print(f"dialcheck adapt-loop on {live}: build every {args.every} after {args.min_new} new judged "
               f"conversations, look every {args.check_every}", flush=True)
+        stop_on_sigterm()
         loop.run(once=args.once)
     except LoopError as e:
         raise UsageError(str(e)) from None

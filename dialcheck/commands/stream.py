@@ -28,6 +28,8 @@ def cmd_worker(args) -> int:
     from streams.worker import run_worker
 
     settings = _settings(args)
+    if args.pid_file:
+        settings = settings.updated(stream={"pid_file": args.pid_file})
     if args.pipeline is None:
         check_surface(args.surface)
     # the /metrics port is bound after the models load (~15 s): a taken one is said before that
@@ -218,6 +220,8 @@ def register(sub) -> None:
     p.add_argument("--loglevel", default=None, choices=("debug", "info", "warning", "error"),
                    help="the worker's log level (default warning: its ready line, status lines and warnings only)")
     p.add_argument("-v", "--verbose", action="store_true", help="the same as --loglevel info (Faust's start-up and partition lines)")
+    p.add_argument("--pid-file", default=None, help="write the worker's pid here once it is ready and takes SIGHUP; "
+                   "removed when it stops (default: DIALCHECK_PID_FILE; `dialcheck adapt-loop --pid-file` reads it)")
     p.set_defaults(func=cmd_worker)
 
     p = sub.add_parser("replay", help="Produce DialFact records as chat turns (context turns, then the response).")

@@ -55,6 +55,9 @@ class StreamSettings(Section):
     status_interval_s: float = env("STREAM_STATUS_S", 5.0,
                                     "Idle-eviction sweep period; the worker's status line is printed then, when it changed.",
                                     gt=0, le=3600)
+    pid_file: str = env("PID_FILE", "",
+                         "A file the worker writes its pid to once it is ready and takes SIGHUP (a reload: "
+                         "`dialcheck adapt-loop --pid-file`), removed when it stops. Empty: none.")
     fetch_wait_ms: int = env("FETCH_WAIT_MS", 100,
                               "Longest a worker's fetch waits for records (Faust's own is 1,500 ms; with a broker "
                               "that holds fetches for the full wait it is the latency floor).", ge=1, le=30000)

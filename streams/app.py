@@ -54,7 +54,7 @@ def create_app(settings: Settings, checker: Checker, store: FeedbackStore | None
     st = settings.stream
     feedback = feedback_enabled(settings)
     if feedback and store is None:
-        store = FeedbackStore(st.feedback_store)
+        store = FeedbackStore(st.feedback_store, busy_timeout_s=st.feedback_busy_timeout_s)
     obs = obs or Observability(settings)
     obs.outage = Outage()  # what is down now: /readyz and dialcheck_degraded
     kind = broker_kind(settings)

@@ -211,7 +211,7 @@ class FeedbackStore:
     """SQLite file (default) or PostgreSQL URL. Thread-safe (one connection behind a lock): the worker
     writes from its store thread while the metrics thread reads."""
 
-    def __init__(self, url_or_path: str | Path | None = None):
+    def __init__(self, url_or_path: str | Path | None = None, busy_timeout_s: float = 30.0):
         target = str(url_or_path) if url_or_path not in (None, "") else str(DEFAULT_PATH)
         self.url = target
         self.postgres = target.startswith(POSTGRES_SCHEMES)
@@ -224,10 +224,10 @@ class FeedbackStore:
             path = Path(target[len("sqlite:///"):] if target.startswith("sqlite:///") else target).expanduser()
             try:
                 path.parent.mkdir(parents=True, exist_ok=True)
-                self._conn = sqlite3.connect(str(path), timeout=30.0, check_same_thread=False, isolation_level=None)
+                self._conn = sqlite3.connect(str(path), timeout=busy_timeout_s, check_same_thread=False, isolation_level=None)
                 self._conn.execute("PRAGMA journal_mode=WAL")
                 self._conn.execute("PRAGMA synchronous=FULL")
-                self._conn.execute("PRAGMA busy_timeout=30000")
+                self._conn.execute(f"PRAGMA busy_timeout={int(busy_timeout_s * 1000)}")
             except (OSError, sqlite3.Error) as e:
                 raise StoreUnavailable(f"cannot open the feedback store {path} ({SETTING}): {e}") from None
             self.path = path

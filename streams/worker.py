@@ -53,7 +53,7 @@ def run_worker(settings: Settings, checker: Checker, loglevel: str = "info") -> 
         from .feedback_store import FeedbackStore, StoreUnavailable
 
         try:
-            store = FeedbackStore(settings.stream.feedback_store)
+            store = FeedbackStore(settings.stream.feedback_store, busy_timeout_s=settings.stream.feedback_busy_timeout_s)
         except StoreUnavailable as e:
             print(f"dialcheck: {redact(str(e))}", file=sys.stderr, flush=True)  # names the setting
             return 2

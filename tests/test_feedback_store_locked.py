@@ -5,8 +5,9 @@ say so, turns go on being checked, and when the lock is released every judgement
 
 Why a lock and not a stopped server: SQLite has no server to stop; a held write lock is what a
 stuck writer or a backup does to it, and the worker sees it as its real error ("database is locked",
-after the store's 30 s busy timeout). A PostgreSQL server stopped and started under the worker is
-tests/test_feedback_outage.py's (the same behaviour, the other backend)."""
+after the store's busy timeout: 30 s by default, 2 s here, DIALCHECK_FEEDBACK_BUSY_TIMEOUT_S). A
+PostgreSQL server stopped and started under the worker is tests/test_feedback_outage.py's (the same
+behaviour, the other backend)."""
 from __future__ import annotations
 
 import json
@@ -43,7 +44,8 @@ def _degraded_gauge(metrics_url: str) -> float | None:
 
 @pytest.mark.timeout(420)
 def test_a_locked_store_holds_feedback_says_degraded_and_loses_nothing(fresh_broker, tmp_path):
-    s = stream_settings(fresh_broker.bootstrap, tmp_path, "fbo", partitions=1)
+    s = stream_settings(fresh_broker.bootstrap, tmp_path, "fbo", partitions=1).updated(
+        stream={"feedback_busy_timeout_s": 2.0})  # the same "database is locked", 28 s sooner
     log = tmp_path / "worker.log"
     with WorkerProcess(s, log, extra_args=STANDIN) as w:
         w.wait_ready(180)

@@ -103,6 +103,9 @@ class StreamSettings(Section):
     feedback_store: str = env("FEEDBACK_STORE", str(REPO_ROOT / "artifacts" / "feedback.sqlite3"),
                               "Where the worker keeps chat.feedback judgements and the verdicts they judge: a SQLite "
                               "file, a postgresql:// URL (needs psycopg 3), or 'off' (no feedback agent).", min_length=1)
+    feedback_busy_timeout_s: float = env("FEEDBACK_BUSY_TIMEOUT_S", 30.0,
+                                         "A SQLite feedback store locked by another writer for this long is an "
+                                         "outage (retried with backoff, shown on /readyz).", gt=0, le=600)
     precision_target: float = env("PRECISION_TARGET", 0.85, "Shown-badge precision the drift alarm guards: it fires "
                                   "when the interval's upper end falls below this.", gt=0, le=1)
     precision_confidence: float = env("PRECISION_CONFIDENCE", 0.9, "Confidence of the live precision's "

@@ -159,6 +159,9 @@ def nearest_page_pairs(records: Sequence[PageClaim], rng: random.Random, per_pag
     claims_of: dict[str, list[str]] = defaultdict(list)
     for page, claim in own:
         claims_of[page].append(claim)
+    # each page's sentences and claims TF-IDF-transformed once, not once per claim (the rows are the
+    # same: the transform is row by row); this loop was most of a pair build's time
+    sent_mats: dict[str, object] = {}
     out = []
     for i, page in enumerate(pages):
         subj = _subject_words(clean_title(page))
@@ -172,16 +175,22 @@ def nearest_page_pairs(records: Sequence[PageClaim], rng: random.Random, per_pag
                                             _subject_words(clean_title(o)) <= subj)]
         if not others:
             continue
-        for claim in claims[:per_page]:
+        claim_mat = None
+        for n, claim in enumerate(claims[:per_page]):
             other = others[0] if not random_page else rng.choice(others)
             extra = subj - _subject_words(clean_title(other))
-            cands = [s for s in sents[other] if not (tokens(s) & extra)]
+            rows = [j for j, s in enumerate(sents[other]) if not (tokens(s) & extra)]
+            cands = [sents[other][j] for j in rows]
             if not cands:
                 continue
             if random_page:  # two sentences of the unrelated page, like the swap probe
                 s = " ".join(clean_claim(x) for x in rng.sample(cands, min(2, len(cands))))
             else:
-                sims = (vec.transform(cands) @ vec.transform([claim]).T).toarray().ravel()
+                if other not in sent_mats:
+                    sent_mats[other] = vec.transform(sents[other])
+                if claim_mat is None:
+                    claim_mat = vec.transform(claims[:per_page])
+                sims = (sent_mats[other][rows] @ claim_mat[n].T).toarray().ravel()
                 s = cands[int(np.argmax(sims))]
             out.append(NLIPair(clean_claim(s), clean_claim(claim), NEUTRAL,
                                "hard_random_page" if random_page else "hard_nearest_page"))

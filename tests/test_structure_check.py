@@ -170,3 +170,31 @@ def test_clash_refutes_an_undecided_claim_stated_but_for_one_value():
     # another term of the claim the window does not state: not the same statement, no REFUTES
     assert GUARDED.decide(ev("Crete covers 780 km of coast.", "Crete covers 260 km from west to east.",
                            [0.3, 0.45, 0.25])).label == "NOT ENOUGH INFO"
+
+
+RELATION_CLASH = method("guarded", {**GUARDED.params, "relation_clash": True})
+
+
+def test_relation_clash_turns_only_a_clash_into_not_enough_info():
+    """`relation_clash` (measured, off): the label changes where the window gives the claim's relation
+    to another word, not where it is merely silent (an unstated number stays a hidden SUPPORTS)."""
+    swap = ev("The club fined the committee.", COMMITTEE, [0.83, 0.1, 0.07])
+    d = RELATION_CLASH.decide(swap)
+    assert d.label == "NOT ENOUGH INFO" and d.probabilities["SUPPORTS"] == 0.0 and "committee → fined" in d.note
+    assert d.checks.structure.rival == "agent"  # the verb's agent is another word of the claim
+    unstated = ev("The bridge opened in 1937 after 4 years of work.", "The bridge opened to traffic in 1937.",
+                  [0.9, 0.08, 0.02])
+    d = RELATION_CLASH.decide(unstated)
+    assert d.label == "SUPPORTS" and not d.checks.agreed  # silence: the display's veto, not the label's
+    assert RELATION_CLASH.decide(ev("The committee fined the club.", COMMITTEE, [0.81, 0.1, 0.09])).label == "SUPPORTS"
+
+
+@pytest.mark.parametrize("claim,evidence,rival", [
+    ("The club fined the committee.", COMMITTEE, "agent"),
+    ("Jalisco has the second-highest population density in Mexico.",
+     "Guadalajara has the second-highest population density in Mexico; Jalisco is a state.", "replaced"),
+    ("Kyoto is the capital of Japan.", KYOTO, "predicate"),
+    ("Einstein was born in Princeton.", EINSTEIN, "place"),
+])
+def test_the_check_says_how_the_evidence_relates_the_words_otherwise(claim, evidence, rival):
+    assert check(claim, (evidence,)).rival == rival

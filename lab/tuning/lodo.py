@@ -79,6 +79,8 @@ VARIANTS = {"guarded": {}, "guarded+names": {"cover": "names"}, "guarded+all": {
             "guarded+half+chat+noclash": {"cover": "half", "cover_scope": "dialogue", "clash_refutes": False},
             # a SUPPORTS the structured checks disagree with is NOT ENOUGH INFO (the label, not only the badge)
             "guarded+half+chat+checked": {"cover": "half", "cover_scope": "dialogue", "checked": True},
+            # only where the deciding window gives a claim's relation to another word (a clash, not silence)
+            "guarded+half+chat+relclash": {"cover": "half", "cover_scope": "dialogue", "relation_clash": True},
             "guarded+all+slot": {"cover": "all", "slot_refutes": True}}
 
 

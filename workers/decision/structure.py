@@ -44,6 +44,7 @@ class Edge:
     role: str
     head: str  # the words as written (what the verdict names)
     dep: str
+    kind: str = ""  # an evidence edge that rivals the claim's: how (`_competitor`); "" for a claim edge
 
     def text(self) -> str:
         return {AGENT: f"{self.dep} → {self.head} (who does it)", PATIENT: f"{self.head} → {self.dep} (to whom/what)",
@@ -57,6 +58,7 @@ class StructureCheck:
     asked: int
     failed: Edge | None
     evidence: str = ""  # how the evidence relates those words, when it does (e.g. "committee → fine (who does it)")
+    rival: str = ""  # how: swapped, replaced, agent, theme, patient, predicate, of, place (`_competitor`)
 
     @property
     def agreed(self) -> bool:
@@ -255,7 +257,7 @@ def check(claim: str, evidence: tuple[str, ...]) -> StructureCheck:
                 and not _indefinite(d):  # "the capital is West Africa": the evidence names Porto-Novo the capital
             other = _competitor(BE, d, h, eedges, claim_args)
         if other is not None:
-            return StructureCheck(len(asked), Edge(role, h.text, d.text), other.text())
+            return StructureCheck(len(asked), Edge(role, h.text, d.text), other.text(), other.kind)
     return StructureCheck(len(asked), None)  # not held as parsed, but given to nothing else: no finding
 
 
@@ -325,28 +327,28 @@ def _competitor(role: str, h, d, eedges: list, claim_args: frozenset | set = fro
     for r, (_, eh), (_, ed) in eedges:
         if role in (AGENT, THEME, PATIENT) and d.pos_ == "PROPN" and r in ROLES_HELD[role] and _word(eh) == hw \
                 and other(ed, named=True) and shares(eh, ed) and not relates(eh, dw):
-            return Edge(r, eh.text, ed.text)  # a named participant replaced, the rest of the statement kept
+            return Edge(r, eh.text, ed.text, "replaced")  # a named participant replaced, the rest of the statement kept
         if not beside(eh) and not (named and r == BE):
             continue
         if r == role == AGENT and _word(eh) == hw and other(ed):  # the verb's agent is someone else
-            return Edge(r, eh.text, ed.text)
+            return Edge(r, eh.text, ed.text, "agent")
         if role == THEME and r in ROLES_HELD[THEME] and _word(eh) == hw and d.pos_ == "PROPN" and other(ed, named=True):
-            return Edge(r, eh.text, ed.text)  # "the Orinoco flows through Venezuela"
+            return Edge(r, eh.text, ed.text, "theme")  # "the Orinoco flows through Venezuela"
         if role in (AGENT, PATIENT) and r in (AGENT, PATIENT) and r != role and _word(eh) == hw and _word(ed) == dw:
-            return Edge(r, eh.text, ed.text)  # the same two words, the roles swapped
+            return Edge(r, eh.text, ed.text, "swapped")  # the same two words, the roles swapped
         if r == role == PATIENT and d.dep_ == ed.dep_ == "nsubjpass" and _word(eh) == hw and other(ed):
-            return Edge(r, eh.text, ed.text)  # "herbs are dried" for "spices are dried"
+            return Edge(r, eh.text, ed.text, "patient")  # "herbs are dried" for "spices are dried"
         if role == BE and r == BE and (_indefinite(h) or not (_indefinite(eh) or _indefinite(ed))):
             # the predicate said of another ("Tokyo is the capital"; "the style is a synthesis ..., but
             # rapping is frequent": a class said of another beside the claim's word, not of it)
             for pred, subj in ((eh, ed), (ed, eh)):
                 if _word(pred) == hw and other(subj, named=named and not beside(eh)):
-                    return Edge(BE, pred.text, subj.text)
+                    return Edge(BE, pred.text, subj.text, "predicate")
         if role == OF and r == OF and d.pos_ == "PROPN" and _word(eh) == hw and other(ed, named=True):
-            return Edge(OF, eh.text, ed.text)  # "the capital of X" for "the capital of Y"
+            return Edge(OF, eh.text, ed.text, "of")  # "the capital of X" for "the capital of Y"
         if role == PREP and r == PREP and _verbal(h) and d.pos_ == "PROPN" and _word(ed) == dw \
                 and _word(eh) != hw and _verbal(eh) and not any(_word(c) == hw and not _has_prep(c, eedges)
                                                                 for c in eh.conjuncts):
             # "died in Princeton" for "born in Princeton"; not "originated and evolved in the US"
-            return Edge(PREP, eh.text, ed.text)
+            return Edge(PREP, eh.text, ed.text, "place")
     return None

@@ -33,10 +33,11 @@ EVIDENCE = [("Elvis Presley", "Elvis Presley was born in Tupelo, Mississippi, in
                               "Phillips.")]
 # what the shipped NLI + decision say on EVIDENCE (measured with NLI v3; the tests re-check it first)
 SHOWN = "He was born in Tupelo"  # SUPPORTS, high confidence, shown: never asked
-NEI_ON_TOPIC = "He moved to Tennessee at 12"  # NEI on on-topic evidence (he moved at 13): asked
+NEI_ON_TOPIC = "He moved to Tennessee in his twenties"  # NEI on on-topic evidence (he moved at 13): asked
+# ("at 12" was NEI until the slot-clash REFUTES: the window states the age as 13, so it is REFUTES now)
 NEI_ON_TOPIC_2 = "He had a twin brother"  # NEI on on-topic evidence: asked
 LOW_SUPPORTS = "He was a teenager in Memphis"  # SUPPORTS with p ≈ 0.5: not shown, asked
-REASONING = "The claim says Elvis moved to Tennessee at 12. Window {n} says he moved to Memphis at 13.\n"
+REASONING = "The claim says Elvis moved to Tennessee in his twenties. Window {n} says he moved to Memphis at 13.\n"
 
 
 @pytest.fixture(scope="module")

@@ -31,7 +31,7 @@ R5_CLAIMS = ("He was born in Tupelo", "he moved to memphis when he was 13")
 # NEI on on-topic evidence for the shipped NLI + decision, so the judge is asked (tests/test_llm_judge.py
 # checks it with the same context and evidence)
 JUDGE_CONTEXT = ["I love Elvis Presley."]
-JUDGED = ("He moved to Tennessee at 12",)
+JUDGED = ("He moved to Tennessee in his twenties",)  # tests/test_llm_judge.py NEI_ON_TOPIC
 
 
 @pytest.fixture(scope="module")

@@ -125,27 +125,19 @@ def certificate_holds(model_dir: Path) -> tuple[bool, str]:
 
 # --- counting: trusted, one claim once, one conversation once -----------------------------------
 
-def trusted_latest(judged: Iterable, sources: Sequence[str]) -> list:
-    """The latest judgement per (source, claim) from `sources`, with its verdict stored."""
-    latest: dict = {}
-    for j in sorted(judged, key=lambda j: float(j.received_at or 0.0)):
-        if j.source in sources and j.verdict is not None:
-            latest[(j.source, j.conversation_id, j.turn_id, j.claim_id or j.claim_index)] = j
-    return list(latest.values())
-
-
 def badge_votes(judged: Iterable, version: str, sources: Sequence[str] = TRUSTED) -> tuple[dict, dict]:
     """Judged shown badges of `version`'s verdicts → ({bucket: (right, wrong)}, what was left out),
     one vote per conversation and bucket: a claim judged right and wrong (by two sources) is dropped,
     then each conversation votes by its majority of judged claims (a tie votes not). Why: the
     rollback must not be a flood's to trigger or to hold back."""
+    from lab.nli.judged import latest_judgements
     from streams.precision import buckets_of
 
     claims: dict = defaultdict(list)
-    for j in trusted_latest(judged, sources):
+    for j in latest_judgements(judged, sources)[0]:
         if j.nli_version != version or j.judgement not in ("right", "wrong"):
             continue
-        claims[(j.conversation_id, j.turn_id, j.claim_id or j.claim_index)].append(j)
+        claims[j.claim_key].append(j)
     per_conv: dict = defaultdict(lambda: defaultdict(lambda: [0, 0]))
     left = Counter()
     for (conv, _, _), js in claims.items():
@@ -189,9 +181,8 @@ def new_pairs(judged: Iterable, since: float, version: str | None, sources: Sequ
     from lab.nli.judged import dedupe, from_feedback
 
     judged = list(judged)
-    key = lambda j: (j.conversation_id, j.turn_id, j.claim_id or j.claim_index)  # noqa: E731
-    seen = {key(j) for j in judged if float(j.received_at or 0.0) <= since}  # a claim judged before is not new
-    js = [j for j in judged if float(j.received_at or 0.0) > since and key(j) not in seen
+    seen = {j.claim_key for j in judged if float(j.received_at or 0.0) <= since}  # a claim judged before is not new
+    js = [j for j in judged if float(j.received_at or 0.0) > since and j.claim_key not in seen
           and (version is None or j.nli_version == version)]
     pairs, _ = from_feedback(js, sources)
     pairs, _ = dedupe(pairs)

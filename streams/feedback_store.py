@@ -52,6 +52,7 @@ PG_DEFAULTS = {"connect_timeout": "10", "keepalives_idle": "30", "keepalives_int
 # one), scored against the live model, promoted or refused, and a promoted version rolled back
 MODEL_EVENTS = ("built", "not_built", "scored", "promoted", "refused", "rolled_back")
 _TABLES = ("feedback", "verdicts", "model_events")
+_TABLE_LIST = ", ".join(f"'{t}'" for t in _TABLES)  # constants of ours, never input
 _SCHEMA_LOCK = 720_365_001  # pg_advisory_xact_lock key: two processes creating the tables at once wait
 
 _SCHEMA = [
@@ -192,6 +193,12 @@ class JudgedVerdict:
         from feedback on its base (UNKNOWN_VERSION when the verdict is not stored)."""
         return nli_version_of(self.verdict)
 
+    @property
+    def claim_key(self) -> tuple:
+        """The claim judged: (conversation, turn, claim id, else its index). What "a claim counts once"
+        counts by, wherever judgements are counted (adapt's pairs, the adaptation loop's votes)."""
+        return (self.conversation_id, self.turn_id, self.claim_id or self.claim_index)
+
 
 def _display(v: dict) -> tuple[int | None, str | None]:
     d = v.get("display") if isinstance(v.get("display"), dict) else None
@@ -242,10 +249,9 @@ class FeedbackStore:
     def _has_tables(self) -> bool:
         if self.postgres:
             rows = self._query("SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() "
-                               "AND table_name IN ('feedback', 'verdicts', 'model_events')")
+                               f"AND table_name IN ({_TABLE_LIST})")
         else:
-            rows = self._query("SELECT name FROM sqlite_master WHERE type = 'table' "
-                               "AND name IN ('feedback', 'verdicts', 'model_events')")
+            rows = self._query(f"SELECT name FROM sqlite_master WHERE type = 'table' AND name IN ({_TABLE_LIST})")
         return len(rows) == len(_TABLES)
 
     def _sql(self, stmt: str) -> str:

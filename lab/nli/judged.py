@@ -179,6 +179,21 @@ def claim_surface(verdict: dict) -> str | None:
     return str(text).strip() if text else None
 
 
+def latest_judgements(judged: Iterable, sources: Sequence[str] = DEFAULT_SOURCES) -> tuple[list, Counter]:
+    """The latest judgement of each claim by each of `sources` whose verdict is stored, oldest first,
+    and what was left out (`other_source`, `no_verdict`): a changed mind replaces, a replay does not add."""
+    latest: dict = {}
+    dropped = Counter()
+    for j in sorted(judged, key=lambda j: float(j.received_at or 0.0)):
+        if j.source not in sources:
+            dropped["other_source"] += 1
+        elif j.verdict is None:
+            dropped["no_verdict"] += 1
+        else:
+            latest[(j.source, *j.claim_key)] = j
+    return list(latest.values()), dropped
+
+
 def from_feedback(judged: Iterable, sources: Sequence[str] = DEFAULT_SOURCES) -> tuple[list[JudgedPair], dict]:
     """The feedback store's judged verdicts (`FeedbackStore.judged()`) → (pairs, what was left out).
     Only `sources`; the latest judgement of a claim by a source wins; a judgement of another label
@@ -191,18 +206,9 @@ def from_feedback(judged: Iterable, sources: Sequence[str] = DEFAULT_SOURCES) ->
     A claim counts once: judged by a moderator and an annotator alike it is one pair; judged by them
     in opposite ways it is left out ("conflicting"), so flooding a conversation with contradicting
     judgements cancels rather than steers."""
-    latest: dict = {}
-    dropped = Counter()
-    for j in sorted(judged, key=lambda j: float(j.received_at or 0.0)):
-        if j.source not in sources:
-            dropped["other_source"] += 1
-            continue
-        if j.verdict is None:
-            dropped["no_verdict"] += 1
-            continue
-        latest[(j.source, j.conversation_id, j.turn_id, j.claim_id or j.claim_index)] = j
+    latest, dropped = latest_judgements(judged, sources)
     claims: dict = {}  # (conversation, turn, claim) → [(source, targets, pair fields)]
-    for j in latest.values():
+    for j in latest:
         v = j.verdict
         if j.label_shown and j.label_shown != v.get("label"):
             dropped["other_label"] += 1
@@ -219,7 +225,7 @@ def from_feedback(judged: Iterable, sources: Sequence[str] = DEFAULT_SOURCES) ->
         if not premise or not hypothesis:
             dropped["no_window"] += 1
             continue
-        claims.setdefault((j.conversation_id, j.turn_id, j.claim_id or j.claim_index), []).append(
+        claims.setdefault(j.claim_key, []).append(
             [JudgedPair(premise, hypothesis, t, str(j.conversation_id), j.source, fixed or "") for t in targets])
     out = []
     for judged_by in claims.values():  # one claim counts once, whoever judged it

@@ -417,3 +417,12 @@ def test_the_page_says_the_model_in_use_and_the_loops_last_steps(tmp_path):
             await server.close()
     status, _, body = run(go())
     assert status == 200 and orjson.loads(body)["model"]["live"] == "v1"
+
+    # more steps since than the page shows (refused challengers): the version in use is still v1
+    from streams.ui.server import MODEL_EVENTS_SHOWN
+
+    with FeedbackStore(path) as st:
+        for i in range(MODEL_EVENTS_SHOWN):
+            st.add_event("refused", f"v{3 + i}", other="v1", reason="lost to the live model")
+    assert refresh_model(app, str(path)) and app[MODEL]["live"] == "v1"
+    assert len(app[MODEL]["events"]) == MODEL_EVENTS_SHOWN and app[MODEL]["events"][-1]["event"] == "refused"

@@ -135,11 +135,12 @@ def model_view(store_url: str) -> dict:
     from ..feedback_store import FeedbackStore
 
     with FeedbackStore(store_url) as st:
-        events = st.events(last=MODEL_EVENTS_SHOWN)
+        events = st.events()  # a few rows a day: the whole table, so a promotion older than the shown ones counts
     live = None
     for e in events:
         live = e.version if e.event == "promoted" else e.other if e.event == "rolled_back" else live
-    return {"live": live, "events": [{k: v for k, v in e.to_dict().items() if k != "detail"} for e in events]}
+    return {"live": live, "events": [{k: v for k, v in e.to_dict().items() if k != "detail"}
+                                     for e in events[-MODEL_EVENTS_SHOWN:]]}
 
 
 def refresh_model(app: web.Application, store_url: str) -> bool:

@@ -162,6 +162,14 @@ class ReplyStats(Protocol):
     def llm_replies(self) -> Mapping[str, Mapping[str, int]]: ...
 
 
+@runtime_checkable
+class ModelVersions(Protocol):
+    """A checker that names the models it serves now (workers/pipeline.py `Pipeline.model_versions`:
+    `nli`, `encoder`, `index`, ...); a SIGHUP reload changes them. /metrics' dialcheck_model_info."""
+
+    def model_versions(self) -> Mapping[str, str]: ...
+
+
 class ReloadRefused(Exception):
     """A reload that kept what was in use; the message says why (one line, for the log)."""
 

@@ -30,7 +30,6 @@ from .feedback import FeedbackWorker
 from .feedback_store import FeedbackStore
 from .kafka.app import KafkaApp
 from .kafka_config import faust_broker_kwargs, faust_client_kwargs
-from .model_events import ModelCollector
 from .observability import Observability
 from .outbox import Outage, StoreWriter
 from .processes import free_port
@@ -131,8 +130,7 @@ def create_app(settings: Settings, checker: Checker, store: FeedbackStore | None
         if (line := worker.new_status(owned)) is not None:
             print(line, flush=True)
 
-    obs.attach(app, table, worker.counters, checker=checker)  # its cache hit rates on /metrics
-    obs.registry.register(ModelCollector(store if feedback else None, checker))  # model version, loop events
+    obs.attach(app, table, worker.counters, checker=checker)  # its caches, LLM replies, model versions
     if feedback:
         obs.attach_feedback(store, st.precision_target, st.precision_confidence)
     return app

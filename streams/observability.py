@@ -23,7 +23,7 @@ from typing import Any, Callable, Iterable, Mapping
 
 from schemas import TIMING_META_KEYS, Reason
 from schemas.errors import DialcheckError
-from schemas.protocols import CacheStats, ReplyStats
+from schemas.protocols import CacheStats, ModelVersions, ReplyStats
 from schemas.settings import Settings, redact
 
 from .precision import ALL_VERSIONS
@@ -134,11 +134,13 @@ class Observability:
         self.feedback = None  # (FeedbackStore, target, confidence) once attach_feedback ran
         self.caches: CacheStats | None = None  # the checker, when it reports its caches
         self.replies: ReplyStats | None = None  # the checker, when its LLM steps count their replies
+        self.models: ModelVersions | None = None  # the checker, when it names the models it serves
         self._server: ThreadingHTTPServer | None = None
         self.port: int | None = None
         r.register(_StateCollector(self))
         r.register(_PrecisionCollector(self))
         r.register(_CacheCollector(self))
+        r.register(_ModelCollector(self))
         r.register(_ReplyCollector(self))
 
     # hooks (called on the event loop by streams/app.py)
@@ -148,6 +150,7 @@ class Observability:
         self.app, self.table, self.counters = app, table, counters
         self.caches = checker if isinstance(checker, CacheStats) else None
         self.replies = checker if isinstance(checker, ReplyStats) else None
+        self.models = checker if isinstance(checker, ModelVersions) else None
         self.models_loaded = True
 
     def attach_feedback(self, store, target: float, confidence: float) -> None:
@@ -399,6 +402,61 @@ class _ReplyCollector(_ScrapeCollector):
             for kind, n in sorted((kinds if isinstance(kinds, Mapping) else {}).items()):
                 family.add_metric([step, kind], n)
         yield family
+
+
+class _ModelCollector(_ScrapeCollector):
+    """The model in use and the adaptation loop's steps, at scrape time:
+
+    - `dialcheck_model_info{nli_version}` 1: the NLI model version the checker serves now (a SIGHUP
+      reload changes it);
+    - `dialcheck_model_events_total{event}`: the loop's events in the feedback store (built, not_built,
+      scored, promoted, refused, rolled_back; streams/feedback_store.py MODEL_EVENTS), every kind
+      exported, 0 until one happens, so `increase(...{event="rolled_back"}[1h]) > 0` alerts from the start;
+    - `dialcheck_model_event_timestamp_seconds{event}`: when the last event of each kind was recorded.
+
+    Why from the store and not from the loop's process: the loop runs beside the worker (its own
+    process, its own lifetime), the store is what both share, and an append-only table counted at
+    scrape time is a counter that survives either process restarting. Read at most every EVENTS_CACHE_S."""
+
+    EVENTS_CACHE_S = 2.0
+
+    def __init__(self, obs: Observability):
+        super().__init__(obs)
+        self._cached: tuple[float, dict, dict] | None = None
+
+    def _read(self):
+        now = time.monotonic()
+        if self._cached is None or now - self._cached[0] > self.EVENTS_CACHE_S:
+            store = self.obs.feedback[0]
+            self._cached = (now, store.event_counts(), {e.event: e.ts for e in store.events(last=200)})
+        return self._cached[1], self._cached[2]
+
+    def collect(self):
+        from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+
+        info = GaugeMetricFamily("dialcheck_model_info", "1 for the NLI model version the worker serves now "
+                                 "(changes on a SIGHUP reload).", labels=["nli_version"])
+        models = self.obs.models  # read once: a reload swaps the chain meanwhile
+        version = _safe(lambda: dict(models.model_versions()).get("nli"), None) if models is not None else None
+        if version:
+            info.add_metric([str(version)], 1.0)
+        yield info
+        if self.obs.feedback is None:
+            return
+        counts, last = _safe(self._read, ({}, {}))  # the store down: the degraded gauge says so
+        if not counts:
+            return
+        total = CounterMetricFamily("dialcheck_model_events", "The adaptation loop's steps recorded in the feedback "
+                                    "store, by event: built, not_built, scored, promoted, refused, rolled_back.",
+                                    labels=["event"])
+        when = GaugeMetricFamily("dialcheck_model_event_timestamp_seconds", "Unix time of the last event of each kind.",
+                                 labels=["event"])
+        for event, n in counts.items():
+            total.add_metric([event], n)
+            if event in last:
+                when.add_metric([event], last[event])
+        yield total
+        yield when
 
 
 def _safe(fn: Callable[[], Any], default: Any) -> Any:

@@ -146,9 +146,10 @@ def model_dir(path: Path, version: str) -> Path:
 
 
 def test_a_tick_rolls_a_drifting_version_back_and_says_so(tmp_path):
-    from prometheus_client import CollectorRegistry, generate_latest
+    from prometheus_client import generate_latest
 
-    from streams.model_events import ModelCollector
+    from schemas.settings import load_settings
+    from streams.observability import Observability
 
     lay = Layout(tmp_path / "models" / "nli")
     model_dir(lay.live, V_BAD)
@@ -186,9 +187,10 @@ def test_a_tick_rolls_a_drifting_version_back_and_says_so(tmp_path):
         events = st.events()
         assert [(e.event, e.version, e.other) for e in events] == [("rolled_back", V_BAD, V_GOOD)]
         assert events[0].detail["signalled"] == [child.pid] and "SUPPORTS badges right 3 of 12" in events[0].reason
-        reg = CollectorRegistry()
-        reg.register(ModelCollector(st, checker=type("C", (), {"model_versions": lambda self: {"nli": V_GOOD}})()))
-        text = generate_latest(reg).decode()
+        obs = Observability(load_settings())
+        obs.attach(None, None, checker=type("C", (), {"model_versions": lambda self: {"nli": V_GOOD}})())
+        obs.attach_feedback(st, 0.8, 0.9)
+        text = generate_latest(obs.registry).decode()
     assert 'dialcheck_model_events_total{event="rolled_back"} 1.0' in text
     assert 'dialcheck_model_events_total{event="promoted"} 0.0' in text
     assert f'dialcheck_model_info{{nli_version="{V_GOOD}"}} 1.0' in text

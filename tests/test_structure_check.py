@@ -176,7 +176,7 @@ RELATION_CLASH = method("guarded", {**GUARDED.params, "relation_clash": True})
 
 
 def test_relation_clash_turns_only_a_clash_into_not_enough_info():
-    """`relation_clash` (measured, off): the label changes where the window gives the claim's relation
+    """`relation_clash` (shipped): the label changes where the window gives the claim's relation
     to another word, not where it is merely silent (an unstated number stays a hidden SUPPORTS)."""
     swap = ev("The club fined the committee.", COMMITTEE, [0.83, 0.1, 0.07])
     d = RELATION_CLASH.decide(swap)
@@ -187,6 +187,43 @@ def test_relation_clash_turns_only_a_clash_into_not_enough_info():
     d = RELATION_CLASH.decide(unstated)
     assert d.label == "SUPPORTS" and not d.checks.agreed  # silence: the display's veto, not the label's
     assert RELATION_CLASH.decide(ev("The committee fined the club.", COMMITTEE, [0.81, 0.1, 0.09])).label == "SUPPORTS"
+
+
+# the broad test (the display's veto) finds a rival here, the precise one (what `relation_clash` relabels) none:
+# a symmetric verb, a description that may be the named participant itself, the predicate's own apposition
+BROAD_ONLY = [
+    ("Panama borders Colombia.", "Panama is bordered by Costa Rica to the west and Colombia to the southeast."),
+    ("Wagner had three children.", "Wagner married Bertha in 1916; the couple had three children."),
+    ("Todd Watson is the head coach.", "Jackalopes hire Todd Watson as new Head Coach | North American Hockey League"),
+]
+
+
+@pytest.mark.parametrize("claim,evidence", BROAD_ONLY)
+def test_relation_clash_relabels_only_what_the_precise_test_finds(claim, evidence):
+    found = check(claim, (evidence,))
+    assert not found.agreed and found.precise is None  # a finding for the veto, none for the label
+    e = ev(claim, evidence, [0.85, 0.1, 0.05])
+    d = RELATION_CLASH.decide(e)
+    assert d.label == "SUPPORTS" and not display_of(d, e, Status("ok", None, d.evidence), CHECKED).show
+
+
+@pytest.mark.parametrize("evidence,false,twin", SWAPS)
+def test_every_relabelled_supports_is_one_the_veto_hides_and_the_display_fits_before_it(evidence, false, twin):
+    """The precise finding implies the broad one, so the display, fitted on the decisions before the
+    relabel (lab/tuning/lodo.py `display_basis`), shows exactly the badges it showed without it."""
+    from lab.tuning.lodo import display_basis
+
+    basis = display_basis(RELATION_CLASH)
+    assert basis.params == GUARDED.params and display_basis(GUARDED) is GUARDED
+    for claim in (false, twin):
+        found = check(claim, (evidence,))
+        assert found.precise is None or (not found.agreed and found.precise.failed is not None)
+        e = ev(claim, evidence, [0.85, 0.1, 0.05])
+        d, before = RELATION_CLASH.decide(e), basis.decide(e)
+        assert (d.label == "NOT ENOUGH INFO") == (found.precise is not None and before.label == "SUPPORTS")
+        shown = [display_of(x, e, Status("ok", None, x.evidence), CHECKED).show for x in (d, before)]
+        assert shown[0] == shown[1] and not (shown[1] and found.precise is not None)
+    assert RELATION_CLASH.decide(ev(false, evidence, [0.85, 0.1, 0.05])).label == "NOT ENOUGH INFO"
 
 
 @pytest.mark.parametrize("claim,evidence,rival", [

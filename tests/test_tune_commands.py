@@ -130,6 +130,15 @@ def test_tune_decision_lodo_e2e_mistakes_are_one_line(spec, capsys):
     assert "--e2e" in capsys.readouterr().err
 
 
+@pytest.mark.unit
+def test_tune_fit_refuses_flags_no_measured_variant_has(capsys):
+    """--relation-clash (shipped) without the coverage guard names no measured variant: one line, exit 2,
+    not a plain guarded fit under another name."""
+    assert main(["tune", "fit", "--method", "guarded", "--relation-clash", "--out", "unused.json"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("dialcheck: no guarded variant 'guarded+relclash'") and err.count("\n") == 1
+
+
 @pytest.mark.model
 def test_tune_fit_guarded_with_the_pooled_floor_writes_it_into_decision_and_card(in_tmp, capsys):
     out = in_tmp / "decision.json"

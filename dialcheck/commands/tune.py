@@ -83,6 +83,9 @@ def register(sub) -> None:
                    help="guarded + --cover: ask it of every claim, or only of replies that came with dialogue context "
                         "(dialogue+names / +topic / +subject: a claim without context must still have its names and "
                         "numbers stated / an on-topic supporting window / one naming its subject)")
+    f.add_argument("--relation-clash", action="store_true",
+                   help="guarded: a SUPPORTS whose deciding window gives a relation of the claim to another word is "
+                        "NOT ENOUGH INFO (shipped; not fitted, the thresholds are the same; lodo variant +relclash)")
     f.add_argument("--guide", default=None,
                    help="guarded: regenerate the precision-per-band table in this file from the left-out numbers "
                         "(default: docs/integration.md when --out is the shipped decision, else none)")
@@ -199,15 +202,22 @@ def run_gate(args) -> int:
 def run_fit(args) -> int:
     from lab.tuning.card import fit_and_write, fit_union_and_write
 
+    if args.method == "guarded":  # the variant the flags name, refused before any model loads when none is measured
+        from lab.tuning.lodo import VARIANTS
+
+        variant = "guarded" + (f"+{args.cover}" if args.cover != "none" else "") + ("+slot" if args.slot_refutes else "") \
+            + (args.cover_scope.replace("dialogue", "+chat", 1) if args.cover != "none" and args.cover_scope != "all" else "") \
+            + ("+relclash" if args.relation_clash else "")
+        if variant not in VARIANTS:
+            from dialcheck.errors import UsageError
+
+            raise UsageError(f"no guarded variant {variant!r} with these flags (measured: {', '.join(VARIANTS)})")
     t = _tuner(args)
     if args.method == "guarded":  # fitted across domains: the yardstick's sets, not one file
         from lab.tuning.datasets import FIT_SETS, load_set
-
-        sets = [load_set(n, t.settings.data.dir, args.limit_per_set) for n in FIT_SETS]
-        variant = "guarded" + (f"+{args.cover}" if args.cover != "none" else "") + ("+slot" if args.slot_refutes else "") \
-            + (args.cover_scope.replace("dialogue", "+chat", 1) if args.cover != "none" and args.cover_scope != "all" else "")
         from schemas.settings import REPO_ROOT
 
+        sets = [load_set(n, t.settings.data.dir, args.limit_per_set) for n in FIT_SETS]
         shipped = Path(args.out).resolve() == (REPO_ROOT / "workers" / "decision" / "params" / "decision.json").resolve()
         guide = args.guide if args.guide is not None else (str(REPO_ROOT / "docs" / "integration.md") if shipped else "")
         layer = fit_union_and_write(t, sets, args.out, args.folds, refutes_floor=args.refutes_floor, variant=variant,

@@ -56,6 +56,10 @@ def _cover_text(p: dict) -> str:
     if p.get("slots", True):
         slot += ("; a supported claim whose year, date, number, ordinal or percentage the on-topic deciding window "
                  "states with one other value is REFUTES (typed slots, workers/decision/slots.py)")
+    if p.get("relation_clash"):
+        slot += ("; a supported claim whose deciding window gives one of its relations to another word (another agent, "
+                 "the arguments swapped, the predicate said of another: workers/decision/structure.py's precise test) "
+                 "is NOT ENOUGH INFO")
     thin = f"; a claim of fewer than {MIN_TERMS} key terms is too thin to check" if MIN_TERMS > 1 else ""
     return (f" and that window (or two supporting windows together) states the claim's {what}{scope} — else the "
             f"claim is at most NOT ENOUGH INFO, its uncovered terms in the verdict{thin}{slot}")

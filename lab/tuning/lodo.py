@@ -24,6 +24,7 @@ from workers.display import CONSTANT
 from .datasets import FIT_SETS, IN_NLI_TRAINING, EvalSet, badge_right, set_metrics
 from .display_fit import DISPLAY_FITS, SHIPPED_FIT, BadgeRows, displays
 from .tune import Tuner, log, nli_model_meta
+from .variants import guarded_method
 
 FITTED = ("guarded", "logreg")
 # sets whose evidence passages can be indexed: the two dialogue sets, and FoolMeTwice (standalone claims
@@ -79,7 +80,7 @@ VARIANTS = {"guarded": {}, "guarded+names": {"cover": "names"}, "guarded+all": {
             "guarded+half+chat+noclash": {"cover": "half", "cover_scope": "dialogue", "clash_refutes": False},
             # a SUPPORTS the structured checks disagree with is NOT ENOUGH INFO (the label, not only the badge)
             "guarded+half+chat+checked": {"cover": "half", "cover_scope": "dialogue", "checked": True},
-            # only where the deciding window gives a claim's relation to another word (a clash, not silence)
+            # only where the deciding window gives a claim's relation to another word (a clash, not silence): shipped
             "guarded+half+chat+relclash": {"cover": "half", "cover_scope": "dialogue", "relation_clash": True},
             "guarded+all+slot": {"cover": "all", "slot_refutes": True}}
 
@@ -97,8 +98,23 @@ def _fit(method: str, train: list[tuple[EvalSet, list]], refutes_floor: str = "p
                         refutes_floor=refutes_floor, **VARIANTS.get(method, {}))
 
 
+def display_basis(layer: DecisionMethod) -> DecisionMethod:
+    """The decisions a display is fitted on: this method's before `relation_clash` relabels a SUPPORTS.
+
+    Every SUPPORTS that relabel takes is one the display's structural veto hides anyway (its precise
+    clash implies the broad one the veto reads, structure.py), and the rule's thresholds are fitted
+    without it; so fitted on these the display is the one fitted without the relabel and shows the
+    same badges. Fitted on the relabelled decisions instead, the vetoed SUPPORTS leave the fit, the
+    thresholds fall, and a set left out lost shown precision (WiCE 76.5 -> 66.2 %, docs/stress.md)."""
+    if getattr(layer, "name", "") == "guarded" and layer.params.get("relation_clash"):
+        return guarded_method({**layer.params, "relation_clash": False}, layer.meta)
+    return layer
+
+
 def _display(layer: DecisionMethod, train: list[tuple[EvalSet, list]], fit: str = SHIPPED_FIT):
-    """The display policy fitted on the training sets' decisions by this method (DISPLAY_FITS[fit])."""
+    """The display policy fitted on the training sets' decisions by this method (DISPLAY_FITS[fit];
+    before a label-only relabel its veto covers: `display_basis`)."""
+    layer = display_basis(layer)
     rows = {}
     for s, es in train:
         ds = layer.decide_many(es)

@@ -12,8 +12,9 @@ is off the claim's topic (docs/method.md §6).
 A supported claim whose slot the on-topic deciding window states otherwise is REFUTES (`slots`).
 With `checked` (measured, not shipped: it cost up to 5 points of macro-F1 left out, docs/stress.md)
 a SUPPORTS the structured checks disagree with is NOT ENOUGH INFO unless another supporting window
-states the claim's relations; with `relation_clash` (measured, not shipped: docs/stress.md) only one
-whose deciding window gives a relation of the claim to another word (a clash, not silence).
+states the claim's relations; with `relation_clash` (shipped: docs/stress.md) only one whose deciding
+window gives a relation of the claim to another word by the structural check's precise test (a clear
+clash, not silence; the display's veto reads the broader test, so every such SUPPORTS was hidden before).
 With all three at 0 this is the argmax rule with SUPPORTS first; the fit can only add guards.
 t_supports and t_refutes are fitted offline by a grid search (lab/tuning/fit.py `fit_guarded`);
 on_topic is fixed (sufficiency.py `ON_TOPIC` says why).
@@ -77,7 +78,8 @@ class GuardedParams:
     clash_refutes: bool = True
     # a supported claim whose deciding window gives one of the claim's relations to another word (the
     # arguments swapped, another agent, the predicate said of another, a named participant replaced:
-    # structure.py) is NOT ENOUGH INFO — `checked` narrowed to a clash, silence left to the display; not fitted
+    # structure.py's precise test) is NOT ENOUGH INFO — `checked` narrowed to a clash, silence left to the
+    # display; not fitted (shipped on in decision.json; the display is fitted on the decisions before it)
     relation_clash: bool = False
 
     levels: ClassVar[dict] = COVER_LEVELS
@@ -293,13 +295,14 @@ class GuardedRule:
                      "NOT ENOUGH INFO": probs["NOT ENOUGH INFO"] + probs["SUPPORTS"]}
             numbers["checks_disagree"] = True
             note = f"The evidence does not state {checks.unstated()}."
-        elif code == S and p.relation_clash and checks is not None and not checks.structure.agreed:
+        elif code == S and p.relation_clash and checks is not None and checks.structure.precise is not None:
             # the window's words cover the claim, but it gives one of the claim's relations to another word
+            # (the structural check's precise test; the display's veto reads the broad one, which it implies)
             code = NEI
             probs = {"SUPPORTS": 0.0, "REFUTES": probs["REFUTES"],
                      "NOT ENOUGH INFO": probs["NOT ENOUGH INFO"] + probs["SUPPORTS"]}
             numbers["relation_clash"] = True
-            f = checks.structure
+            f = checks.structure.precise
             note = f"The evidence relates the claim's words otherwise: {f.evidence}, not {f.failed.text()}."
         elif code == NEI and p.clash_refutes:
             found = self.clashing(ev)

@@ -21,7 +21,12 @@ capital", "he died in") may stand for any noun in its place.
 Precision first, like the off-topic REFUTES guard: an edge is asked only when both its words occur
 in the evidence (the same lemma); a paraphrase with other words is the NLI model's job and costs no
 badge here. The check fails when no single reading of the evidence (each claim word aligned to one
-evidence word) holds all those edges: the words are there, their relation is not."""
+evidence word) holds all those edges: the words are there, their relation is not.
+
+Two strengths of one test: the broad finding (`StructureCheck.failed`) is the display's veto and the
+verdict's mismatch; its precise subset (`StructureCheck.precise`: no symmetric verb, no description
+standing for a name, no part of a name, ...) is what the decision's `relation_clash` relabels. The
+veto hides more; the label changes only where the parse is least likely to be wrong."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -37,6 +42,11 @@ CLOSE = frozenset({"amod", "compound", "nmod", "flat", "appos"})  # a word this 
 AGENT, PATIENT, ATTACH, OF, PREP, THEME, BE = "agent", "patient", "attached", "of", "prep", "theme", "be"
 ATTACHMENTS = frozenset({ATTACH, OF, PREP, BE})  # held by one another: a parser's choice among them is no evidence
 ROLES_HELD = {AGENT: {AGENT, THEME}, PATIENT: {PATIENT, THEME}, THEME: {AGENT, PATIENT, THEME}}
+PLACES = frozenset({"GPE", "LOC"})  # "Phoenix, Arizona": the state is where, not what, Phoenix is
+# verbs whose subject and object may be exchanged without changing the fact ("Panama borders
+# Colombia" / "bordered by Costa Rica"): for the precise test another word in a role of theirs is no rival
+SYMMETRIC = frozenset({"meet", "marry", "border", "neighbor", "neighbour", "adjoin", "resemble", "match", "equal",
+                       "touch", "divorce", "date", "fight", "battle", "befriend", "collaborate"})
 
 
 @dataclass(frozen=True)
@@ -59,6 +69,10 @@ class StructureCheck:
     failed: Edge | None
     evidence: str = ""  # how the evidence relates those words, when it does (e.g. "committee → fine (who does it)")
     rival: str = ""  # how: swapped, replaced, agent, theme, patient, predicate, of, place (`_competitor`)
+    # the finding under the precise test as well (`_competitor(precise=True)`: no symmetric verb, no part
+    # of the claim word's own name, no name read as a relation, no place apposition): what the label may
+    # act on (guarded.py `relation_clash`); None when only the broad test, the display's veto, finds one
+    precise: "StructureCheck | None" = None
 
     @property
     def agreed(self) -> bool:
@@ -250,15 +264,31 @@ def check(claim: str, evidence: tuple[str, ...]) -> StructureCheck:
 
     if consistent(asked):
         return StructureCheck(len(asked), None)
-    for role, h, d in asked:
+
+    def rival(role, h, d, precise: bool) -> Edge | None:
         claim_args = {_word(x) for _, hh, x in cedges if hh.i == h.i and x.i != d.i}
-        other = _competitor(role, h, d, eedges, claim_args)
+        if precise and role == BE and (_place_appos(h, d) or d.pos_ not in ("NOUN", "PROPN", "PRON")):
+            return None  # a place named beside its place; a number or a word read as a subject
+        if precise and role == PREP and consistent([(role, h, d)]):
+            return None  # the evidence states this place itself ("transferred to Kent State ... graduated from Kent State")
+        other = _competitor(role, h, d, eedges, claim_args, precise)
         if other is None and role == BE and h.pos_ == "PROPN" and d.pos_ == "NOUN" and d.dep_ in SUBJECTS \
                 and not _indefinite(d):  # "the capital is West Africa": the evidence names Porto-Novo the capital
-            other = _competitor(BE, d, h, eedges, claim_args)
-        if other is not None:
-            return StructureCheck(len(asked), Edge(role, h.text, d.text), other.text(), other.kind)
-    return StructureCheck(len(asked), None)  # not held as parsed, but given to nothing else: no finding
+            other = _competitor(BE, d, h, eedges, claim_args, precise)
+        return other
+
+    found = None  # the broad finding: the first edge with a rival (what the display's veto and the verdict read)
+    for role, h, d in asked:
+        other = rival(role, h, d, False)
+        if other is None:
+            continue
+        if found is None:
+            found = StructureCheck(len(asked), Edge(role, h.text, d.text), other.text(), other.kind)
+        sharp = rival(role, h, d, True)  # asked only where the broad test found one: a subset by construction
+        if sharp is not None:
+            precise = StructureCheck(len(asked), Edge(role, h.text, d.text), sharp.text(), sharp.kind)
+            return StructureCheck(found.asked, found.failed, found.evidence, found.rival, precise)
+    return found or StructureCheck(len(asked), None)  # None: not held as parsed, but given to nothing else
 
 
 def _verbal(tok) -> bool:
@@ -282,7 +312,19 @@ def _named(role: str, h, d) -> bool:
     return (d.pos_ == "PROPN" and role in (BE, AGENT, THEME, PATIENT)) or (role == BE and h.pos_ == "PROPN")
 
 
-def _competitor(role: str, h, d, eedges: list, claim_args: frozenset | set = frozenset()) -> Edge | None:
+def _place_appos(h, d) -> bool:
+    """"Phoenix, Arizona": a place named beside its place, not an identity."""
+    return d.dep_ == "appos" and d.pos_ == h.pos_ == "PROPN" and d.ent_type_ in PLACES
+
+
+def _name(tok) -> set[str]:
+    """The words of the name a token is part of ("Anthony Quinn": anthony, quinn)."""
+    top = tok.head if tok.dep_ in ("compound", "flat") and tok.pos_ == "PROPN" and tok.head.pos_ == "PROPN" else tok
+    return {_word(top)} | {_word(c) for c in top.children if c.dep_ in ("compound", "flat") and c.pos_ == "PROPN"}
+
+
+def _competitor(role: str, h, d, eedges: list, claim_args: frozenset | set = frozenset(),
+                precise: bool = False) -> Edge | None:
     """An evidence edge that gives the claim edge's relation to another word, or None.
 
     Asked narrowly (measured on the yardstick's right badges, the loose versions vetoed more right
@@ -291,9 +333,17 @@ def _competitor(role: str, h, d, eedges: list, claim_args: frozenset | set = fro
     else; a predicate said of another ("Tokyo is the capital"); a named "of" complement or a named
     place of another verb; the same two words with the roles swapped. Another
     word the evidence says is the claim's word ("GNR ... is a band ... formed", "a type of dance
-    that originated") or a part of its name is no other."""
+    that originated") or a part of its name is no other.
+
+    `precise` asks less, for the label (measured on the yardstick's right SUPPORTS, docs/stress.md):
+    no rival to a symmetric verb's participant, nor a part of the claim word's own name, nor a word
+    that is only part of the claim's head's name ("the American Falls"), nor the rival's own "of"
+    complement, nor a word that is only part of a longer name there; "of" only on a common noun
+    ("Lamb of God" is a name); no place apposition ("Phoenix, Arizona") as a rival predicate."""
     hw, dw = _word(h), _word(d)
-    same = {dw} | {_word(y) for r, (_, x), (_, y) in eedges if r == BE and _word(x) == dw} \
+    if precise and role in (AGENT, PATIENT, THEME) and hw in SYMMETRIC:
+        return None
+    same = (_name(d) if precise else {dw}) | {_word(y) for r, (_, x), (_, y) in eedges if r == BE and _word(x) == dw} \
         | {_word(x) for r, (_, x), (_, y) in eedges if r == BE and _word(y) == dw}
     same |= {_word(y) for r, (_, x), (_, y) in eedges if r in (OF, ATTACH) and _word(x) in same}  # "a type of dance"
 
@@ -304,7 +354,13 @@ def _competitor(role: str, h, d, eedges: list, claim_args: frozenset | set = fro
             return False
         if named and tok.pos_ != "PROPN":
             return False
+        if precise and tok.dep_ in CLOSE and _word(tok.head) == hw and (tok.dep_ != "appos" or tok.head.pos_ == "PROPN"):
+            return False  # a part of the name the relation is about (not "the capital, Berlin,": that names another)
+        if precise and tok.dep_ in ("compound", "flat") and tok.pos_ == tok.head.pos_ == "PROPN":
+            return False  # a part of a longer name ("American" of "the North American Hockey League")
         near = [*tok.children, *tok.conjuncts, tok.head, *tok.head.children]
+        if precise:  # ... and the rival's own "of" complement ("the government of Iran" for Iran)
+            near += [g for c in tok.children if c.dep_ == "prep" and c.lower_ == "of" for g in c.children]
         return not any(_word(t) == dw and (t in tok.conjuncts or t.dep_ in CLOSE | {"pobj", "poss"}
                                            or tok.dep_ in CLOSE) for t in near)
 
@@ -325,18 +381,27 @@ def _competitor(role: str, h, d, eedges: list, claim_args: frozenset | set = fro
                    if x.i == eh.i and x.doc is eh.doc and y.i != ed.i)
 
     for r, (_, eh), (_, ed) in eedges:
+        if precise and r == BE and (_place_appos(eh, ed) or _place_appos(ed, eh)):
+            continue
         if role in (AGENT, THEME, PATIENT) and d.pos_ == "PROPN" and r in ROLES_HELD[role] and _word(eh) == hw \
                 and other(ed, named=True) and shares(eh, ed) and not relates(eh, dw):
             return Edge(r, eh.text, ed.text, "replaced")  # a named participant replaced, the rest of the statement kept
         if not beside(eh) and not (named and r == BE):
             continue
-        if r == role == AGENT and _word(eh) == hw and other(ed):  # the verb's agent is someone else
+        if r == role == AGENT and _word(eh) == hw and other(ed, named=precise and d.pos_ == "PROPN"):
+            # the verb's agent is someone else (precise: a name's rival is a name; "the couple had" may be Wagner's)
             return Edge(r, eh.text, ed.text, "agent")
         if role == THEME and r in ROLES_HELD[THEME] and _word(eh) == hw and d.pos_ == "PROPN" and other(ed, named=True):
             return Edge(r, eh.text, ed.text, "theme")  # "the Orinoco flows through Venezuela"
-        if role in (AGENT, PATIENT) and r in (AGENT, PATIENT) and r != role and _word(eh) == hw and _word(ed) == dw:
+        if role in (AGENT, PATIENT) and r in (AGENT, PATIENT) and r != role and _word(eh) == hw and _word(ed) == dw \
+                and not (precise and (ed.dep_ in ("compound", "flat") and d.dep_ not in ("compound", "flat")
+                                      or (ed.pos_ == "PROPN") != (d.pos_ == "PROPN"))):
+            # (precise: not where the word is only part of a longer name there, "the Phoenix Metropolitan
+            # Area includes" is not "Phoenix includes"; nor a name for a common noun, "the Puppy Bowl mimics
+            # a bowl game")
             return Edge(r, eh.text, ed.text, "swapped")  # the same two words, the roles swapped
-        if r == role == PATIENT and d.dep_ == ed.dep_ == "nsubjpass" and _word(eh) == hw and other(ed):
+        if r == role == PATIENT and d.dep_ == ed.dep_ == "nsubjpass" and _word(eh) == hw \
+                and other(ed, named=precise and d.pos_ == "PROPN"):
             return Edge(r, eh.text, ed.text, "patient")  # "herbs are dried" for "spices are dried"
         if role == BE and r == BE and (_indefinite(h) or not (_indefinite(eh) or _indefinite(ed))):
             # the predicate said of another ("Tokyo is the capital"; "the style is a synthesis ..., but
@@ -344,7 +409,8 @@ def _competitor(role: str, h, d, eedges: list, claim_args: frozenset | set = fro
             for pred, subj in ((eh, ed), (ed, eh)):
                 if _word(pred) == hw and other(subj, named=named and not beside(eh)):
                     return Edge(BE, pred.text, subj.text, "predicate")
-        if role == OF and r == OF and d.pos_ == "PROPN" and _word(eh) == hw and other(ed, named=True):
+        if role == OF and r == OF and d.pos_ == "PROPN" and _word(eh) == hw and other(ed, named=True) \
+                and not (precise and h.pos_ != "NOUN"):  # precise: a relation noun ("capital of"), not a name
             return Edge(OF, eh.text, ed.text, "of")  # "the capital of X" for "the capital of Y"
         if role == PREP and r == PREP and _verbal(h) and d.pos_ == "PROPN" and _word(ed) == dw \
                 and _word(eh) != hw and _verbal(eh) and not any(_word(c) == hw and not _has_prep(c, eedges)

@@ -198,6 +198,16 @@ BROAD_ONLY = [
 ]
 
 
+def test_a_name_of_the_claims_kind_is_a_precise_rival_a_part_of_a_name_is_not():
+    yucatan = ("The Yucatán Peninsula is a large peninsula in southeast Mexico. The peninsula separates the Gulf "
+               "of Mexico from the Caribbean Sea to the east.")
+    assert check("The Caribbean Sea is a large peninsula in southeast Mexico.", (yucatan,)).precise.evidence \
+        == "Yucatán is peninsula"  # "the Yucatán Peninsula" is another peninsula
+    falls = "The three waterfalls are the Horseshoe Falls, the American Falls and the Bridal Veil Falls."
+    found = check(falls, ("From largest to smallest, t" + falls[1:],))  # a right claim the parse reads otherwise
+    assert not found.agreed and found.precise is None  # "American" is a part of one of its names, not another
+
+
 @pytest.mark.parametrize("claim,evidence", BROAD_ONLY)
 def test_relation_clash_relabels_only_what_the_precise_test_finds(claim, evidence):
     found = check(claim, (evidence,))

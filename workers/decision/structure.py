@@ -354,9 +354,13 @@ def _competitor(role: str, h, d, eedges: list, claim_args: frozenset | set = fro
             return False
         if named and tok.pos_ != "PROPN":
             return False
-        if precise and tok.dep_ in CLOSE and _word(tok.head) == hw and (tok.dep_ != "appos" or tok.head.pos_ == "PROPN"):
+        part = tok.dep_ in ("compound", "flat") and tok.pos_ == tok.head.pos_ == "PROPN"
+        # ... but "the Cenozoic Era" for the claim's common noun "era": a name of that kind names another one
+        kind = part and _word(tok.head) == hw and h.pos_ == "NOUN"
+        if precise and not kind and tok.dep_ in CLOSE and _word(tok.head) == hw \
+                and (tok.dep_ != "appos" or tok.head.pos_ == "PROPN"):
             return False  # a part of the name the relation is about (not "the capital, Berlin,": that names another)
-        if precise and tok.dep_ in ("compound", "flat") and tok.pos_ == tok.head.pos_ == "PROPN":
+        if precise and not kind and part:
             return False  # a part of a longer name ("American" of "the North American Hockey League")
         near = [*tok.children, *tok.conjuncts, tok.head, *tok.head.children]
         if precise:  # ... and the rival's own "of" complement ("the government of Iran" for Iran)

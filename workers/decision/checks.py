@@ -10,8 +10,9 @@ the guarded rule turns a supported claim whose slot an on-topic window states ot
 REFUTES (guarded.py), and the verdict names every mismatch (schema 2.3 `mismatches`).
 
 The parse behind the structural check is the one cost that matters (a window's spaCy parse, ~5 ms):
-it runs lazily, on the first question that needs it — the display asks it only of a SUPPORTS it
-would otherwise show, the verdict reports it only once asked."""
+it runs lazily, on the first question that needs it — with `relation_clash` (shipped) the decision
+asks it of every SUPPORTS (+2.7 ms CPU a claim on the yardstick's FV claims, docs/stress.md), without
+it the display only of a SUPPORTS it would otherwise show; the verdict reports it once asked."""
 from __future__ import annotations
 
 from functools import lru_cache

@@ -367,3 +367,41 @@ def test_a_fold_model_scored_in_torch_gives_what_its_export_serves(tmp_path):
     assert np.abs(at_half - served).max() < 1e-4
     assert np.abs(at_half - at0).max() > 1e-3
     assert json.loads((tmp_path / "mix" / "calibration.json").read_text())["adapt"]["weight"] == 0.5
+
+
+@pytest.mark.model
+def test_only_the_top_layers_train_and_the_trunk_scores_what_the_export_serves(tmp_path):
+    """Adaptation trains the top `TRAIN_LAYERS` encoder layers on the frozen layers' output, computed
+    once per pair (`Trunk`). The layers below must come out bit for bit the shipped ones, and a mix
+    scored from the trunk's cache must be what that mix's own ONNX export serves."""
+    import torch
+
+    from lab.nli.adapt import TUNED, TorchMixes, base_checkpoint, fine_tune, trunk_for
+    from workers.models.onnx_nli import OnnxNLI
+
+    shipped = REPO / "triton_models" / "nli" / "1"
+    ckpt = base_checkpoint(shipped, tmp_path / "ckpt")
+    rows = ["Bob sold his car to Alice last week.", "The river floods every spring.",
+            "Mount Everest is 8,849 metres high.", "The committee fined the club for the late payment."]
+    claims = [("Alice sold her car to Bob.", "not_entailment"), ("It floods in spring.", "entailment"),
+              ("Everest is 8,849 metres high.", "entailment"), ("The club fined the committee.", "not_entailment")]
+    pairs = [JudgedPair(p, h, t, f"c{i}") for i, (p, (h, t)) in enumerate(zip(rows, claims))] * 8
+    trunk = trunk_for(ckpt, shipped)
+    tuned = fine_tune(shipped, pairs, seed=0, out_dir=tmp_path / "tuned", epochs=1, lr=1e-3, progress=False,
+                      checkpoint=ckpt, export=False, trunk=trunk)
+    from transformers import AutoModelForSequenceClassification
+
+    base = AutoModelForSequenceClassification.from_pretrained(str(ckpt)).state_dict()
+    state = torch.load(tuned / TUNED)
+    moved = {k for k in state if not torch.equal(state[k], base[k])}
+    assert moved and all(".layer.4." in k or ".layer.5." in k or k.startswith(("classifier", "bert.pooler"))
+                         for k in moved), sorted(moved)[:5]
+    assert json.loads((tuned / "calibration.json").read_text())["adapt"]["trained_layers"] == 2
+    mixes = TorchMixes(ckpt, tuned, trunk=trunk)
+    assert mixes.trunk is trunk
+    hyp = [h for h, _ in claims] + ["The river never floods.", "Bob bought a car."]
+    prem = rows + rows[1:2] + rows[:1]
+    at_half = mixes.probs(0.5, prem, hyp)
+    served = OnnxNLI(mixes.export(0.5, tmp_path / "mix"), threads=1, workers=1).predict(prem, hyp)
+    assert np.abs(at_half - served).max() < 1e-4
+    assert np.abs(at_half - mixes.probs(0.0, prem, hyp)).max() > 1e-3

@@ -45,6 +45,9 @@ def register(sub) -> None:
                    help="also refuse a model that loses more than 3 ROC AUC points on any yardstick set (claim "
                         "verification included: for a deployment that checks claims, not chat replies)")
     p.add_argument("--max-steps", type=int, default=200, help="optimiser steps at most (default 200)")
+    p.add_argument("--train-layers", type=int, default=2,
+                   help="the top encoder layers fine-tuned (default 2); the layers below keep the shipped weights "
+                        "and run once per reply. The encoder's depth (6 for the shipped model) trains them all")
     p.add_argument("--limit-per-set", type=int, default=None,
                    help="records per yardstick set in the report of what else moved (default 100; 300 with "
                         "--guard-yardstick, where it decides)")
@@ -70,8 +73,9 @@ def _check(args) -> None:
         raise UsageError(f"--folds must be between 2 and 10 (got {args.folds})")
     if args.limit_per_set is None:  # reported only: 100 per set is enough to see what moves; guarded: 300
         args.limit_per_set = 300 if args.guard_yardstick else 100
-    if min(args.seeds, args.max_steps, args.limit_per_set, args.probe_pairs, args.anchor_pairs) < 1:
-        raise UsageError("--seeds, --max-steps, --limit-per-set, --probe-pairs and --anchor-pairs must be at least 1")
+    if min(args.seeds, args.max_steps, args.limit_per_set, args.probe_pairs, args.anchor_pairs, args.train_layers) < 1:
+        raise UsageError("--seeds, --max-steps, --train-layers, --limit-per-set, --probe-pairs and --anchor-pairs "
+                         "must be at least 1")
     if args.labels and not Path(args.labels).is_file():
         raise UsageError(f"--labels {args.labels}: no such file")
     if args.store and not args.from_feedback:
@@ -141,6 +145,7 @@ def run(args) -> int:
     opts = AdaptOptions(folds=args.folds, seed=args.seed, seeds=args.seeds, target=args.target,
                         confidence=args.confidence, min_target=args.min_target,
                         guard_yardstick=args.guard_yardstick, max_steps=args.max_steps,
+                        train_layers=args.train_layers,
                         limit_per_set=args.limit_per_set, probe_pairs=args.probe_pairs, anchor_pairs=args.anchor_pairs,
                         data_dir=str(args.data_dir or settings.data.dir),
                         progress=not args.quiet)

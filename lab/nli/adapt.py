@@ -2,9 +2,14 @@
 
 Why binary losses: a judgement speaks about one probability (lab/nli/judged.py). An entailment /
 not_entailment pair trains p(entailment) of the three-way softmax against the rest, a contradiction
-/ not_contradiction pair p(contradiction); the other two columns keep what the shipped model says
-about them. The probabilities trained are the served ones: softmax(logits / T) with the shipped
-model's temperature T, which the adapted model keeps.
+/ not_contradiction pair p(contradiction); how the rest divides between the other two columns is
+held to what the shipped model says (a KL term, `KEEP`): without it a "not supported" judgement
+pushes mass into contradiction as readily as into neutral, and unrelated evidence starts to refute
+(measured: 1.0 → 11.5 % REFUTES with the top two layers at lr 3e-4). The probabilities trained are
+the served ones: softmax(logits / T) with the shipped model's temperature T, which the adapted model keeps.
+
+Why only the top layers (`TRAIN_LAYERS`, `Trunk`): the layers below are run once per pair instead of
+once per step and fold, which is most of a CPU fine-tune's cost, and what they read stays the shipped one.
 
 Why interpolation: fine-tuned on one deployment's replies, the model learns that deployment's
 convention and loses ground elsewhere. WiSE-FT (Wortsman et al., 2022) — the adapted weights
@@ -31,6 +36,9 @@ from .judged import JudgedPair
 THREADS = 2
 BATCH = 16
 MAX_STEPS = 300
+TRAIN_LAYERS = 2  # the top encoder layers fine-tuned; the ones below stay the shipped ones (`Trunk`)
+KEEP = 1.0  # weight of the KL term that keeps the base's split of the two columns a judgement is silent on
+LR = 3e-4  # for those two layers: a whole-model rate (3e-5) barely moves them (docs/history/adapt-speed-2026-12-06.md)
 TUNED = "tuned.pt"  # fine_tune(export=False): the tuned weights, torch state dict
 # (column, positive?) each target trains: entailment column 0, contradiction column 2
 TARGET_LOSS = {"entailment": (0, 1.0), "not_entailment": (0, 0.0),
@@ -80,15 +88,19 @@ def steps_for(n_pairs: int, epochs: float = 3.0, max_steps: int = MAX_STEPS, bat
 
 
 def fine_tune(base_dir: str | Path, pairs: Sequence[JudgedPair], *, seed: int, out_dir: str | Path,
-              epochs: float = 3.0, max_steps: int = MAX_STEPS, lr: float = 3e-5, batch_size: int = BATCH,
+              epochs: float = 3.0, max_steps: int = MAX_STEPS, lr: float = LR, batch_size: int = BATCH,
               max_length: int | None = None, progress: bool = True, version: str | None = None,
-              checkpoint: str | Path | None = None, export: bool = True) -> Path:
+              checkpoint: str | Path | None = None, export: bool = True, train_layers: int | None = TRAIN_LAYERS,
+              trunk: "Trunk | None" = None) -> Path:
     """Fine-tune the artifact in `base_dir` on `pairs` (binary losses, module docstring) and write an
     artifact to `out_dir`: model.onnx, tokenizer/, calibration.json (the base temperature; version
     `version`, default `<base version>+adapt-<pairs sha1[:8]>`). Returns `out_dir`. `checkpoint`: the
     base already rebuilt as a trainable checkpoint (`base_checkpoint`), for several fine-tunes of one base.
     `export=False`: no ONNX export, the weights as TUNED (torch) beside calibration.json — for a model
-    that is only scored (`TorchMixes`) and exported at most once, at the weight chosen (`TorchMixes.export`)."""
+    that is only scored (`TorchMixes`) and exported at most once, at the weight chosen (`TorchMixes.export`).
+    `train_layers`: the top encoder layers trained (with the classifier); the layers below keep the
+    base weights and their output is computed once per pair by `trunk` (`Trunk`; pass one to share it
+    between fine-tunes of one base). None, or the encoder's depth: every layer is trained."""
     import torch
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
@@ -115,6 +127,16 @@ def fine_tune(base_dir: str | Path, pairs: Sequence[JudgedPair], *, seed: int, o
         model = AutoModelForSequenceClassification.from_pretrained(str(ckpt)).float()
         for param in model.base_model.embeddings.parameters():  # the vocabulary stays the shipped one:
             param.requires_grad = False  # less to forget, and a third of the CPU time of a step
+        frozen = 0 if train_layers is None else max(0, len(_layers(model)) - int(train_layers))
+        for layer in _layers(model)[:frozen]:
+            for param in layer.parameters():
+                param.requires_grad = False
+        if frozen:
+            trunk = trunk if trunk is not None else trunk_for(ckpt, base_dir, train_layers)
+            if trunk.frozen != frozen or trunk.max_length != length:
+                raise ValueError(f"the trunk runs {trunk.frozen} layers at {trunk.max_length} tokens, "
+                                 f"this fine-tune freezes {frozen} at {length}")
+            trunk.add([p.premise for p in pairs], [p.hypothesis for p in pairs])
         enc = tok([p.premise for p in pairs], [p.hypothesis for p in pairs], truncation="longest_first",
                   max_length=length)
         cols = torch.tensor([TARGET_LOSS[p.target][0] for p in pairs])
@@ -123,6 +145,30 @@ def fine_tune(base_dir: str | Path, pairs: Sequence[JudgedPair], *, seed: int, o
         opt = torch.optim.AdamW([q for q in model.parameters() if q.requires_grad], lr=lr, weight_decay=0.01)
         warm = max(1, total // 10)
         sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / warm) * max(0.0, (total - s) / total))
+        def logits_of(idx: list[int]):
+            if frozen:
+                return trunk.head(model, [(pairs[i].premise, pairs[i].hypothesis) for i in idx]) / temperature
+            width = max(len(enc["input_ids"][i]) for i in idx)
+            inp = torch.zeros(len(idx), width, dtype=torch.long)
+            tt, att = torch.zeros_like(inp), torch.zeros_like(inp)
+            for r, i in enumerate(idx):
+                n = len(enc["input_ids"][i])
+                inp[r, :n] = torch.tensor(enc["input_ids"][i])
+                tt[r, :n] = torch.tensor(enc["token_type_ids"][i])
+                att[r, :n] = 1
+            return model(input_ids=inp, token_type_ids=tt, attention_mask=att).logits / temperature
+
+        def others(logits, idx):  # log p of the two columns a pair's judgement does not speak about, given not its own
+            keep = torch.ones(len(idx), 3, dtype=torch.bool)
+            keep[torch.arange(len(idx)), cols[idx]] = False
+            rest = logits[keep].view(len(idx), 2)
+            return rest - torch.logsumexp(rest, dim=1, keepdim=True)
+
+        model.eval()
+        with torch.inference_mode():  # what the base says about the other two columns, kept by the KEEP term
+            base_rest = torch.cat([others(logits_of(list(range(s, min(s + 32, len(pairs))))),
+                                          list(range(s, min(s + 32, len(pairs)))))
+                                   for s in range(0, len(pairs), 32)])
         order: list[int] = []
         bar = _bar(total, progress, "adapt: fine-tune")
         model.train()
@@ -132,19 +178,13 @@ def fine_tune(base_dir: str | Path, pairs: Sequence[JudgedPair], *, seed: int, o
                 rng.shuffle(more)
                 order += more
             idx, order = order[:batch_size], order[batch_size:]
-            width = max(len(enc["input_ids"][i]) for i in idx)
-            inp = torch.zeros(len(idx), width, dtype=torch.long)
-            tt, att = torch.zeros_like(inp), torch.zeros_like(inp)
-            for r, i in enumerate(idx):
-                n = len(enc["input_ids"][i])
-                inp[r, :n] = torch.tensor(enc["input_ids"][i])
-                tt[r, :n] = torch.tensor(enc["token_type_ids"][i])
-                att[r, :n] = 1
-            logits = model(input_ids=inp, token_type_ids=tt, attention_mask=att).logits / temperature
+            logits = logits_of(idx)
             logp = torch.log_softmax(logits, dim=1).gather(1, cols[idx].unsqueeze(1)).squeeze(1)
             log1m = torch.log1p(-logp.exp().clamp(max=1 - 1e-6))
             y = ys[idx]
-            loss = -(y * logp + (1 - y) * log1m).mean()
+            q = base_rest[idx]
+            kept = (q.exp() * (q - others(logits, idx))).sum(dim=1).mean()
+            loss = -(y * logp + (1 - y) * log1m).mean() + KEEP * kept
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             opt.step()
@@ -173,7 +213,9 @@ def fine_tune(base_dir: str | Path, pairs: Sequence[JudgedPair], *, seed: int, o
                       adapt={"base_version": base_version, "pairs": len(pairs), "pairs_sha1": digest,
                              "targets": target_counts(pairs), "seed": seed, "steps": total, "lr": lr,
                              "batch_size": batch_size, "max_length": length, "weight": 1.0,
-                             "loss": "binary cross-entropy on the judged class's calibrated probability"})
+                             "trained_layers": len(_layers(model)) - frozen,
+                             "loss": "binary cross-entropy on the judged class's calibrated probability, plus "
+                                     f"{KEEP} × KL keeping the base's split of the other two classes"})
     return out
 
 
@@ -222,7 +264,8 @@ class TorchMixes:
     `probs` is the runtime's: tokens as OnnxNLI cuts them, length-sorted chunks, softmax(logits / T)
     with the base temperature, columns (entailment, neutral, contradiction)."""
 
-    def __init__(self, checkpoint: str | Path, tuned_dir: str | Path, batch_size: int = 32):
+    def __init__(self, checkpoint: str | Path, tuned_dir: str | Path, batch_size: int = 32,
+                 trunk: "Trunk | None" = None):
         import torch
         from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
@@ -238,6 +281,9 @@ class TorchMixes:
         self.base = {k: v.clone() for k, v in self.model.state_dict().items()}
         self.tuned = torch.load(self.tuned_dir / TUNED, map_location="cpu")
         self.batch_size = batch_size
+        # the layers a trunk runs are the base's in every mix (never trained): scored from its cache
+        self.trunk = trunk if trunk is not None and all(
+            torch.equal(self.tuned[k], v) for k, v in self.base.items() if k in trunk.keys(self.model)) else None
 
     def set_weight(self, w: float) -> None:
         if not 0.0 <= w <= 1.0:
@@ -254,6 +300,16 @@ class TorchMixes:
         if not n:
             return np.zeros((0, 3))
         self.set_weight(float(w))
+        if self.trunk is not None and self.trunk.max_length == self.max_length:
+            self.trunk.add(premises, hypotheses)
+            keys = list(zip(premises, hypotheses))
+            order = sorted(range(n), key=lambda i: len(self.trunk.cache[keys[i]]))
+            logits = np.zeros((n, 3), np.float32)
+            with torch.inference_mode():
+                for s in range(0, n, self.batch_size):
+                    idx = order[s:s + self.batch_size]
+                    logits[idx] = self.trunk.head(self.model, [keys[i] for i in idx]).float().numpy()
+            return np.asarray(softmax(logits, self.temperature), float)
         enc = self.tok(list(premises), list(hypotheses), truncation="longest_first", max_length=self.max_length)
         order = sorted(range(n), key=lambda i: len(enc["input_ids"][i]))
         logits = np.zeros((n, 3), np.float32)
@@ -283,6 +339,100 @@ class TorchMixes:
         cal.setdefault("adapt", {})["weight"] = float(w)
         (out / "calibration.json").write_text(json.dumps(cal, indent=1))
         return out
+
+
+def trunk_for(checkpoint: str | Path, base_dir: str | Path, train_layers: int | None = TRAIN_LAYERS) -> "Trunk | None":
+    """The `Trunk` fine-tunes of `base_dir` with `train_layers` share (None when every layer trains):
+    the checkpoint's depth less `train_layers`, at the base artifact's token limit."""
+    from transformers import AutoConfig
+
+    from workers.models.onnx_nli import MAX_LENGTH, read_calibration
+
+    if train_layers is None:
+        return None
+    frozen = int(AutoConfig.from_pretrained(str(checkpoint)).num_hidden_layers) - int(train_layers)
+    length = int(read_calibration(Path(base_dir)).get("max_length") or MAX_LENGTH)
+    return Trunk(checkpoint, length, frozen) if frozen > 0 else None
+
+
+def _layers(model):
+    return model.base_model.encoder.layer
+
+
+def _given():
+    """A module standing in for the embeddings when the input is a trunk's output: hands it on."""
+    import torch
+
+    class Given(torch.nn.Module):
+        def forward(self, inputs_embeds=None, **_):
+            return inputs_embeds
+
+    return Given()
+
+
+class Trunk:
+    """The output of a base model's embeddings and lowest `frozen` encoder layers for each pair,
+    computed once and kept. Why: adaptation trains only the top layers (`TRAIN_LAYERS`), so what the
+    layers below say about a pair never changes — not between epochs, not between the cross-fitting
+    folds, not between WiSE-FT mixes (they average only what was trained). Running them once per
+    pair instead of once per step and fold is most of a CPU fine-tune's cost saved. Dropout in those
+    layers is off (they run in eval mode), as it is when the model serves."""
+
+    def __init__(self, checkpoint: str | Path, max_length: int, frozen: int, batch_size: int = 32):
+        import torch
+        from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+        self.max_length, self.frozen, self.batch_size = int(max_length), int(frozen), batch_size
+        self.tok = AutoTokenizer.from_pretrained(str(checkpoint))
+        model = AutoModelForSequenceClassification.from_pretrained(str(checkpoint)).float().eval()
+        self.bottom = model.base_model
+        self.bottom.encoder.layer = torch.nn.ModuleList(list(_layers(model))[:self.frozen])
+        self.bottom.pooler = None
+        self.cache: dict[tuple[str, str], "torch.Tensor"] = {}  # (tokens, hidden), the pair's own length
+        self.given = _given()
+
+    def keys(self, model) -> set[str]:
+        """State-dict names of what this trunk runs in `model` (embeddings and its layers)."""
+        prefix = model.base_model_prefix
+        own = [f"{prefix}.embeddings."] + [f"{prefix}.encoder.layer.{i}." for i in range(self.frozen)]
+        return {k for k in model.state_dict() if any(k.startswith(o) for o in own)}
+
+    def add(self, premises: Sequence[str], hypotheses: Sequence[str]) -> None:
+        import torch
+
+        todo = sorted({(p, h) for p, h in zip(premises, hypotheses)} - self.cache.keys())
+        if not todo:
+            return
+        enc = self.tok([p for p, _ in todo], [h for _, h in todo], truncation="longest_first",
+                       max_length=self.max_length)
+        order = sorted(range(len(todo)), key=lambda i: len(enc["input_ids"][i]))
+        with torch.inference_mode():
+            for s in range(0, len(order), self.batch_size):
+                idx = order[s:s + self.batch_size]
+                batch = self.tok.pad({k: [enc[k][i] for i in idx] for k in ("input_ids", "token_type_ids",
+                                                                              "attention_mask")}, return_tensors="pt")
+                hidden = self.bottom(**batch).last_hidden_state
+                for r, i in enumerate(idx):
+                    self.cache[todo[i]] = hidden[r, :len(enc["input_ids"][i])].clone()
+
+    def head(self, model, keys: Sequence[tuple[str, str]]):
+        """`model`'s logits for the pairs `keys` (added before), its top layers run on the cached output."""
+        import torch
+
+        states = [self.cache[k] for k in keys]
+        width = max(len(x) for x in states)
+        hidden = torch.zeros(len(states), width, states[0].shape[1])
+        att = torch.zeros(len(states), width, dtype=torch.long)
+        for r, x in enumerate(states):
+            hidden[r, :len(x)], att[r, :len(x)] = x, 1
+        base = model.base_model
+        layers, embeddings = base.encoder.layer, base.embeddings
+        base.encoder.layer = torch.nn.ModuleList(list(layers)[self.frozen:])
+        base.embeddings = self.given
+        try:
+            return model(inputs_embeds=hidden, attention_mask=att).logits
+        finally:
+            base.encoder.layer, base.embeddings = layers, embeddings
 
 
 def _bar(total: int, progress: bool, desc: str):

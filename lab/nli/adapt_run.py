@@ -78,9 +78,10 @@ class AdaptOptions:
     min_target: float | None = None  # lowest target certified when `target` is not (default target − 0.1)
     auc_confidence: float = 0.95  # one-sided, for the ranking gate
     weights: tuple = WEIGHTS
-    epochs: float = 2.0
+    epochs: float = 3.0
     max_steps: int = 200
-    lr: float = 3e-5
+    lr: float = 3e-4  # lab/nli/adapt.py LR: for the top layers only
+    train_layers: int = 2  # the top encoder layers fine-tuned (lab/nli/adapt.py TRAIN_LAYERS, Trunk)
     limit_per_set: int = 100  # the yardstick report's records per set (reported, not guarded)
     probe_pairs: int = 200
     anchor_pairs: int = 500
@@ -520,7 +521,7 @@ def adapt(pairs: list[JudgedPair], data: dict, base_dir: str | Path, out_dir: st
     # same labels, base and recipe picks them up; anything else starts afresh
     work = out / ".adapt-work"
     key = {"pairs_sha1": report["data"].get("pairs_sha1"), "base": report["base_model"]["fingerprint"],
-           **{k: report["options"][k] for k in ("folds", "seed", "seeds", "epochs", "max_steps", "lr")}}
+           **{k: report["options"][k] for k in ("folds", "seed", "seeds", "epochs", "max_steps", "lr", "train_layers")}}
     if not (work / "key.json").is_file() or json.loads((work / "key.json").read_text()) != key:
         shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True, exist_ok=True)
@@ -554,9 +555,9 @@ def _mix(base_dir: Path, tuned: Path, w: float, where: Path) -> Path:
 def _run(pairs, folds, report, base_dir, out, work, opts, log, t0) -> dict:
     from lab.tuning.data import model_fingerprint
 
-    from .adapt import TUNED, TorchMixes, base_checkpoint, fine_tune
+    from .adapt import TUNED, TorchMixes, base_checkpoint, fine_tune, trunk_for
 
-    timings, folds = {}, np.asarray(folds)
+    timings, folds, shared = {}, np.asarray(folds), {}
 
     def ckpt() -> Path:  # the base as a trainable checkpoint, built once, only when something is trained
         d = work / "base-checkpoint"
@@ -564,6 +565,11 @@ def _run(pairs, folds, report, base_dir, out, work, opts, log, t0) -> dict:
             base_checkpoint(base_dir, d)
             (d / ".done").touch()
         return d
+
+    def trunk():  # the frozen layers' output per pair, once for every fold, mix and the final model
+        if "trunk" not in shared:
+            shared["trunk"] = trunk_for(ckpt(), base_dir, opts.train_layers)
+        return shared["trunk"]
     base = Scorer(base_dir, cache=True)
     known = np.array([p.supported is not None for p in pairs])
     y = np.array([bool(p.supported) for p in pairs])
@@ -585,10 +591,11 @@ def _run(pairs, folds, report, base_dir, out, work, opts, log, t0) -> dict:
             # trained without an ONNX export, its mixes scored in torch (TorchMixes)
             tuned = _fitted(work / f"fold{k}-s{s}", TUNED) or fine_tune(
                 base_dir, fit, seed=s, out_dir=work / f"fold{k}-s{s}", epochs=opts.epochs, max_steps=opts.max_steps,
-                lr=opts.lr, progress=opts.progress, checkpoint=ckpt(), export=False)
+                lr=opts.lr, progress=opts.progress, checkpoint=ckpt(), export=False,
+                train_layers=opts.train_layers, trunk=trunk())
             train_s = round(time.time() - tk, 1)
             tk = time.time()
-            mixes = TorchMixes(ckpt(), tuned)
+            mixes = TorchMixes(ckpt(), tuned, trunk=trunk())
             for w in opts.weights:
                 oof[s][str(w)][held_idx] = mixes.probs(w, [p.premise for p in held], [p.hypothesis for p in held])[:, 0]
             del mixes
@@ -611,9 +618,14 @@ def _run(pairs, folds, report, base_dir, out, work, opts, log, t0) -> dict:
     gain = {w: {"auc": auc_mix[w], "gain": b["gain"],
                 "lower": round(float(np.quantile(b["resamples"], alpha)), 4) if len(b["resamples"]) else None,
                 "resamples": int(len(b["resamples"]))} for w, b in boot.items()}
+    depth = json.loads((ckpt() / "config.json").read_text())["num_hidden_layers"]
+    frozen = max(0, depth - opts.train_layers)
     report["training"] = {"steps_per_fold": steps, "epochs": opts.epochs, "lr": opts.lr, "batch_size": 16,
-                          "runs": fold_runs, "frozen": "word, position and type embeddings",
-                          "loss": "binary cross-entropy on the judged class's calibrated probability"}
+                          "runs": fold_runs, "trained_layers": depth - frozen,
+                          "frozen": "word, position and type embeddings" + (
+                              f" and encoder layers 1–{frozen} of {depth}" if frozen else ""),
+                          "loss": "binary cross-entropy on the judged class's calibrated probability, plus a KL "
+                                  "term keeping the shipped model's split of the other two classes"}
     if len(seeds) > 1:
         spread = {w: [roc_auc(oof[s][w][known], y[known]) for s in seeds] for w in primary}
         report["training"]["seed_auc"] = spread
@@ -638,7 +650,8 @@ def _run(pairs, folds, report, base_dir, out, work, opts, log, t0) -> dict:
     t = time.time()
     final_tuned = _fitted(work / "final-tuned") or fine_tune(
         base_dir, pairs, seed=seeds[0], out_dir=work / "final-tuned", epochs=opts.epochs, max_steps=opts.max_steps,
-        lr=opts.lr, progress=opts.progress, checkpoint=ckpt())
+        lr=opts.lr, progress=opts.progress, checkpoint=ckpt(), train_layers=opts.train_layers, trunk=trunk())
+    shared.pop("trunk", None)  # its cache is not needed past the last fine-tune
     timings["final_fit"] = round(time.time() - t, 1)
     t = time.time()
     probes = probe_pairs(opts.data_dir, opts.probe_pairs) if opts.forgetting else {}

@@ -18,6 +18,8 @@ KYOTO = "Kyoto was the imperial capital for more than a thousand years, while To
 HAMBURG = "Hamburg is the second-largest city in Germany; the capital, Berlin, is the largest."
 ACTOR = "The actor who met the senator was famous."
 EINSTEIN = "Einstein was born in Ulm and died in Princeton."
+# the everyday probe's deciding window (starter base, "Kyoto"): "the capital city of X" is the capital of X
+KYOTO_CITY = "Kyoto is the capital city of Kyoto Prefecture in the Kansai region of Japan's largest island, Honshu."
 
 # (evidence, a claim that swaps its roles or relation, its entailed twin)
 SWAPS = [
@@ -29,6 +31,7 @@ SWAPS = [
     (EINSTEIN, "Einstein was born in Princeton.", "Einstein died in Princeton."),
     ("Sydney is the largest city in Australia, but Canberra is its capital.",
      "Sydney is the capital of Australia.", "Canberra is the capital of Australia."),
+    (KYOTO_CITY, "Kyoto is the capital of Japan.", "Kyoto is the capital of Kyoto Prefecture."),
 ]
 
 
@@ -241,6 +244,7 @@ def test_every_relabelled_supports_is_one_the_veto_hides_and_the_display_fits_be
     ("Jalisco has the second-highest population density in Mexico.",
      "Guadalajara has the second-highest population density in Mexico; Jalisco is a state.", "replaced"),
     ("Kyoto is the capital of Japan.", KYOTO, "predicate"),
+    ("Kyoto is the capital of Japan.", KYOTO_CITY, "of"),
     ("Einstein was born in Princeton.", EINSTEIN, "place"),
 ])
 def test_the_check_says_how_the_evidence_relates_the_words_otherwise(claim, evidence, rival):

@@ -13,7 +13,7 @@ Edges (spaCy's English parse, the model the surfaces already load):
 - attached(a, b), undirected: a copula's subject and predicate ("Kyoto is the capital"), apposition,
   an adjective or compound on its noun, a preposition's object on its head;
 - of(a, b): "a of b" and "b's a" (held by any attachment of the two, but a pronoun stands in for b
-  only as "its a").
+  only as "its a"); a noun compound shares its head's "of" ("the capital city of b": the capital of b).
 Relative pronouns stand for the noun their clause modifies, a conjunct shares its conjunct's edge,
 an infinitive ("decided to fine") its governor's subject; another pronoun in the evidence ("its
 capital", "he died in") may stand for any noun in its place.
@@ -152,6 +152,9 @@ def edges(doc) -> list[tuple[str, object, object]]:
                 continue  # handled from the subject
             else:
                 add(OF if head.lower_ == "of" else PREP, gov, tok)
+                if head.lower_ == "of" and gov.pos_ == "NOUN":  # "the capital city of X": the capital of X
+                    for c in (c for c in gov.children if c.dep_ == "compound" and c.pos_ == "NOUN"):
+                        add(OF, c, tok)
         elif dep == "poss":  # "Japan's capital" = "the capital of Japan"
             add(OF, head, tok)
         elif dep == "appos":  # "the capital, Berlin,": Berlin is the capital

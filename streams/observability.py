@@ -261,11 +261,21 @@ class _ScrapeCollector:
     """A collector read at scrape time from what `obs` holds. `describe` is empty so registering it
     never runs `collect` (which reads live state: the app, the store, the checker)."""
 
+    CACHE_S = 2.0  # a store-backed collector reads the store at most this often (scrapes can be frequent)
+
     def __init__(self, obs: Observability):
         self.obs = obs
+        self._cached: tuple[float, Any] | None = None
 
     def describe(self):
         return []
+
+    def _every(self, read: Callable[[], Any]) -> Any:
+        """`read()`, or what it returned less than CACHE_S ago."""
+        now = time.monotonic()
+        if self._cached is None or now - self._cached[0] > self.CACHE_S:
+            self._cached = (now, read())
+        return self._cached[1]
 
 
 class _StateCollector(_ScrapeCollector):
@@ -308,20 +318,13 @@ class _PrecisionCollector(_ScrapeCollector):
     and NLI model version of the judged verdicts (`nli_version`; "all" pools every version): precision
     and its Clopper–Pearson interval (streams/precision.py), judgements n, coverage, the drift alarm
     (1 when the interval's upper end is below the target), and judgements by kind. Per version so a
-    rollout is judged before and after. Read at scrape time, at most every PRECISION_CACHE_S."""
-
-    PRECISION_CACHE_S = 2.0
-
-    def __init__(self, obs: Observability):
-        super().__init__(obs)
-        self._cached: tuple[float, list, dict] | None = None
+    rollout is judged before and after. Read at scrape time, at most every CACHE_S."""
 
     def _read(self):
-        now = time.monotonic()
-        if self._cached is None or now - self._cached[0] > self.PRECISION_CACHE_S:
+        def read():
             store, target, confidence = self.obs.feedback
-            self._cached = (now, store.precision_by_version(target, confidence), store.counts())
-        return self._cached[1], self._cached[2]
+            return store.precision_by_version(target, confidence), store.counts()
+        return self._every(read)
 
     def collect(self):
         from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
@@ -416,20 +419,13 @@ class _ModelCollector(_ScrapeCollector):
 
     Why from the store and not from the loop's process: the loop runs beside the worker (its own
     process, its own lifetime), the store is what both share, and an append-only table counted at
-    scrape time is a counter that survives either process restarting. Read at most every EVENTS_CACHE_S."""
-
-    EVENTS_CACHE_S = 2.0
-
-    def __init__(self, obs: Observability):
-        super().__init__(obs)
-        self._cached: tuple[float, dict, dict] | None = None
+    scrape time is a counter that survives either process restarting. Read at most every CACHE_S."""
 
     def _read(self):
-        now = time.monotonic()
-        if self._cached is None or now - self._cached[0] > self.EVENTS_CACHE_S:
+        def read():
             store = self.obs.feedback[0]
-            self._cached = (now, store.event_counts(), {e.event: e.ts for e in store.events(last=200)})
-        return self._cached[1], self._cached[2]
+            return store.event_counts(), {e.event: e.ts for e in store.events(last=200)}
+        return self._every(read)
 
     def collect(self):
         from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily

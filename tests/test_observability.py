@@ -241,7 +241,7 @@ def test_live_precision_gauges_read_the_feedback_store(tmp_path, monkeypatch):
                                             "label_shown": v["label"], "source": "moderator", "ts": 1.0,
                                             "judgement": ("right" if i < 11 else "wrong") if i < 12 else "wrong"})
                         for i, v in enumerate(verdicts[:16])])
-    monkeypatch.setattr(_PrecisionCollector, "PRECISION_CACHE_S", 0.0)
+    monkeypatch.setattr(_PrecisionCollector, "CACHE_S", 0.0)
     s = samples(obs)
     lo, hi = clopper_pearson(11, 12, 0.9)
     assert s[("dialcheck_shown_precision", lab("SUPPORTS"))] == pytest.approx(11 / 12)

@@ -85,7 +85,7 @@ def test_a_judged_verdict_names_its_model_version(store):
 def test_metrics_carry_the_model_version_as_a_label(store, monkeypatch):
     obs = Observability(load_settings())
     obs.attach_feedback(store, 0.85, 0.9)
-    monkeypatch.setattr(_PrecisionCollector, "PRECISION_CACHE_S", 0.0)
+    monkeypatch.setattr(_PrecisionCollector, "CACHE_S", 0.0)
     s = {(x.name, x.labels.get("label"), x.labels.get("nli_version")): x.value
          for fam in text_string_to_metric_families(generate_latest(obs.registry).decode()) for x in fam.samples}
     assert s[("dialcheck_shown_precision", "SUPPORTS", BASE)] == pytest.approx(0.6)

@@ -182,6 +182,12 @@ class Guarded:
         return LABELS[self.code]
 
 
+def _support_withdrawn(probs: dict) -> dict:
+    """A SUPPORTS the structured checks take back: its mass goes to NOT ENOUGH INFO (not to REFUTES:
+    the evidence does not say the claim is false, only that it does not say the claim)."""
+    return {"SUPPORTS": 0.0, "REFUTES": probs["REFUTES"], "NOT ENOUGH INFO": probs["NOT ENOUGH INFO"] + probs["SUPPORTS"]}
+
+
 class GuardedRule:
     """The rule over one parameter set. lab/tuning/variants.py subclasses it for the measured,
     unshipped variants (`level_coverage`, `not_covered` are its two hooks)."""
@@ -290,17 +296,13 @@ class GuardedRule:
                     f"\"{clash.evidence}\"; the rest of the claim it supports.")
         elif code == S and p.checked and checks is not None and not checks.agreed:
             # the window's words cover the claim, but not who did what, the subject or the value it states
-            code = NEI
-            probs = {"SUPPORTS": 0.0, "REFUTES": probs["REFUTES"],
-                     "NOT ENOUGH INFO": probs["NOT ENOUGH INFO"] + probs["SUPPORTS"]}
+            code, probs = NEI, _support_withdrawn(probs)
             numbers["checks_disagree"] = True
             note = f"The evidence does not state {checks.unstated()}."
         elif code == S and p.relation_clash and checks is not None and checks.structure.precise is not None:
             # the window's words cover the claim, but it gives one of the claim's relations to another word
             # (the structural check's precise test; the display's veto reads the broad one, which it implies)
-            code = NEI
-            probs = {"SUPPORTS": 0.0, "REFUTES": probs["REFUTES"],
-                     "NOT ENOUGH INFO": probs["NOT ENOUGH INFO"] + probs["SUPPORTS"]}
+            code, probs = NEI, _support_withdrawn(probs)
             numbers["relation_clash"] = True
             f = checks.structure.precise
             note = f"The evidence relates the claim's words otherwise: {f.evidence}, not {f.failed.text()}."

@@ -29,7 +29,7 @@ standing for a name, no part of a name, ...) is what the decision's `relation_cl
 veto hides more; the label changes only where the parse is least likely to be wrong."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 CONTENT = frozenset({"NOUN", "PROPN", "VERB", "ADJ", "NUM"})
@@ -290,7 +290,7 @@ def check(claim: str, evidence: tuple[str, ...]) -> StructureCheck:
         sharp = rival(role, h, d, True)  # asked only where the broad test found one: a subset by construction
         if sharp is not None:
             precise = StructureCheck(len(asked), Edge(role, h.text, d.text), sharp.text(), sharp.kind)
-            return StructureCheck(found.asked, found.failed, found.evidence, found.rival, precise)
+            return replace(found, precise=precise)
     return found or StructureCheck(len(asked), None)  # None: not held as parsed, but given to nothing else
 
 

@@ -137,8 +137,8 @@ def fine_tune(base_dir: str | Path, pairs: Sequence[JudgedPair], *, seed: int, o
                 raise ValueError(f"the trunk runs {trunk.frozen} layers at {trunk.max_length} tokens, "
                                  f"this fine-tune freezes {frozen} at {length}")
             trunk.add([p.premise for p in pairs], [p.hypothesis for p in pairs])
-        enc = tok([p.premise for p in pairs], [p.hypothesis for p in pairs], truncation="longest_first",
-                  max_length=length)
+        enc = None if frozen else tok([p.premise for p in pairs], [p.hypothesis for p in pairs],
+                                      truncation="longest_first", max_length=length)  # the trunk tokenizes its own
         cols = torch.tensor([TARGET_LOSS[p.target][0] for p in pairs])
         ys = torch.tensor([TARGET_LOSS[p.target][1] for p in pairs])
         total = steps_for(len(pairs), epochs, max_steps, batch_size)
@@ -166,9 +166,8 @@ def fine_tune(base_dir: str | Path, pairs: Sequence[JudgedPair], *, seed: int, o
 
         model.eval()
         with torch.inference_mode():  # what the base says about the other two columns, kept by the KEEP term
-            base_rest = torch.cat([others(logits_of(list(range(s, min(s + 32, len(pairs))))),
-                                          list(range(s, min(s + 32, len(pairs)))))
-                                   for s in range(0, len(pairs), 32)])
+            chunks = [list(range(s, min(s + 32, len(pairs)))) for s in range(0, len(pairs), 32)]
+            base_rest = torch.cat([others(logits_of(idx), idx) for idx in chunks])
         order: list[int] = []
         bar = _bar(total, progress, "adapt: fine-tune")
         model.train()

@@ -90,3 +90,25 @@ def test_a_numeral_inside_a_name_is_no_count():
     assert [(s.value, s.key) for s in extract("a 5km walk, 10kg of rice")] == [(5.0, ""), (10.0, "")]
     (c,) = compare("Twelve isotopes occur.", ("Three isotopes occur naturally, 12C and 13C being stable.",))
     assert (c.status, c.evidence) == ("clash", "Three isotopes")
+
+
+def test_a_value_the_evidence_binds_to_another_word_is_a_clash():
+    # the value is stated, but of something else: the word the claim binds it to carries another
+    curie = "Marie Curie won the Nobel Prize in Physics in 1903 and the Nobel Prize in Chemistry in 1911."
+    assert status("Marie Curie won the Nobel Prize in Chemistry in 1903.", curie) == [("1903", "clash", "1911")]
+    assert status("Marie Curie won the Nobel Prize in Chemistry in 1911.", curie) == [("1911", "stated", "")]
+    assert status("He died in 1950.", "He was born in 1950 and died in 1990.") == [("1950", "clash", "1990")]
+    # several other values: the one bound to the claim's word decides
+    assert status("He ruled until his death in 1361.", "He ruled from 1315 or 1316 until his death in 1341.") \
+        == [("1361", "clash", "1341")]
+    assert status("In 1968 the country became a republic.", "In 1966, the country became a republic, and he ruled "
+                  "until his defeat in 1994.") == [("1968", "clash", "1966")]
+    assert status("The Niger is the 15th-longest river in the world.",
+                  "The Niger is the 14th-longest river in the world, and the third-longest river in Africa.") \
+        == [("15th-longest", "clash", "14th-longest")]
+    # no preposition binds it: a parse would tell what it belongs to, a word list does not
+    assert extract("The 1962 Ferrari 250 GTO is the most expensive car.")[0].anchor == ""
+    assert status("The 1962 Ferrari 250 GTO is the most expensive car.",
+                  "In May 2012, a 1962 Ferrari 250 GTO sold; another sold in 2018.")[0][1] == "stated"
+    assert status("Quinn had five children with his wife.", "The couple had five children. Quinn also had two "
+                  "children with Friedel Dunbar.") == [("five children", "stated", "")]

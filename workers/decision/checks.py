@@ -83,12 +83,14 @@ class Checks:
         return out
 
 
-def window_text(ev, i: int) -> str:
-    """Window i with its passage title: what coverage and the slots read (a title names the subject)."""
+def window_text(ev, i: int, sep: str = " ") -> str:
+    """Window i with its passage title: what coverage and the slots read (a title names the subject;
+    the slots read it as a sentence of its own, `sep` ". ", so a value at the window's start is not
+    bound to the title's last word)."""
     k = int(ev.passage_index[i])
     title = ev.titles[k] if 0 <= k < len(ev.titles) else ""
     text = ev.window_texts[i] if i < len(ev.window_texts) else ""
-    return f"{title} {text}" if title else text
+    return f"{title}{sep}{text}" if title else text
 
 
 def checks_of(ev, windows: tuple[int, ...]) -> Checks | None:
@@ -98,7 +100,7 @@ def checks_of(ev, windows: tuple[int, ...]) -> Checks | None:
         return None
     claim = ev.topic or ev.claim
     texts = tuple(ev.window_texts[i] for i in windows)
-    titled = tuple(window_text(ev, i) for i in windows)
+    titled = tuple(window_text(ev, i, ". ") for i in windows)
     return Checks(claim, texts, titled, subject_named(claim, titled))
 
 

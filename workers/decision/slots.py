@@ -16,6 +16,12 @@ slot is then
   it another slot of the claim states;
 - unstated: neither.
 
+A stated value is still a clash when the evidence binds it to something else: the word a
+preposition binds the claim's value to ("the Nobel Prize in Chemistry in 1903") carries another
+value there ("... in Physics in 1903 and ... in Chemistry in 1911"), the same for the words an
+ordinal ranks ("the 15th-longest river in the world"); that binding also picks the rival among
+several other values.
+
 Values compare exactly, except a hedged number ("about 3,000") or one written with a scale word
 ("3.5 million"), which matches within its hedge (10 %) or its last digit, and a bound ("over 400",
 "less than 40 %"), which any value on its side states.
@@ -24,7 +30,7 @@ round quantities), and the libraries that parse quantities (quantulum3) load a c
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 _MONTH_NAMES = "january february march april may june july august september october november december".split()
@@ -93,6 +99,7 @@ class Slot:
     text: str  # as written
     tolerance: float = 0.0  # a number's accepted difference (hedged or scaled)
     bound: str = ""  # "min": "over 400" (any value from 400 states it), "max": "under 400"; "": the value itself
+    anchor: str = ""  # the word it is bound to (`_anchor`: "Chemistry in 1911" → chemistry); "" for none
 
 
 @dataclass(frozen=True)
@@ -157,8 +164,51 @@ def extract(text: str) -> tuple[Slot, ...]:
             if kind in ("number", "ordinal") and slot.key:  # the key word is not part of the span taken
                 e = m.start("k") if m.group("k") and m.start("k") >= 0 else e
             taken.append((s, e))
-            out.append((s, slot))
+            out.append((s, replace(slot, anchor=_anchor(text, s, e if kind == "ordinal" else m.end(), kind == "ordinal"))))
     return tuple(slot for _, slot in sorted(out, key=lambda x: x[0]))
+
+
+BINDERS = frozenset("in on at since until till by from to during of for after before through".split())
+_TOKENS = re.compile(r"[\w'’.-]+|[,;:()]")
+
+
+def _anchor(text: str, start: int, end: int, ordinal: bool = False) -> str:
+    """The word a slot is bound to by a preposition: "the Nobel Prize in Chemistry in 1911" →
+    chemistry, "until his death in 1341" → death, "died on 5 May" → died; at a sentence start, the
+    first content word after the slot's phrase ("In 1966, the country" → >country). "" for none: a
+    value that is not a preposition's object ("The 1962 Ferrari", "had five children") is bound to
+    what a parse would tell, not a word list. An ordinal is bound to the words after it ("the
+    third-longest river in Africa" → ~river africa)."""
+    from spacy.lang.en.stop_words import STOP_WORDS  # a word list, no model loaded
+
+    if ordinal:  # "the 14th-longest river in the world": what it ranks, and where
+        words = []
+        for word in _TOKENS.findall(text[end:end + 60])[:6]:
+            if not word[0].isalnum():
+                break
+            w = word.lower().strip(".")
+            if w not in STOP_WORDS and w.isalpha():
+                words.append(_key(w))
+        return "~" + " ".join(words[:3]) if words else ""
+    near = re.split(r"[.!?]\s+(?=[A-Z0-9])", text[max(0, start - 60):start])[-1]  # this sentence only
+    before = _TOKENS.findall(near)
+    if before and before[-1].lower() in ("the", "a", "an"):
+        before = before[:-1]
+    if not before or before[-1].lower() not in BINDERS:
+        return ""
+    if len(before) >= 2 and before[-2][0].isalpha():
+        w = before[-2].lower().strip(".")
+        return "" if w in STOP_WORDS or w in MONTHS else _key(w)
+    if len(before) == 1:  # "In 1966, the country became": the subject
+        for i, word in enumerate(_TOKENS.findall(text[end:end + 60])[:5]):
+            if not word[0].isalnum():
+                if i == 0 and word == ",":
+                    continue
+                return ""
+            w = word.lower().strip(".")
+            if w not in STOP_WORDS and w.isalpha():
+                return ">" + _key(w)
+    return ""
 
 
 def _slot(kind: str, m: re.Match, text: str) -> Slot | None:
@@ -312,19 +362,38 @@ def _norm(e: Slot) -> object:
 def compare(claim: str, evidence: tuple[str, ...]) -> tuple[SlotCheck, ...]:
     """Each typed slot of the claim against the evidence texts together. A clash needs one other
     value, unambiguous: evidence that states several values of that slot (a page of dates, "1903
-    ... 1911") says which goes where no better than the claim, so its slot is unstated; and a value
-    another slot of the claim states ("On 22 December 2017 ... to 21 June 2018") is not a rival."""
+    ... 1911") says which goes where no better than the claim, so its slot is unstated — unless one
+    of them is bound to the word the claim binds its value to ("death in 1341" for "death in 1361");
+    and a value another slot of the claim states ("On 22 December 2017 ... to 21 June 2018") is not a
+    rival. A value the evidence states of something else is a clash too (`_bound_elsewhere`)."""
     claimed = extract(claim)
     ev_slots = [s for t in evidence for s in extract(t)]
     free = [e for e in ev_slots if not any(_states(c, e) for c in claimed)]
     out = []
     for c in claimed:
         if any(_states(c, e) for e in ev_slots):
-            out.append(SlotCheck(c, "stated"))
+            bound = _bound_elsewhere(c, claimed, ev_slots)
+            out.append(SlotCheck(c, "clash", bound) if bound else SlotCheck(c, "stated"))
             continue
         rivals = [e for e in free if _same(c, e) is False]
+        if len({repr(_norm(e)) for e in rivals}) > 1 and c.anchor:  # several: the one bound to the claim's word
+            rivals = [e for e in rivals if e.anchor == c.anchor]
         if len({repr(_norm(e)) for e in rivals}) == 1:
             out.append(SlotCheck(c, "clash", ", ".join(dict.fromkeys(e.text for e in rivals))))
         else:
             out.append(SlotCheck(c, "unstated"))
     return tuple(out)
+
+
+def _bound_elsewhere(c: Slot, claimed: tuple[Slot, ...], ev_slots: list[Slot]) -> str:
+    """A value the evidence states, but of something else: the word the claim binds it to carries
+    another value there ("Nobel Prize in Physics in 1903 and ... in Chemistry in 1911" for "in
+    Chemistry in 1903"). Returns that value as written, "" when none: no word, the word carries the
+    claim's value somewhere too, or the other value is one the claim states elsewhere."""
+    if not c.anchor:
+        return ""
+    there = [e for e in ev_slots if e.anchor == c.anchor]
+    if any(_states(c, e) for e in there):
+        return ""
+    rivals = [e for e in there if _same(c, e) is False and not any(_states(o, e) for o in claimed)]
+    return ", ".join(dict.fromkeys(e.text for e in rivals))

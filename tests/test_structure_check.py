@@ -125,6 +125,10 @@ ENTITIES = [
      "Cornell University studied chromosomes.", "McClintock studied chromosomes."),
     ("Benin is a country in West Africa. The capital is Porto-Novo.", "The capital is West Africa.",
      "The capital is Porto-Novo."),
+    # a passive subject that is a name: its part ("Summer") stands in the name's role
+    ("The Winter Olympic Games were created out of the success of the Summer Olympic Games.",
+     "The Summer Olympics were created out of the success of the Summer Olympic Games.",
+     "The Winter Olympic Games were created out of the success of the Summer Olympic Games."),
 ]
 
 

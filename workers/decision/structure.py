@@ -320,6 +320,12 @@ def _place_appos(h, d) -> bool:
     return d.dep_ == "appos" and d.pos_ == h.pos_ == "PROPN" and d.ent_type_ in PLACES
 
 
+def _name_dep(tok) -> str:
+    """The dependency of the name a token is part of ("Summer" of "the Summer Olympics were created": nsubjpass)."""
+    top = tok.head if tok.dep_ in ("compound", "flat") and tok.pos_ == "PROPN" and tok.head.pos_ == "PROPN" else tok
+    return top.dep_
+
+
 def _name(tok) -> set[str]:
     """The words of the name a token is part of ("Anthony Quinn": anthony, quinn)."""
     top = tok.head if tok.dep_ in ("compound", "flat") and tok.pos_ == "PROPN" and tok.head.pos_ == "PROPN" else tok
@@ -407,7 +413,7 @@ def _competitor(role: str, h, d, eedges: list, claim_args: frozenset | set = fro
             # Area includes" is not "Phoenix includes"; nor a name for a common noun, "the Puppy Bowl mimics
             # a bowl game")
             return Edge(r, eh.text, ed.text, "swapped")  # the same two words, the roles swapped
-        if r == role == PATIENT and d.dep_ == ed.dep_ == "nsubjpass" and _word(eh) == hw \
+        if r == role == PATIENT and _name_dep(d) == _name_dep(ed) == "nsubjpass" and _word(eh) == hw \
                 and other(ed, named=precise and d.pos_ == "PROPN"):
             return Edge(r, eh.text, ed.text, "patient")  # "herbs are dried" for "spices are dried"
         if role == BE and r == BE and (_indefinite(h) or not (_indefinite(eh) or _indefinite(ed))):

@@ -67,8 +67,7 @@ class StructureCheck:
     """The claim's edges asked (both words in the evidence) and the first one no reading holds (None: all hold)."""
     asked: int
     failed: Edge | None
-    evidence: str = ""  # how the evidence relates those words, when it does (e.g. "committee → fine (who does it)")
-    rival: str = ""  # how: swapped, replaced, agent, theme, patient, predicate, of, place (`_competitor`)
+    other: Edge | None = None  # the evidence edge that gives the failed relation to another word (`_competitor`)
     # the finding under the precise test as well (`_competitor(precise=True)`: no symmetric verb, no part
     # of the claim word's own name, no name read as a relation, no place apposition): what the label may
     # act on (guarded.py `relation_clash`); None when only the broad test, the display's veto, finds one
@@ -77,6 +76,16 @@ class StructureCheck:
     @property
     def agreed(self) -> bool:
         return self.failed is None
+
+    @property
+    def evidence(self) -> str:
+        """How the evidence relates those words (e.g. "committee → fine (who does it)"); "" when agreed."""
+        return self.other.text() if self.other is not None else ""
+
+    @property
+    def rival(self) -> str:
+        """How the relation went to another word: swapped, replaced, agent, theme, patient, predicate, of, place."""
+        return self.other.kind if self.other is not None else ""
 
 
 def _word(tok) -> str:
@@ -286,10 +295,10 @@ def check(claim: str, evidence: tuple[str, ...]) -> StructureCheck:
         if other is None:
             continue
         if found is None:
-            found = StructureCheck(len(asked), Edge(role, h.text, d.text), other.text(), other.kind)
+            found = StructureCheck(len(asked), Edge(role, h.text, d.text), other)
         sharp = rival(role, h, d, True)  # asked only where the broad test found one: a subset by construction
         if sharp is not None:
-            precise = StructureCheck(len(asked), Edge(role, h.text, d.text), sharp.text(), sharp.kind)
+            precise = StructureCheck(len(asked), Edge(role, h.text, d.text), sharp)
             return replace(found, precise=precise)
     return found or StructureCheck(len(asked), None)  # None: not held as parsed, but given to nothing else
 

@@ -253,6 +253,7 @@ def test_too_few_labels_is_one_line_exit_2_and_nothing_written(tmp_path, capsys)
     (["--from-feedback", "--sources", "moderator,robot", "--out", "x"], "--sources moderator,robot"),
     (["--labels", "LAB", "--out", "x", "--folds", "1"], "--folds must be between 2 and 10"),
     (["--labels", "LAB", "--out", "x", "--min-target", "0.9"], "--min-target 0.9 is above --target 0.85"),
+    (["--labels", "LAB", "--out", "x", "--replay-pairs", "-1"], "--replay-pairs must be 0 or more"),
     (["--labels", "LAB", "--out", "."], "is not empty: name a new directory"),
 ])
 def test_mistakes_are_one_line(tmp_path, capsys, argv, says):
@@ -369,18 +370,26 @@ def test_a_fold_model_scored_in_torch_gives_what_its_export_serves(tmp_path):
     assert json.loads((tmp_path / "mix" / "calibration.json").read_text())["adapt"]["weight"] == 0.5
 
 
+@pytest.fixture(scope="module")
+def shipped_ckpt(tmp_path_factory):
+    """The shipped model as a trainable checkpoint, built once for the fine-tunes below."""
+    from lab.nli.adapt import base_checkpoint
+
+    return base_checkpoint(REPO / "triton_models" / "nli" / "1", tmp_path_factory.mktemp("adapt") / "ckpt")
+
+
 @pytest.mark.model
-def test_only_the_top_layers_train_and_the_trunk_scores_what_the_export_serves(tmp_path):
+def test_only_the_top_layers_train_and_the_trunk_scores_what_the_export_serves(tmp_path, shipped_ckpt):
     """Adaptation trains the top `TRAIN_LAYERS` encoder layers on the frozen layers' output, computed
     once per pair (`Trunk`). The layers below must come out bit for bit the shipped ones, and a mix
     scored from the trunk's cache must be what that mix's own ONNX export serves."""
     import torch
 
-    from lab.nli.adapt import TUNED, TorchMixes, base_checkpoint, fine_tune, trunk_for
+    from lab.nli.adapt import TUNED, TorchMixes, fine_tune, trunk_for
     from workers.models.onnx_nli import OnnxNLI
 
     shipped = REPO / "triton_models" / "nli" / "1"
-    ckpt = base_checkpoint(shipped, tmp_path / "ckpt")
+    ckpt = shipped_ckpt
     rows = ["Bob sold his car to Alice last week.", "The river floods every spring.",
             "Mount Everest is 8,849 metres high.", "The committee fined the club for the late payment."]
     claims = [("Alice sold her car to Bob.", "not_entailment"), ("It floods in spring.", "entailment"),
@@ -405,3 +414,83 @@ def test_only_the_top_layers_train_and_the_trunk_scores_what_the_export_serves(t
     served = OnnxNLI(mixes.export(0.5, tmp_path / "mix"), threads=1, workers=1).predict(prem, hyp)
     assert np.abs(at_half - served).max() < 1e-4
     assert np.abs(at_half - mixes.probs(0.0, prem, hyp)).max() > 1e-3
+
+
+# --- general NLI replay -------------------------------------------------------------------------
+
+def _tsv(path: Path, rows: list[tuple[str, str, str]]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("sentence1\tsentence2\tgold_label\n" + "".join(f"{a}\t{b}\t{c}\n" for a, b, c in rows))
+
+
+def test_replay_pairs_come_from_the_training_split_never_snli_dev_or_test(tmp_path):
+    """The pairs replayed beside the judged ones are the base's training side: a training source's
+    pair that is an SNLI test pair (CAD-SNLI has one in the real data), or shares an SNLI dev/test
+    premise (the same image caption), is never drawn, nor a pair of the validation split; sources
+    the data dir lacks are skipped, and a data dir with none gives no replay (adapt then says so)."""
+    from lab.nli.adapt import replay_pairs
+    from lab.nli.data import NLIPair, is_validation, snli_test
+
+    snli = tmp_path / "nli/esnli_snli_devtest/dataset/eSNLI"
+    snli.mkdir(parents=True)
+    test = [("A dog runs on the beach.", "An animal is outside.", "entailment"),
+            ("Two men play chess in a park.", "The men are asleep.", "contradiction")]
+    dev = [("A child paints a fence.", "A kid is painting.", "entailment")]
+    for split, rows in (("test", test), ("dev", dev)):
+        for name, col in (("s1", 0), ("s2", 1), ("labels", 2)):
+            (snli / f"{name}.{split}").write_text("".join(r[col] + "\n" for r in rows))
+    fresh = [(f"Player {i} scored {i} goals in the final.", f"Player {i} scored {'no' if i % 2 else i} goals.",
+              "contradiction" if i % 2 else "entailment") for i in range(60)]
+    _tsv(tmp_path / "nli/cad_snli/NLI/all_combined/train.tsv",
+         fresh[:30] + [test[0], (test[1][0], "Two people are outdoors.", "entailment"), (dev[0][0], "Paint.", "neutral")])
+    _tsv(tmp_path / "nli/cad_snli/NLI/all_combined/dev.tsv", fresh[30:])
+    _tsv(tmp_path / "nli/cad_snli/NLI/all_combined/test.tsv", [])
+    assert len(snli_test(tmp_path)) == 2
+
+    every, counts = replay_pairs(tmp_path, 1000, seed=0)
+    train_side = {(a, b) for a, b, c in fresh if not is_validation(NLIPair(a, b, 0, ""))}
+    assert {(p.premise, p.hypothesis) for p in every} == train_side and counts == {"cad_snli": len(every)}
+    assert 40 <= len(train_side) < len(fresh)  # some of the fresh pairs are the validation split's
+    assert not {p.premise for p in every} & {r[0] for r in test + dev}
+    some, _ = replay_pairs(tmp_path, 8, seed=3)
+    again, _ = replay_pairs(tmp_path, 8, seed=3)
+    assert len(some) == 8 and some == again and set(some) <= set(every)
+    assert replay_pairs(tmp_path / "elsewhere", 8) == ([], {}) and replay_pairs(tmp_path, 0) == ([], {})
+
+
+@pytest.mark.model
+def test_replay_holds_the_shipped_probabilities_on_general_nli_pairs(tmp_path, shipped_ckpt):
+    """A fine-tune that replays general NLI pairs (KL to the shipped model's three probabilities) moves
+    the model less on them than the same fine-tune without replay (16 steps: measured 0.27 → 0.004
+    mean KL at weight 5), and says so in calibration.json."""
+    from lab.nli.adapt import REPLAY, TorchMixes, fine_tune, trunk_for
+    from lab.nli.data import NLIPair
+
+    shipped = REPO / "triton_models" / "nli" / "1"
+    ckpt = shipped_ckpt
+    rows = ["Bob sold his car to Alice last week.", "The river floods every spring.",
+            "Mount Everest is 8,849 metres high.", "The committee fined the club for the late payment."]
+    claims = ["Alice sold her car to Bob.", "It floods in spring.", "Everest is 8,849 metres high.",
+              "The club fined the committee."]
+    pairs = [JudgedPair(p, h, "not_entailment", f"c{i}") for i, (p, h) in enumerate(zip(rows, claims))] * 8
+    general = [NLIPair("A man is playing a guitar on stage.", "A man plays music.", 0, "t"),
+               NLIPair("The cat sleeps on the sofa.", "An animal is resting.", 0, "t"),
+               NLIPair("A woman is cutting vegetables.", "A woman is cooking dinner.", 1, "t"),
+               NLIPair("Children are swimming in a lake.", "The children are in school.", 2, "t")] * 2
+    trunk = trunk_for(ckpt, shipped)
+    kw = dict(seed=0, epochs=4, batch_size=8, lr=1e-3, progress=False, checkpoint=ckpt, export=False, trunk=trunk)
+    plain = fine_tune(shipped, pairs, out_dir=tmp_path / "plain", **kw)
+    held = fine_tune(shipped, pairs, out_dir=tmp_path / "held", replay=general,
+                     replay_note={"sources": {"t": 8}}, **kw)
+    prem, hyp = [g.premise for g in general[:4]], [g.hypothesis for g in general[:4]]
+
+    def moved(tuned):
+        m = TorchMixes(ckpt, tuned, trunk=trunk)
+        base, after = m.probs(0.0, prem, hyp), m.probs(1.0, prem, hyp)
+        return float((base * (np.log(base) - np.log(after))).sum(1).mean())
+
+    assert moved(held) < 0.25 * moved(plain), (moved(held), moved(plain))
+    rec = json.loads((held / "calibration.json").read_text())["adapt"]
+    assert rec["replay"] == {"pairs": 8, "weight": REPLAY, "per_step": 8, "loss": "distill", "sources": {"t": 8}}
+    assert "KL(base ‖ adapted)" in rec["loss"]
+    assert json.loads((plain / "calibration.json").read_text())["adapt"]["replay"] == {"pairs": 0}

@@ -48,6 +48,11 @@ def register(sub) -> None:
     p.add_argument("--train-layers", type=int, default=2,
                    help="the top encoder layers fine-tuned (default 2); the layers below keep the shipped weights "
                         "and run once per reply. The encoder's depth (6 for the shipped model) trains them all")
+    p.add_argument("--replay-pairs", type=int, default=0,
+                   help="general NLI pairs (the training side of the base's sources, never an evaluation set) "
+                        "replayed beside the judged ones, held to the shipped model's probabilities so general NLI "
+                        "is not forgotten (e.g. 384; default 0: none — measured, it lets a higher mix through the "
+                        "SNLI anchor guard but showed fewer badges)")
     p.add_argument("--limit-per-set", type=int, default=None,
                    help="records per yardstick set in the report of what else moved (default 100; 300 with "
                         "--guard-yardstick, where it decides)")
@@ -76,6 +81,8 @@ def _check(args) -> None:
     if min(args.seeds, args.max_steps, args.limit_per_set, args.probe_pairs, args.anchor_pairs, args.train_layers) < 1:
         raise UsageError("--seeds, --max-steps, --train-layers, --limit-per-set, --probe-pairs and --anchor-pairs "
                          "must be at least 1")
+    if args.replay_pairs < 0:
+        raise UsageError(f"--replay-pairs must be 0 or more (got {args.replay_pairs})")
     if args.labels and not Path(args.labels).is_file():
         raise UsageError(f"--labels {args.labels}: no such file")
     if args.store and not args.from_feedback:
@@ -145,7 +152,7 @@ def run(args) -> int:
     opts = AdaptOptions(folds=args.folds, seed=args.seed, seeds=args.seeds, target=args.target,
                         confidence=args.confidence, min_target=args.min_target,
                         guard_yardstick=args.guard_yardstick, max_steps=args.max_steps,
-                        train_layers=args.train_layers,
+                        train_layers=args.train_layers, replay_pairs=args.replay_pairs,
                         limit_per_set=args.limit_per_set, probe_pairs=args.probe_pairs, anchor_pairs=args.anchor_pairs,
                         data_dir=str(args.data_dir or settings.data.dir),
                         progress=not args.quiet)

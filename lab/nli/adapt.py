@@ -17,6 +17,17 @@ averaged with the shipped ones — keeps most of the gain and most of the rest; 
 writes such a mix with lab/nli/soup.py's `average_onnx` (the weight is chosen on the hold-out
 conversations by lab/nli/adapt_run.py).
 
+Why replay (learning without forgetting, Li & Hoiem 2016): the judged replies alone pull the top
+layers toward one deployment's convention, and general NLI slips (SNLI test accuracy 0.738 → 0.670 at
+mix 1.0 on 392 FaithDial labels), so the anchor guard refused every mix above 0.25. Beside each step's
+judged batch a few general NLI pairs from the training side (`replay_pairs`: the training split of
+lab/nli/data.py's sources, never an evaluation set) are held to the shipped model's three-way
+probabilities by a KL term (`REPLAY`), computed once before training like the KEEP term's. Off by
+default (`dialcheck adapt --replay-pairs 384`): on FaithDial it let mix 1.0 through the anchor (0.738 →
+0.724 at 392 labels, → 0.720 at 576) and ranked the held-out conversations better, but certified fewer
+badges (392: none from 0.75 up, where mix 0.25 without it certified 0.77 on 2.3 % of replies; 576: 0.85
+on 8.2 % against 9.4 %).
+
 Training starts from the shipped ONNX weights (export.onnx_to_checkpoint), so a fresh clone adapts
 the model it serves, not a file on one machine."""
 from __future__ import annotations
@@ -38,6 +49,9 @@ BATCH = 16
 MAX_STEPS = 300
 TRAIN_LAYERS = 2  # the top encoder layers fine-tuned; the ones below stay the shipped ones (`Trunk`)
 KEEP = 1.0  # weight of the KL term that keeps the base's split of the two columns a judgement is silent on
+REPLAY = 1.0  # weight of the KL term holding the base's three-way probabilities on the replay pairs
+REPLAY_PAIRS = 384  # general NLI pairs replayed when asked (`dialcheck adapt --replay-pairs`; off by default)
+REPLAY_BATCH = 8  # of them beside each step's judged batch
 LR = 3e-4  # for those two layers: a whole-model rate (3e-5) barely moves them (docs/history/adapt-speed-2026-12-06.md)
 TUNED = "tuned.pt"  # fine_tune(export=False): the tuned weights, torch state dict
 # (column, positive?) each target trains: entailment column 0, contradiction column 2
@@ -82,6 +96,52 @@ def base_checkpoint(base_dir: str | Path, out_dir: str | Path) -> Path:
     return onnx_to_checkpoint(Path(base_dir), Path(out_dir))
 
 
+def _snli_eval(root: Path) -> tuple[set, set]:
+    """SNLI dev and test (lab/nli/data.py EXCLUDED_SOURCES: evaluation only, the anchor guard reads
+    test): their (premise, hypothesis) pairs and their premises (an image caption: its other pairs)."""
+    d = root / "nli/esnli_snli_devtest/dataset/eSNLI"
+    pairs, premises = set(), set()
+    for split in ("dev", "test"):
+        try:
+            s1 = (d / f"s1.{split}").read_text().split("\n")
+            s2 = (d / f"s2.{split}").read_text().split("\n")
+        except OSError:
+            continue
+        for a, b in zip(s1, s2):
+            pairs.add((a.strip(), b.strip()))
+            premises.add(a.strip())
+    return pairs, premises
+
+
+def replay_pairs(data_dir: str | Path, n: int = REPLAY_PAIRS, seed: int = 0) -> tuple[list, dict]:
+    """`n` general NLI pairs to replay, seeded: a uniform sample of the training split of every
+    training source this data dir has (lab/nli/data.py TRAIN_SOURCES; `is_validation` pairs left out),
+    never a pair or premise of SNLI dev/test. Returns (pairs, {source: count in the sample}); ([], {})
+    when no source is there. Reading every source is about 1.5 s."""
+    from .data import TRAIN_SOURCES, is_validation
+
+    root = Path(data_dir)
+    if n <= 0 or not str(data_dir):
+        return [], {}
+    held_pairs, held_premises = _snli_eval(root)
+    pool, seen = [], set()
+    for src in TRAIN_SOURCES:
+        try:
+            for p in src.reader(root):
+                key = None if p is None else (p.premise, p.hypothesis)
+                if key is None or key in seen or key in held_pairs or p.premise in held_premises or is_validation(p):
+                    continue
+                seen.add(key)
+                pool.append(p)
+        except (OSError, KeyError, ValueError):  # a source this data dir lacks (or a cut file): skipped
+            continue
+    sample = pool if len(pool) <= n else random.Random(seed).sample(pool, n)
+    counts: dict[str, int] = {}
+    for p in sample:
+        counts[p.source] = counts.get(p.source, 0) + 1
+    return sample, dict(sorted(counts.items(), key=lambda kv: -kv[1]))
+
+
 def steps_for(n_pairs: int, epochs: float = 3.0, max_steps: int = MAX_STEPS, batch_size: int = BATCH) -> int:
     """Optimiser steps for `n_pairs`: `epochs` passes, at most `max_steps` (the CPU budget)."""
     return max(1, min(max_steps, math.ceil(epochs * n_pairs / batch_size)))
@@ -91,7 +151,8 @@ def fine_tune(base_dir: str | Path, pairs: Sequence[JudgedPair], *, seed: int, o
               epochs: float = 3.0, max_steps: int = MAX_STEPS, lr: float = LR, batch_size: int = BATCH,
               max_length: int | None = None, progress: bool = True, version: str | None = None,
               checkpoint: str | Path | None = None, export: bool = True, train_layers: int | None = TRAIN_LAYERS,
-              trunk: "Trunk | None" = None) -> Path:
+              trunk: "Trunk | None" = None, replay: Sequence | None = None, replay_weight: float = REPLAY,
+              replay_batch: int = REPLAY_BATCH, replay_loss: str = "distill", replay_note: dict | None = None) -> Path:
     """Fine-tune the artifact in `base_dir` on `pairs` (binary losses, module docstring) and write an
     artifact to `out_dir`: model.onnx, tokenizer/, calibration.json (the base temperature; version
     `version`, default `<base version>+adapt-<pairs sha1[:8]>`). Returns `out_dir`. `checkpoint`: the
@@ -100,7 +161,11 @@ def fine_tune(base_dir: str | Path, pairs: Sequence[JudgedPair], *, seed: int, o
     that is only scored (`TorchMixes`) and exported at most once, at the weight chosen (`TorchMixes.export`).
     `train_layers`: the top encoder layers trained (with the classifier); the layers below keep the
     base weights and their output is computed once per pair by `trunk` (`Trunk`; pass one to share it
-    between fine-tunes of one base). None, or the encoder's depth: every layer is trained."""
+    between fine-tunes of one base). None, or the encoder's depth: every layer is trained.
+    `replay`: general NLI pairs (`replay_pairs`, with .premise, .hypothesis, .label) of which
+    `replay_batch` go beside each step's judged batch: `replay_loss` "distill" holds the base's three
+    probabilities on them (KL(base ‖ adapted), weight `replay_weight`), "gold" trains their three-way
+    label (cross-entropy). `replay_note` (where they came from) goes into calibration.json's `adapt`."""
     import torch
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
@@ -114,6 +179,11 @@ def fine_tune(base_dir: str | Path, pairs: Sequence[JudgedPair], *, seed: int, o
         raise ValueError(f"unknown targets {bad}: one of {', '.join(TARGET_LOSS)}")
     if not pairs:
         raise ValueError("no pairs to fine-tune on")
+    if replay_loss not in ("distill", "gold"):
+        raise ValueError(f"replay_loss must be distill or gold, got {replay_loss!r}")
+    replay = list(replay or [])
+    texts = [(p.premise, p.hypothesis) for p in pairs] + [(r.premise, r.hypothesis) for r in replay]
+    n_judged = len(pairs)
     cal = read_calibration(base_dir)
     temperature = float(cal.get("temperature", 1.0))
     length = int(max_length or cal.get("max_length") or MAX_LENGTH)
@@ -136,8 +206,8 @@ def fine_tune(base_dir: str | Path, pairs: Sequence[JudgedPair], *, seed: int, o
             if trunk.frozen != frozen or trunk.max_length != length:
                 raise ValueError(f"the trunk runs {trunk.frozen} layers at {trunk.max_length} tokens, "
                                  f"this fine-tune freezes {frozen} at {length}")
-            trunk.add([p.premise for p in pairs], [p.hypothesis for p in pairs])
-        enc = None if frozen else tok([p.premise for p in pairs], [p.hypothesis for p in pairs],
+            trunk.add([t[0] for t in texts], [t[1] for t in texts])
+        enc = None if frozen else tok([t[0] for t in texts], [t[1] for t in texts],
                                       truncation="longest_first", max_length=length)  # the trunk tokenizes its own
         cols = torch.tensor([TARGET_LOSS[p.target][0] for p in pairs])
         ys = torch.tensor([TARGET_LOSS[p.target][1] for p in pairs])
@@ -145,9 +215,9 @@ def fine_tune(base_dir: str | Path, pairs: Sequence[JudgedPair], *, seed: int, o
         opt = torch.optim.AdamW([q for q in model.parameters() if q.requires_grad], lr=lr, weight_decay=0.01)
         warm = max(1, total // 10)
         sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / warm) * max(0.0, (total - s) / total))
-        def logits_of(idx: list[int]):
+        def logits_of(idx: list[int]):  # indices into texts: the judged pairs, then the replay pairs
             if frozen:
-                return trunk.head(model, [(pairs[i].premise, pairs[i].hypothesis) for i in idx]) / temperature
+                return trunk.head(model, [texts[i] for i in idx]) / temperature
             width = max(len(enc["input_ids"][i]) for i in idx)
             inp = torch.zeros(len(idx), width, dtype=torch.long)
             tt, att = torch.zeros_like(inp), torch.zeros_like(inp)
@@ -168,6 +238,12 @@ def fine_tune(base_dir: str | Path, pairs: Sequence[JudgedPair], *, seed: int, o
         with torch.inference_mode():  # what the base says about the other two columns, kept by the KEEP term
             chunks = [list(range(s, min(s + 32, len(pairs)))) for s in range(0, len(pairs), 32)]
             base_rest = torch.cat([others(logits_of(idx), idx) for idx in chunks])
+            # what the base says about the replay pairs (all three columns), held by the REPLAY term
+            base_replay = torch.cat([torch.log_softmax(logits_of([n_judged + i for i in idx]), dim=1) for idx in
+                                     [list(range(s, min(s + 32, len(replay)))) for s in range(0, len(replay), 32)]]) \
+                if replay else None
+        replay_gold = torch.tensor([int(r.label) for r in replay]) if replay and replay_loss == "gold" else None
+        replay_order: list[int] = []
         order: list[int] = []
         bar = _bar(total, progress, "adapt: fine-tune")
         model.train()
@@ -177,6 +253,13 @@ def fine_tune(base_dir: str | Path, pairs: Sequence[JudgedPair], *, seed: int, o
                 rng.shuffle(more)
                 order += more
             idx, order = order[:batch_size], order[batch_size:]
+            ridx: list[int] = []
+            if replay:
+                if len(replay_order) < replay_batch:
+                    more = list(range(len(replay)))
+                    rng.shuffle(more)
+                    replay_order += more
+                ridx, replay_order = replay_order[:replay_batch], replay_order[replay_batch:]
             logits = logits_of(idx)
             logp = torch.log_softmax(logits, dim=1).gather(1, cols[idx].unsqueeze(1)).squeeze(1)
             log1m = torch.log1p(-logp.exp().clamp(max=1 - 1e-6))
@@ -184,6 +267,14 @@ def fine_tune(base_dir: str | Path, pairs: Sequence[JudgedPair], *, seed: int, o
             q = base_rest[idx]
             kept = (q.exp() * (q - others(logits, idx))).sum(dim=1).mean()
             loss = -(y * logp + (1 - y) * log1m).mean() + KEEP * kept
+            if ridx:  # a forward of its own: replay pairs are short, padded to a judged batch's width they cost 3×
+                rlogp = torch.log_softmax(logits_of([n_judged + i for i in ridx]), dim=1)
+                if replay_gold is not None:
+                    held = torch.nn.functional.nll_loss(rlogp, replay_gold[ridx])
+                else:
+                    qb = base_replay[ridx]
+                    held = (qb.exp() * (qb - rlogp)).sum(dim=1).mean()
+                loss = loss + replay_weight * held
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             opt.step()
@@ -214,7 +305,14 @@ def fine_tune(base_dir: str | Path, pairs: Sequence[JudgedPair], *, seed: int, o
                              "batch_size": batch_size, "max_length": length, "weight": 1.0,
                              "trained_layers": len(_layers(model)) - frozen,
                              "loss": "binary cross-entropy on the judged class's calibrated probability, plus "
-                                     f"{KEEP} × KL keeping the base's split of the other two classes"})
+                                     f"{KEEP} × KL keeping the base's split of the other two classes" + (
+                                         f", plus {replay_weight} × " + (
+                                             "KL(base ‖ adapted) over the three classes" if replay_loss == "distill"
+                                             else "three-way cross-entropy on the gold labels") +
+                                         f" of {replay_batch} general NLI pairs per step" if replay else ""),
+                             "replay": ({"pairs": len(replay), "weight": replay_weight, "per_step": replay_batch,
+                                         "loss": replay_loss, **(replay_note or {})} if replay else
+                                        {"pairs": 0, **(replay_note or {})})})
     return out
 
 

@@ -45,6 +45,15 @@ def _guard_lines(g: dict) -> list[str]:
     return out
 
 
+def _replay_line(r: dict | None) -> str:
+    if not r:
+        return "- general NLI replay: not recorded (an older adapt.json)"
+    if not r.get("pairs"):
+        return f"- general NLI replay: none ({r.get('note', 'off')})"
+    return (f"- general NLI replay: {r['pairs']} pairs ({r.get('loss', 'distill')}) from {r.get('drawn_from', '')}: "
+            + ", ".join(f"{k} {v}" for k, v in (r.get("sources") or {}).items()))
+
+
 def render_card(report: dict) -> str:
     """MODEL_CARD.md of the adapted directory."""
     m, h, cf = report["model"], report["holdout"], report["crossfit"]
@@ -60,6 +69,7 @@ def render_card(report: dict) -> str:
              f"- fine-tuned on all {report['data']['pairs']} judged pairs ({report['data']['conversations']} conversations; "
              f"targets {report['data']['labels']}; {_left_out(report['data'])}), {report['training']['loss']}; "
              f"{report['training']['frozen']} frozen",
+             _replay_line(report.get("replay")),
              f"- mixed with the base weights (WiSE-FT): {100 * report['chosen_weight']:.0f} % adapted",
              f"- temperature: the base model's (the trained probabilities are the served ones); fingerprint {m['fingerprint']}",
              "- decision.json: the shipped decision rule and parameters, stamped for this model; display.json: badge "

@@ -82,6 +82,10 @@ class AdaptOptions:
     max_steps: int = 200
     lr: float = 3e-4  # lab/nli/adapt.py LR: for the top layers only
     train_layers: int = 2  # the top encoder layers fine-tuned (lab/nli/adapt.py TRAIN_LAYERS, Trunk)
+    # general NLI pairs replayed beside the judged ones (lab/nli/adapt.py REPLAY_PAIRS: 384); off by default:
+    # on FaithDial it lifts the mix the anchor guard lets through but costs shown badges (docs/operations.md)
+    replay_pairs: int = 0
+    replay_loss: str = "distill"  # or "gold" (lab/nli/adapt.py fine_tune)
     limit_per_set: int = 100  # the yardstick report's records per set (reported, not guarded)
     probe_pairs: int = 200
     anchor_pairs: int = 500
@@ -521,7 +525,8 @@ def adapt(pairs: list[JudgedPair], data: dict, base_dir: str | Path, out_dir: st
     # same labels, base and recipe picks them up; anything else starts afresh
     work = out / ".adapt-work"
     key = {"pairs_sha1": report["data"].get("pairs_sha1"), "base": report["base_model"]["fingerprint"],
-           **{k: report["options"][k] for k in ("folds", "seed", "seeds", "epochs", "max_steps", "lr", "train_layers")}}
+           **{k: report["options"][k] for k in ("folds", "seed", "seeds", "epochs", "max_steps", "lr", "train_layers",
+                                             "replay_pairs", "replay_loss")}}
     if not (work / "key.json").is_file() or json.loads((work / "key.json").read_text()) != key:
         shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True, exist_ok=True)
@@ -555,7 +560,7 @@ def _mix(base_dir: Path, tuned: Path, w: float, where: Path) -> Path:
 def _run(pairs, folds, report, base_dir, out, work, opts, log, t0) -> dict:
     from lab.tuning.data import model_fingerprint
 
-    from .adapt import TUNED, TorchMixes, base_checkpoint, fine_tune, trunk_for
+    from .adapt import TUNED, TorchMixes, base_checkpoint, fine_tune, replay_pairs, trunk_for
 
     timings, folds, shared = {}, np.asarray(folds), {}
 
@@ -576,6 +581,19 @@ def _run(pairs, folds, report, base_dir, out, work, opts, log, t0) -> dict:
     p_base = base.probs([p.premise for p in pairs], [p.hypothesis for p in pairs])[:, 0]
     log(f"adapt: {len(pairs)} judged pairs in {report['data']['conversations']} conversations, {opts.folds} folds by "
         f"conversation; shipped ROC AUC {roc_auc(p_base[known], y[known])}")
+    # general NLI pairs replayed beside the judged ones (lab/nli/adapt.py: the anchor guard's loss)
+    t = time.time()
+    replay, replay_from = replay_pairs(opts.data_dir, opts.replay_pairs, seed=opts.seed) \
+        if opts.replay_pairs > 0 else ([], {})
+    replay_note = {"sources": replay_from, "drawn_from": "the training split of lab/nli/data.py TRAIN_SOURCES "
+                   "(never SNLI dev/test or another evaluation set)"} if replay else \
+        {"note": "off (--replay-pairs 0)" if opts.replay_pairs <= 0 else
+         f"no general NLI training source in {opts.data_dir or 'the data dir'}: adapted without replay"}
+    report["replay"] = {"pairs": len(replay), **({"loss": opts.replay_loss} if replay else {}), **replay_note}
+    timings["replay_load"] = round(time.time() - t, 1)
+    log(f"adapt: replaying {len(replay)} general NLI pairs ({opts.replay_loss}) {replay_from}" if replay else
+        f"adapt: no replay: {replay_note['note']}")
+    tune_replay = {"replay": replay, "replay_loss": opts.replay_loss, "replay_note": replay_note}
     # 1. cross-fitting: each fold scored by models that never read it
     t = time.time()
     seeds = [opts.seed + k for k in range(max(1, opts.seeds))]
@@ -592,7 +610,7 @@ def _run(pairs, folds, report, base_dir, out, work, opts, log, t0) -> dict:
             tuned = _fitted(work / f"fold{k}-s{s}", TUNED) or fine_tune(
                 base_dir, fit, seed=s, out_dir=work / f"fold{k}-s{s}", epochs=opts.epochs, max_steps=opts.max_steps,
                 lr=opts.lr, progress=opts.progress, checkpoint=ckpt(), export=False,
-                train_layers=opts.train_layers, trunk=trunk())
+                train_layers=opts.train_layers, trunk=trunk(), **tune_replay)
             train_s = round(time.time() - tk, 1)
             tk = time.time()
             mixes = TorchMixes(ckpt(), tuned, trunk=trunk())
@@ -625,7 +643,11 @@ def _run(pairs, folds, report, base_dir, out, work, opts, log, t0) -> dict:
                           "frozen": "word, position and type embeddings" + (
                               f" and encoder layers 1–{frozen} of {depth}" if frozen else ""),
                           "loss": "binary cross-entropy on the judged class's calibrated probability, plus a KL "
-                                  "term keeping the shipped model's split of the other two classes"}
+                                  "term keeping the shipped model's split of the other two classes" + (
+                                      f", plus {len(replay)} general NLI pairs replayed (" +
+                                      ("KL holding the shipped model's three-way probabilities" if
+                                       opts.replay_loss == "distill" else "three-way cross-entropy on their gold") +
+                                      ")" if replay else "; no general NLI replay")}
     if len(seeds) > 1:
         spread = {w: [roc_auc(oof[s][w][known], y[known]) for s in seeds] for w in primary}
         report["training"]["seed_auc"] = spread
@@ -650,7 +672,8 @@ def _run(pairs, folds, report, base_dir, out, work, opts, log, t0) -> dict:
     t = time.time()
     final_tuned = _fitted(work / "final-tuned") or fine_tune(
         base_dir, pairs, seed=seeds[0], out_dir=work / "final-tuned", epochs=opts.epochs, max_steps=opts.max_steps,
-        lr=opts.lr, progress=opts.progress, checkpoint=ckpt(), train_layers=opts.train_layers, trunk=trunk())
+        lr=opts.lr, progress=opts.progress, checkpoint=ckpt(), train_layers=opts.train_layers, trunk=trunk(),
+        **tune_replay)
     shared.pop("trunk", None)  # its cache is not needed past the last fine-tune
     timings["final_fit"] = round(time.time() - t, 1)
     t = time.time()

@@ -99,18 +99,15 @@ def base_checkpoint(base_dir: str | Path, out_dir: str | Path) -> Path:
 def _snli_eval(root: Path) -> tuple[set, set]:
     """SNLI dev and test (lab/nli/data.py EXCLUDED_SOURCES: evaluation only, the anchor guard reads
     test): their (premise, hypothesis) pairs and their premises (an image caption: its other pairs)."""
-    d = root / "nli/esnli_snli_devtest/dataset/eSNLI"
-    pairs, premises = set(), set()
+    from .data import snli_sentences
+
+    pairs: set = set()
     for split in ("dev", "test"):
         try:
-            s1 = (d / f"s1.{split}").read_text().split("\n")
-            s2 = (d / f"s2.{split}").read_text().split("\n")
+            pairs.update(snli_sentences(root, split))
         except OSError:
             continue
-        for a, b in zip(s1, s2):
-            pairs.add((a.strip(), b.strip()))
-            premises.add(a.strip())
-    return pairs, premises
+    return pairs, {a for a, _ in pairs}
 
 
 def replay_pairs(data_dir: str | Path, n: int = REPLAY_PAIRS, seed: int = 0) -> tuple[list, dict]:
@@ -140,6 +137,27 @@ def replay_pairs(data_dir: str | Path, n: int = REPLAY_PAIRS, seed: int = 0) -> 
     for p in sample:
         counts[p.source] = counts.get(p.source, 0) + 1
     return sample, dict(sorted(counts.items(), key=lambda kv: -kv[1]))
+
+
+def _chunks(start: int, stop: int, size: int = 32) -> list[list[int]]:
+    """Indices start … stop−1 in runs of `size` (what the base is asked about before training)."""
+    return [list(range(i, min(i + size, stop))) for i in range(start, stop, size)]
+
+
+class _Draws:
+    """Indices 0 … n−1 in passes, each pass shuffled by `rng` when the last one runs short: the
+    judged pairs and the replay pairs each have one, drawing from the same generator."""
+
+    def __init__(self, n: int, rng: random.Random):
+        self.n, self.rng, self.queue = n, rng, []
+
+    def take(self, k: int) -> list[int]:
+        if len(self.queue) < k:
+            more = list(range(self.n))
+            self.rng.shuffle(more)
+            self.queue += more
+        out, self.queue = self.queue[:k], self.queue[k:]
+        return out
 
 
 def steps_for(n_pairs: int, epochs: float = 3.0, max_steps: int = MAX_STEPS, batch_size: int = BATCH) -> int:
@@ -236,30 +254,17 @@ def fine_tune(base_dir: str | Path, pairs: Sequence[JudgedPair], *, seed: int, o
 
         model.eval()
         with torch.inference_mode():  # what the base says about the other two columns, kept by the KEEP term
-            chunks = [list(range(s, min(s + 32, len(pairs)))) for s in range(0, len(pairs), 32)]
-            base_rest = torch.cat([others(logits_of(idx), idx) for idx in chunks])
+            base_rest = torch.cat([others(logits_of(idx), idx) for idx in _chunks(0, n_judged)])
             # what the base says about the replay pairs (all three columns), held by the REPLAY term
-            base_replay = torch.cat([torch.log_softmax(logits_of([n_judged + i for i in idx]), dim=1) for idx in
-                                     [list(range(s, min(s + 32, len(replay)))) for s in range(0, len(replay), 32)]]) \
-                if replay else None
+            base_replay = torch.cat([torch.log_softmax(logits_of(idx), dim=1)
+                                     for idx in _chunks(n_judged, len(texts))]) if replay else None
         replay_gold = torch.tensor([int(r.label) for r in replay]) if replay and replay_loss == "gold" else None
-        replay_order: list[int] = []
-        order: list[int] = []
+        judged_draws, replay_draws = _Draws(len(pairs), rng), _Draws(len(replay), rng)
         bar = _bar(total, progress, "adapt: fine-tune")
         model.train()
         for step in range(total):
-            if len(order) < batch_size:
-                more = list(range(len(pairs)))
-                rng.shuffle(more)
-                order += more
-            idx, order = order[:batch_size], order[batch_size:]
-            ridx: list[int] = []
-            if replay:
-                if len(replay_order) < replay_batch:
-                    more = list(range(len(replay)))
-                    rng.shuffle(more)
-                    replay_order += more
-                ridx, replay_order = replay_order[:replay_batch], replay_order[replay_batch:]
+            idx = judged_draws.take(batch_size)
+            ridx = replay_draws.take(replay_batch) if replay else []
             logits = logits_of(idx)
             logp = torch.log_softmax(logits, dim=1).gather(1, cols[idx].unsqueeze(1)).squeeze(1)
             log1m = torch.log1p(-logp.exp().clamp(max=1 - 1e-6))
@@ -268,7 +273,7 @@ def fine_tune(base_dir: str | Path, pairs: Sequence[JudgedPair], *, seed: int, o
             kept = (q.exp() * (q - others(logits, idx))).sum(dim=1).mean()
             loss = -(y * logp + (1 - y) * log1m).mean() + KEEP * kept
             if ridx:  # a forward of its own: replay pairs are short, padded to a judged batch's width they cost 3×
-                rlogp = torch.log_softmax(logits_of([n_judged + i for i in ridx]), dim=1)
+                rlogp = torch.log_softmax(logits_of([n_judged + i for i in ridx]), dim=1)  # texts: after the judged
                 if replay_gold is not None:
                     held = torch.nn.functional.nll_loss(rlogp, replay_gold[ridx])
                 else:

@@ -199,8 +199,20 @@ def training_pairs(root: str | Path) -> tuple[list[NLIPair], list[NLIPair], dict
 
 # ---- evaluation sets (never trained on) -------------------------------------------------------
 
+SNLI_DIR = "nli/esnli_snli_devtest/dataset/eSNLI"  # SNLI dev and test (e-SNLI's copy): evaluation only
+
+
+def snli_sentences(root: str | Path, split: str) -> list[tuple[str, str]]:
+    """Every (premise, hypothesis) line pair of SNLI `split` ("dev", "test"), stripped, labelled or
+    not: what must never be trained on (lab/nli/adapt.py keeps replay off them). OSError when absent."""
+    d = Path(root) / SNLI_DIR
+    s1 = (d / f"s1.{split}").read_text().split("\n")
+    s2 = (d / f"s2.{split}").read_text().split("\n")
+    return [(a.strip(), b.strip()) for a, b in zip(s1, s2)]
+
+
 def snli_test(root: str | Path) -> list[NLIPair]:
-    d = Path(root) / "nli/esnli_snli_devtest/dataset/eSNLI"
+    d = Path(root) / SNLI_DIR
     s1 = [x for x in (d / "s1.test").read_text().split("\n") if x]
     s2 = [x for x in (d / "s2.test").read_text().split("\n") if x]
     lb = [x for x in (d / "labels.test").read_text().split("\n") if x]

@@ -182,13 +182,7 @@ def _anchor(text: str, start: int, end: int, ordinal: bool = False) -> str:
     from spacy.lang.en.stop_words import STOP_WORDS  # a word list, no model loaded
 
     if ordinal:  # "the 14th-longest river in the world": what it ranks, and where
-        words = []
-        for word in _TOKENS.findall(text[end:end + 60])[:6]:
-            if not word[0].isalnum():
-                break
-            w = word.lower().strip(".")
-            if w not in STOP_WORDS and w.isalpha():
-                words.append(_key(w))
+        words = _content_after(text, end, 6, STOP_WORDS)
         return "~" + " ".join(words[:3]) if words else ""
     near = re.split(r"[.!?]\s+(?=[A-Z0-9])", text[max(0, start - 60):start])[-1]  # this sentence only
     before = _TOKENS.findall(near)
@@ -200,15 +194,24 @@ def _anchor(text: str, start: int, end: int, ordinal: bool = False) -> str:
         w = before[-2].lower().strip(".")
         return "" if w in STOP_WORDS or w in MONTHS else _key(w)
     if len(before) == 1:  # "In 1966, the country became": the subject
-        for i, word in enumerate(_TOKENS.findall(text[end:end + 60])[:5]):
-            if not word[0].isalnum():
-                if i == 0 and word == ",":
-                    continue
-                return ""
-            w = word.lower().strip(".")
-            if w not in STOP_WORDS and w.isalpha():
-                return ">" + _key(w)
+        words = _content_after(text, end, 5, STOP_WORDS, past_comma=True)
+        return ">" + words[0] if words else ""
     return ""
+
+
+def _content_after(text: str, end: int, tokens: int, stop_words, past_comma: bool = False) -> list[str]:
+    """The content words (keyed) among the first `tokens` after `end`, up to the first punctuation
+    (`past_comma`: a comma right after is not one)."""
+    words = []
+    for i, word in enumerate(_TOKENS.findall(text[end:end + 60])[:tokens]):
+        if not word[0].isalnum():
+            if past_comma and i == 0 and word == ",":
+                continue
+            break
+        w = word.lower().strip(".")
+        if w not in stop_words and w.isalpha():
+            words.append(_key(w))
+    return words
 
 
 def _slot(kind: str, m: re.Match, text: str) -> Slot | None:

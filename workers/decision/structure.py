@@ -329,15 +329,19 @@ def _place_appos(h, d) -> bool:
     return d.dep_ == "appos" and d.pos_ == h.pos_ == "PROPN" and d.ent_type_ in PLACES
 
 
+def _name_head(tok):
+    """The head of the name a token is part of ("Anthony" of "Anthony Quinn": Quinn), else the token."""
+    return tok.head if tok.dep_ in ("compound", "flat") and tok.pos_ == "PROPN" and tok.head.pos_ == "PROPN" else tok
+
+
 def _name_dep(tok) -> str:
     """The dependency of the name a token is part of ("Summer" of "the Summer Olympics were created": nsubjpass)."""
-    top = tok.head if tok.dep_ in ("compound", "flat") and tok.pos_ == "PROPN" and tok.head.pos_ == "PROPN" else tok
-    return top.dep_
+    return _name_head(tok).dep_
 
 
 def _name(tok) -> set[str]:
     """The words of the name a token is part of ("Anthony Quinn": anthony, quinn)."""
-    top = tok.head if tok.dep_ in ("compound", "flat") and tok.pos_ == "PROPN" and tok.head.pos_ == "PROPN" else tok
+    top = _name_head(tok)
     return {_word(top)} | {_word(c) for c in top.children if c.dep_ in ("compound", "flat") and c.pos_ == "PROPN"}
 
 

@@ -253,3 +253,18 @@ def test_every_relabelled_supports_is_one_the_veto_hides_and_the_display_fits_be
 ])
 def test_the_check_says_how_the_evidence_relates_the_words_otherwise(claim, evidence, rival):
     assert check(claim, (evidence,)).rival == rival
+
+
+# the everyday probe's deciding window (starter base, "Brave New World"): it never says who wrote the
+# novel, and it gives Orwell another work
+ORWELL = "This novel is often used as a companion piece or inversion counterpart to George Orwell's Nineteen Eighty-Four (1949)."
+
+
+def test_a_name_the_window_has_only_as_owner_of_another_name_is_a_broad_finding_only():
+    wrong = check("George Orwell wrote Brave New World.", (ORWELL,))
+    assert (wrong.rival, wrong.evidence, wrong.precise) == ("possessed", "Four of Orwell", None)  # display only
+    assert check("Orwell wrote Animal Farm.", (ORWELL,)).rival == "possessed"
+    assert check("George Orwell wrote Nineteen Eighty-Four.", (ORWELL,)).agreed  # his own work
+    # the window relates the two names itself, or has the verb: no silence to read
+    assert check("Orwell wrote Animal Farm.", (ORWELL + " Orwell's Animal Farm followed.",)).agreed
+    assert check("Orwell used Animal Farm.", (ORWELL,)).agreed

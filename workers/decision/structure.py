@@ -84,7 +84,8 @@ class StructureCheck:
 
     @property
     def rival(self) -> str:
-        """How the relation went to another word: swapped, replaced, agent, theme, patient, predicate, of, place."""
+        """How the relation went to another word: swapped, replaced, agent, theme, patient, predicate, of, place,
+        possessed (broad only: the name owns another name in a window silent on the relation)."""
         return self.other.kind if self.other is not None else ""
 
 
@@ -227,7 +228,8 @@ def check(claim: str, evidence: tuple[str, ...]) -> StructureCheck:
     asked = [(role, h, d) for role, h, d in cedges if (_word(h), _word(d)) in together
              or (_named(role, h, d) and _word(h) in by_word and _word(d) in by_word)]
     if not asked:
-        return StructureCheck(0, None)
+        owned = _owned_elsewhere(cedges, eedges, by_word)
+        return StructureCheck(1, *owned) if owned else StructureCheck(0, None)
     near: dict = {}  # token → its neighbours in the evidence graph (any edge)
     for key in graph:
         if key[0] not in ("roles", "pronoun"):
@@ -275,7 +277,8 @@ def check(claim: str, evidence: tuple[str, ...]) -> StructureCheck:
         return search(0)
 
     if consistent(asked):
-        return StructureCheck(len(asked), None)
+        owned = _owned_elsewhere(cedges, eedges, by_word)
+        return StructureCheck(len(asked), *owned) if owned else StructureCheck(len(asked), None)
 
     def rival(role, h, d, precise: bool) -> Edge | None:
         claim_args = {_word(x) for _, hh, x in cedges if hh.i == h.i and x.i != d.i}
@@ -301,6 +304,29 @@ def check(claim: str, evidence: tuple[str, ...]) -> StructureCheck:
             precise = StructureCheck(len(asked), Edge(role, h.text, d.text), sharp)
             return replace(found, precise=precise)
     return found or StructureCheck(len(asked), None)  # None: not held as parsed, but given to nothing else
+
+
+def _owned_elsewhere(cedges: list, eedges: list, by_word: dict) -> tuple[Edge, Edge] | None:
+    """"George Orwell wrote Brave New World" against "… George Orwell's Nineteen Eighty-Four": the claim
+    relates a name to another name by a verb the evidence does not have, and the evidence has the
+    first name only as the possessor of a third name, never beside the claim's. A broad finding (the
+    display's veto; `precise` stays None, so the label is untouched): the window is silent on the
+    claim's relation and gives the name's work, team or title to another."""
+    for role, h, d in cedges:
+        if role not in (AGENT, THEME) or h.pos_ != "VERB" or _word(h) in by_word or d.pos_ != "PROPN":
+            continue
+        objects = [x for r, v, x in cedges if v.i == h.i and r == PATIENT and x.pos_ == "PROPN"]
+        if not objects:
+            continue
+        theirs = set().union(*(_name(x) for x in objects))
+        mine = _name(d)
+        related = any(_word(a) in mine and _word(b) in theirs or _word(b) in mine and _word(a) in theirs
+                      for _, (_, a), (_, b) in eedges)
+        for r, (_, owned), (_, owner) in eedges:
+            if r == OF and owner.dep_ == "poss" and _word(owner) in mine and owned.pos_ == "PROPN" \
+                    and not related and not (_name(owned) & (theirs | mine)):
+                return Edge(role, h.text, d.text), Edge(OF, owned.text, owner.text, "possessed")
+    return None
 
 
 def _verbal(tok) -> bool:

@@ -262,7 +262,7 @@ ORWELL = "This novel is often used as a companion piece or inversion counterpart
 
 def test_a_name_the_window_has_only_as_owner_of_another_name_is_a_broad_finding_only():
     wrong = check("George Orwell wrote Brave New World.", (ORWELL,))
-    assert (wrong.rival, wrong.evidence, wrong.precise) == ("possessed", "Four of Orwell", None)  # display only
+    assert (wrong.rival, wrong.evidence, wrong.precise) == ("possessed", "Nineteen Eighty-Four of George Orwell", None)  # display only
     assert check("Orwell wrote Animal Farm.", (ORWELL,)).rival == "possessed"
     assert check("George Orwell wrote Nineteen Eighty-Four.", (ORWELL,)).agreed  # his own work
     # the window relates the two names itself, or has the verb: no silence to read

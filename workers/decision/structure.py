@@ -325,8 +325,14 @@ def _owned_elsewhere(cedges: list, eedges: list, by_word: dict) -> tuple[Edge, E
         for r, (_, owned), (_, owner) in eedges:
             if r == OF and owner.dep_ == "poss" and _word(owner) in mine and owned.pos_ == "PROPN" \
                     and not related and not (_name(owned) & (theirs | mine)):
-                return Edge(role, h.text, d.text), Edge(OF, owned.text, owner.text, "possessed")
+                return Edge(role, h.text, d.text), Edge(OF, _name_text(owned), _name_text(owner), "possessed")
     return None
+
+
+def _name_text(tok) -> str:
+    """A name as written, its parts included ("Nineteen Eighty-Four" for "Four")."""
+    parts = [c.i for c in tok.children if c.dep_ in ("compound", "flat") and c.pos_ == "PROPN"]
+    return tok.doc[min([tok.i, *parts]):tok.i + 1].text
 
 
 def _verbal(tok) -> bool:

@@ -443,16 +443,19 @@ class TorchMixes:
         return out
 
 
+def encoder_depth(checkpoint: str | Path) -> int:
+    """The checkpoint's encoder layers (its config.json): what `train_layers` is counted against."""
+    return int(json.loads((Path(checkpoint) / "config.json").read_text())["num_hidden_layers"])
+
+
 def trunk_for(checkpoint: str | Path, base_dir: str | Path, train_layers: int | None = TRAIN_LAYERS) -> "Trunk | None":
     """The `Trunk` fine-tunes of `base_dir` with `train_layers` share (None when every layer trains):
     the checkpoint's depth less `train_layers`, at the base artifact's token limit."""
-    from transformers import AutoConfig
-
     from workers.models.onnx_nli import MAX_LENGTH, read_calibration
 
     if train_layers is None:
         return None
-    frozen = int(AutoConfig.from_pretrained(str(checkpoint)).num_hidden_layers) - int(train_layers)
+    frozen = encoder_depth(checkpoint) - int(train_layers)
     length = int(read_calibration(Path(base_dir)).get("max_length") or MAX_LENGTH)
     return Trunk(checkpoint, length, frozen) if frozen > 0 else None
 

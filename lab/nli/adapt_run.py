@@ -560,7 +560,7 @@ def _mix(base_dir: Path, tuned: Path, w: float, where: Path) -> Path:
 def _run(pairs, folds, report, base_dir, out, work, opts, log, t0) -> dict:
     from lab.tuning.data import model_fingerprint
 
-    from .adapt import TUNED, TorchMixes, base_checkpoint, fine_tune, replay_pairs, trunk_for
+    from .adapt import TUNED, TorchMixes, base_checkpoint, encoder_depth, fine_tune, replay_pairs, trunk_for
 
     timings, folds, shared = {}, np.asarray(folds), {}
 
@@ -636,7 +636,7 @@ def _run(pairs, folds, report, base_dir, out, work, opts, log, t0) -> dict:
     gain = {w: {"auc": auc_mix[w], "gain": b["gain"],
                 "lower": round(float(np.quantile(b["resamples"], alpha)), 4) if len(b["resamples"]) else None,
                 "resamples": int(len(b["resamples"]))} for w, b in boot.items()}
-    depth = json.loads((ckpt() / "config.json").read_text())["num_hidden_layers"]
+    depth = encoder_depth(ckpt())
     frozen = max(0, depth - opts.train_layers)
     report["training"] = {"steps_per_fold": steps, "epochs": opts.epochs, "lr": opts.lr, "batch_size": 16,
                           "runs": fold_runs, "trained_layers": depth - frozen,

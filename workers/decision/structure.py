@@ -228,8 +228,7 @@ def check(claim: str, evidence: tuple[str, ...]) -> StructureCheck:
     asked = [(role, h, d) for role, h, d in cedges if (_word(h), _word(d)) in together
              or (_named(role, h, d) and _word(h) in by_word and _word(d) in by_word)]
     if not asked:
-        owned = _owned_elsewhere(cedges, eedges, by_word)
-        return StructureCheck(1, *owned) if owned else StructureCheck(0, None)
+        return _held(0, cedges, eedges, by_word)
     near: dict = {}  # token → its neighbours in the evidence graph (any edge)
     for key in graph:
         if key[0] not in ("roles", "pronoun"):
@@ -277,8 +276,7 @@ def check(claim: str, evidence: tuple[str, ...]) -> StructureCheck:
         return search(0)
 
     if consistent(asked):
-        owned = _owned_elsewhere(cedges, eedges, by_word)
-        return StructureCheck(len(asked), *owned) if owned else StructureCheck(len(asked), None)
+        return _held(len(asked), cedges, eedges, by_word)
 
     def rival(role, h, d, precise: bool) -> Edge | None:
         claim_args = {_word(x) for _, hh, x in cedges if hh.i == h.i and x.i != d.i}
@@ -306,6 +304,13 @@ def check(claim: str, evidence: tuple[str, ...]) -> StructureCheck:
     return found or StructureCheck(len(asked), None)  # None: not held as parsed, but given to nothing else
 
 
+def _held(asked: int, cedges: list, eedges: list, by_word: dict) -> StructureCheck:
+    """The edges asked hold (or none could be asked): agreed, unless the claim's name is the owner of
+    another name there (`_owned_elsewhere`, which asks one relation of its own)."""
+    owned = _owned_elsewhere(cedges, eedges, by_word)
+    return StructureCheck(max(asked, 1), *owned) if owned else StructureCheck(asked, None)
+
+
 def _owned_elsewhere(cedges: list, eedges: list, by_word: dict) -> tuple[Edge, Edge] | None:
     """"George Orwell wrote Brave New World" against "… George Orwell's Nineteen Eighty-Four": the claim
     relates a name to another name by a verb the evidence does not have, and the evidence has the
@@ -330,9 +335,10 @@ def _owned_elsewhere(cedges: list, eedges: list, by_word: dict) -> tuple[Edge, E
 
 
 def _name_text(tok) -> str:
-    """A name as written, its parts included ("Nineteen Eighty-Four" for "Four")."""
-    parts = [c.i for c in tok.children if c.dep_ in ("compound", "flat") and c.pos_ == "PROPN"]
-    return tok.doc[min([tok.i, *parts]):tok.i + 1].text
+    """A name as written, all its parts (as `_name` reads them): "Nineteen Eighty-Four" for "Four"."""
+    top = _name_head(tok)
+    parts = [c.i for c in top.children if c.dep_ in ("compound", "flat") and c.pos_ == "PROPN"]
+    return tok.doc[min([top.i, *parts]):top.i + 1].text
 
 
 def _verbal(tok) -> bool:

@@ -494,3 +494,70 @@ def test_replay_holds_the_shipped_probabilities_on_general_nli_pairs(tmp_path, s
     assert rec["replay"] == {"pairs": 8, "weight": REPLAY, "per_step": 8, "loss": "distill", "sources": {"t": 8}}
     assert "KL(base ‖ adapted)" in rec["loss"]
     assert json.loads((plain / "calibration.json").read_text())["adapt"]["replay"] == {"pairs": 0}
+
+
+def test_the_everyday_guard_refuses_a_model_that_supports_more_false_facts():
+    """adapt guards the everyday probe pair by pair over its frozen windows (no index needed): the
+    shipped model against itself passes, with the probe's own counts (every true fact has a window
+    it entails); a model that reads every window as entailment supports every false fact and is
+    refused, by this guard by name."""
+    from types import SimpleNamespace
+
+    from lab.nli.adapt_run import AdaptOptions, Scorer, _Batched, everyday_claims, guards
+
+    claims = everyday_claims()
+    assert claims is not None and len(claims) == 40 and sum(not c.supported for c in claims) == 20
+    pairs = [SimpleNamespace(premise=w, hypothesis=c.claim) for c in claims for w in c.windows]
+    shipped = _Batched(Scorer(REPO / "triton_models" / "nli" / "1"), pairs)  # scored once for the three guards
+    same = guards(shipped, shipped, {}, [], None, AdaptOptions(), claims)
+    e = same["everyday"]
+    assert same["passed"] and e["shipped"] == e["adapted"]
+    assert e["shipped"]["true_supports"] == 20 and e["shipped"]["false_supports"] < 20
+
+    class ReadsEverythingAsEntailed:
+        def probs(self, premises, hypotheses):
+            return np.tile([0.9, 0.05, 0.05], (len(premises), 1))
+
+    bad = guards(shipped, ReadsEverythingAsEntailed(), {}, [], None, AdaptOptions(), claims)
+    assert not bad["passed"] and bad["everyday"]["adapted"]["false_supports"] == 20
+    assert any(f.startswith("everyday probe: false facts supported") for f in bad["failures"])
+    lenient = guards(shipped, ReadsEverythingAsEntailed(), {}, [], None, AdaptOptions(everyday_rise=20), claims)
+    assert lenient["passed"]
+
+
+def test_the_snli_anchor_holds_the_errors_a_badge_would_show_and_lets_caution_through():
+    """The general-NLI anchor guards what a badge would show: false SUPPORTS and false REFUTES each
+    within 3 points of the shipped model's. Accuracy may fall 10: a model that reads more entailed
+    pairs as neutral loses badges, which the certificate counts on the deployment's own replies, not
+    right ones; contradictions read as such may fall 10 too, as binary judgements cannot teach them
+    back. Shown with four readings of the same 90 pairs against the shipped one."""
+    from types import SimpleNamespace
+
+    from lab.nli.adapt_run import AdaptOptions, guards
+
+    anchor = [SimpleNamespace(premise=f"premise {i}", hypothesis=f"hypothesis {i}", label=i % 3) for i in range(90)]
+
+    class Reads:
+        def __init__(self, change=lambda i, label: label):
+            self.pred = {(p.premise, p.hypothesis): change(i, p.label) for i, p in enumerate(anchor)}
+
+        def probs(self, premises, hypotheses):
+            return np.eye(3)[[self.pred[k] for k in zip(premises, hypotheses)]]
+
+    shipped = Reads(lambda i, y: 1 if i % 10 == 0 else y)  # 9 of 90 read neutral
+    cautious = Reads(lambda i, y: 1 if i % 10 == 0 or (y == 0 and i < 24) else y)  # 6 more entailments read neutral
+    shortcut = Reads(lambda i, y: 0 if y == 1 and i < 20 else (1 if i % 10 == 0 else y))  # neutral read as entailment
+    collapsed = Reads(lambda i, y: 1)
+    at = dict(probes={}, stress=None, opts=AdaptOptions())
+    ok = guards(shipped, cautious, anchor=anchor, **at)
+    assert ok["passed"], ok["failures"]
+    assert ok["anchor"]["adapted"]["accuracy"] < ok["anchor"]["shipped"]["accuracy"] - 0.03  # the old rule refused it
+    bad = guards(shipped, shortcut, anchor=anchor, **at)
+    assert not bad["passed"] and any("false SUPPORTS" in f for f in bad["failures"])
+    gone = guards(shipped, collapsed, anchor=anchor, **at)
+    assert not gone["passed"] and any("accuracy" in f for f in gone["failures"])
+    no_refutes = Reads(lambda i, y: 1 if i % 10 == 0 or (y == 2 and i < 24) else y)  # contradictions read neutral
+    lost = guards(shipped, no_refutes, anchor=anchor, **at)
+    assert lost["anchor"]["adapted"]["accuracy"] >= lost["anchor"]["shipped"]["accuracy"] - 0.10
+    assert not lost["passed"] and lost["failures"] == [
+        "general-NLI anchor (SNLI) contradictions read as such 90.0 → 66.7 %"], lost["failures"]

@@ -39,9 +39,18 @@ def _guard_lines(g: dict) -> list[str]:
         if x.get("pairs"):
             out.append(f"- {x['set']} ({x['pairs']} pairs): accuracy {x['shipped']['accuracy']} shipped, "
                        f"{x['adapted']['accuracy']} adapted; false SUPPORTS {x['shipped']['false_supports']} → "
-                       f"{x['adapted']['false_supports']}")
+                       f"{x['adapted']['false_supports']}"
+                       + (f"; false REFUTES {x['shipped']['false_refutes']} → {x['adapted']['false_refutes']}"
+                          if x["shipped"].get("false_refutes") is not None else ""))
         elif x:
             out.append(f"- {key}: {x.get('note', 'not run')}")
+    e = g.get("everyday", {})
+    if e.get("claims"):
+        out.append(f"- {e['set']} ({e['claims']} claims, {e['false']} false; the windows it read): false facts supported "
+                   f"{e['shipped']['false_supports']} shipped, {e['adapted']['false_supports']} adapted; true kept "
+                   f"{e['shipped']['true_supports']} → {e['adapted']['true_supports']}")
+    elif e:
+        out.append(f"- everyday: {e.get('note', 'not run')}")
     return out
 
 

@@ -17,9 +17,12 @@ The steps (docs/operations.md "Adapt to your traffic"):
 4. the final model: fine-tuned on all the judged pairs, mixed at the best qualifying weight; the
    safety guards are run on it, from the best mix down, the first that holds is kept: the
    unrelated-evidence probe's REFUTES ≤ `unrelated_max`, the silent-evidence probe's REFUTES at most
-   `silent_rise` above the shipped model's, a general-NLI anchor (SNLI test, never trained on) within
-   `anchor_drop` accuracy, and the relation/role stress set (lab/probes/stress.py) with false SUPPORTS
-   and accuracy within `stress_drop`. The yardstick's claim-verification and chat sets are reported, not
+   `silent_rise` above the shipped model's, a general-NLI anchor (SNLI test, never trained on) with
+   false SUPPORTS and false REFUTES within `anchor_drop`, accuracy and contradiction recall within
+   `anchor_caution`, the
+   relation/role stress set (lab/probes/stress.py) with false SUPPORTS and accuracy within
+   `stress_drop`, and the everyday probe (lab/probes/everyday.py) with at most `everyday_rise` more
+   false facts supported. The yardstick's claim-verification and chat sets are reported, not
    guarded (`guard_yardstick` restores the old limit of `auc_drop` ROC AUC per set): a chat
    deployment's convention is not claim verification's (docs/operations.md says why, with numbers);
 5. the display: each fold's mix through the real FV pipeline on its own fold, the badges pooled and
@@ -46,6 +49,7 @@ import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Callable, Sequence
 
 import numpy as np
@@ -89,10 +93,15 @@ class AdaptOptions:
     limit_per_set: int = 100  # the yardstick report's records per set (reported, not guarded)
     probe_pairs: int = 200
     anchor_pairs: int = 500
+    # the SNLI anchor: its errors a badge would show (false SUPPORTS, false REFUTES) within anchor_drop of
+    # the shipped model's; accuracy and contradiction recall (REFUTES, which binary labels cannot teach back)
+    # within anchor_caution; entailment recall free: the certificate measures it on the deployment's own replies
     anchor_drop: float = 0.03
+    anchor_caution: float = 0.10
     unrelated_max: float = 0.01
     silent_rise: float = 0.03
     stress_drop: float = 0.02
+    everyday_rise: int = 1  # false everyday facts supported, beyond the shipped model's (of 20)
     guard_yardstick: bool = False
     auc_drop: float = 0.03  # with guard_yardstick: the old per-set limit
     data_dir: str = ""
@@ -220,8 +229,6 @@ def stress_pairs(data_dir: str) -> list | None:
     fact": role swaps, passives, recombined relations, entities and numbers, with their entailed twins),
     pair by pair: premise = its evidence, hypothesis = its claim, label 0 entailment / 1 neutral / 2
     contradiction. None when this build has no such module."""
-    from types import SimpleNamespace
-
     try:
         from lab.probes.stress import load_pairs
     except ImportError:
@@ -232,6 +239,29 @@ def stress_pairs(data_dir: str) -> list | None:
                 for r in load_pairs() if r.get("label") in order]
     except (OSError, ValueError, KeyError):
         return None
+
+
+def everyday_claims() -> list | None:
+    """The everyday probe (lab/probes/everyday.py: true and false twins of 20 common facts) with the
+    windows the verifier read for each, frozen in everyday_windows.json, so the guard needs no index.
+    None when this build has no such file."""
+    try:
+        from lab.probes.everyday import load_windows
+
+        return [SimpleNamespace(claim=c["claim"], supported=c["label"] == "SUPPORTS", windows=c["windows"])
+                for c in load_windows() if c["windows"]]
+    except (ImportError, OSError, ValueError, KeyError):
+        return None
+
+
+def _everyday_counts(scorer, claims: list) -> dict:
+    """A claim counts as SUPPORTS when any of its windows' argmax is entailment (the verifier's own
+    reading, before the decision's checks): true claims kept, false ones supported."""
+    c = {"true_supports": 0, "false_supports": 0}
+    for x in claims:
+        p = scorer.probs(x.windows, [x.claim] * len(x.windows))
+        c["true_supports" if x.supported else "false_supports"] += bool((p.argmax(1) == 0).any())
+    return c
 
 
 class _Batched:
@@ -252,21 +282,26 @@ class _Batched:
 
 
 def _threeway(scorer: "Scorer", pairs: list) -> dict:
-    """Accuracy and false SUPPORTS (argmax entailment where the gold is not) of three-way pairs."""
+    """Accuracy, false SUPPORTS (argmax entailment where the gold is not), false REFUTES (argmax
+    contradiction where the gold is not) and each class's recall, of three-way pairs."""
     pr = scorer.probs([p.premise for p in pairs], [p.hypothesis for p in pairs])
     y = np.array([int(p.label) for p in pairs])
     pred = pr.argmax(1)
-    not_e = y != 0
-    return {"accuracy": round(float((pred == y).mean()), 4),
-            "false_supports": round(float((pred[not_e] == 0).mean()), 4) if not_e.any() else None}
+
+    def rate(mask, cls):
+        return round(float((pred[mask] == cls).mean()), 4) if mask.any() else None
+
+    return {"accuracy": round(float((pred == y).mean()), 4), "false_supports": rate(y != 0, 0),
+            "false_refutes": rate(y != 2, 2), "recall": [rate(y == c, c) for c in range(3)]}
 
 
 def guards(base: "Scorer", model: "Scorer", probes: dict, anchor: list, stress: list | None,
-           opts: AdaptOptions) -> dict:
+           opts: AdaptOptions, everyday: list | None = None) -> dict:
     """The safety guards of one candidate against the shipped model (module docstring, step 4):
     what a chat deployment would lose. Each model scores all the guards' pairs in one call (length-
     sorted chunks across the sets: less padding than set by set)."""
-    every = [p for pairs in probes.values() for p in pairs] + list(anchor) + list(stress or [])
+    every = [p for pairs in probes.values() for p in pairs] + list(anchor) + list(stress or []) + \
+        [SimpleNamespace(premise=w, hypothesis=x.claim) for x in everyday or [] for w in x.windows]
     base, model = _Batched(base, every), _Batched(model, every)
     failures, probe = [], {}
     for kind, pairs in probes.items():
@@ -288,12 +323,19 @@ def guards(base: "Scorer", model: "Scorer", probes: dict, anchor: list, stress: 
         failures.append(f"silent-evidence REFUTES {100 * silent['shipped']['refutes']:.1f} → "
                         f"{100 * silent['adapted']['refutes']:.1f} % (more than {100 * opts.silent_rise:.0f} points up)")
     out = {"probes": probe, "limits": {"unrelated_refutes_max": opts.unrelated_max, "silent_refutes_rise": opts.silent_rise,
-                                       "anchor_accuracy_drop": opts.anchor_drop, "stress_drop": opts.stress_drop}}
+                                       "anchor_error_rise": opts.anchor_drop,
+                                       "anchor_accuracy_drop": opts.anchor_caution, "stress_drop": opts.stress_drop}}
     if anchor:
         b, a = _threeway(base, anchor), _threeway(model, anchor)
         out["anchor"] = {"set": "SNLI test (never trained on)", "pairs": len(anchor), "shipped": b, "adapted": a}
-        if a["accuracy"] < b["accuracy"] - opts.anchor_drop:
+        for err, name in (("false_supports", "false SUPPORTS"), ("false_refutes", "false REFUTES")):
+            if a[err] is not None and b[err] is not None and a[err] > b[err] + opts.anchor_drop:
+                failures.append(f"general-NLI anchor (SNLI) {name} {100 * b[err]:.1f} → {100 * a[err]:.1f} %")
+        if a["accuracy"] < b["accuracy"] - opts.anchor_caution:
             failures.append(f"general-NLI anchor (SNLI) accuracy {b['accuracy']:.3f} → {a['accuracy']:.3f}")
+        if a["recall"][2] is not None and b["recall"][2] is not None and a["recall"][2] < b["recall"][2] - opts.anchor_caution:
+            failures.append(f"general-NLI anchor (SNLI) contradictions read as such {100 * b['recall'][2]:.1f} → "
+                            f"{100 * a['recall'][2]:.1f} %")
     else:
         out["anchor"] = {"pairs": 0, "note": "SNLI test not in this data dir"}
     if stress:
@@ -308,6 +350,16 @@ def guards(base: "Scorer", model: "Scorer", probes: dict, anchor: list, stress: 
             failures.append(f"relation/role stress set accuracy {b['accuracy']:.3f} → {a['accuracy']:.3f}")
     else:
         out["stress"] = {"pairs": 0, "note": "lab/probes/stress.py not in this tree: not guarded"}
+    if everyday:
+        b, a = _everyday_counts(base, everyday), _everyday_counts(model, everyday)
+        out["everyday"] = {"set": "everyday probe (lab/probes/everyday.py)", "claims": len(everyday),
+                           "false": sum(not x.supported for x in everyday), "shipped": b, "adapted": a}
+        if a["false_supports"] > b["false_supports"] + opts.everyday_rise:
+            failures.append(f"everyday probe: false facts supported {b['false_supports']} → {a['false_supports']} "
+                            f"(more than {opts.everyday_rise} up)")
+    else:
+        out["everyday"] = {"claims": 0, "note": "lab/probes/everyday_windows.json not in this tree: not guarded"}
+    out["limits"]["everyday_false_supports_rise"] = opts.everyday_rise
     return {**out, "passed": not failures, "failures": failures}
 
 
@@ -680,99 +732,128 @@ def _run(pairs, folds, report, base_dir, out, work, opts, log, t0) -> dict:
     probes = probe_pairs(opts.data_dir, opts.probe_pairs) if opts.forgetting else {}
     anchor = anchor_pairs(opts.data_dir, opts.anchor_pairs) if opts.forgetting else []
     stress = stress_pairs(opts.data_dir) if opts.forgetting else None
+    everyday = everyday_claims() if opts.forgetting else None
     report["guards"] = {"candidates": {}}
-    chosen = None
+    from schemas.settings import load_settings
+    from workers.display import load_display
+
+    shipped_display = load_display(load_settings().decision)
+    where = {"source": "adapt, out-of-fold", "claims": len(pairs), "folds": opts.folds}
+    shipped_v: list = []
+
+    def certified(w) -> dict:
+        """Mix `w` as the model to write (version, export) and its display certified on the
+        out-of-fold verdicts (each fold by that mix of the fold model that never read it), beside the
+        shipped model's display certified on the same replies."""
+        digest = hashlib.sha1(f"{report['data'].get('pairs_sha1', '')}:{opts.seed}:{opts.folds}:{w}:{steps}".encode()).hexdigest()
+        version = f"{report['base_model']['version']}+adapt-{digest[:8]}"
+        final = work / f"final-written-w{round(100 * float(w))}"
+        if final.exists():  # left by a run killed after this step: rebuilt from the kept fine-tune, never reused
+            shutil.rmtree(final)
+        _mix(base_dir, final_tuned, w, final) if float(w) != 1.0 else shutil.copytree(final_tuned, final)
+        cal = json.loads((final / "calibration.json").read_text())
+        cal["version"] = version
+        cal.setdefault("adapt", {}).update({"weight": float(w), "pairs": len(pairs), "folds": opts.folds})
+        (final / "calibration.json").write_text(json.dumps(cal, indent=1))
+        fp = model_fingerprint(final)
+        log(f"adapt: mix {w}: the judged replies through the FV pipeline, out of fold")
+        if not shipped_v:
+            shipped_v.append(pipeline_verdicts(Path(base_dir), pairs))
+        parts = []
+        for k in range(opts.folds):
+            idx = np.flatnonzero(folds == k)
+            dk = TorchMixes(ckpt(), work / f"fold{k}-s{seeds[0]}").export(w, work / f"fold{k}-pipeline-w{round(100 * float(w))}")
+            parts.append(pipeline_verdicts(dk, [pairs[i] for i in idx]))
+        adapted_v = _pool(parts)
+        # the adapted model's own p(label) may rank its badges better than the shipped badge scorer (fitted
+        # on the shipped model's numbers): both are certified, the one that shows more is kept
+        tried = {"shipped badge scorer": certificate(_stamped(shipped_display, version, out, fp), adapted_v, opts, where),
+                 "p(label) alone": certificate(_stamped(dataclasses.replace(shipped_display, scorer=None), version, out, fp),
+                                               adapted_v, opts, where)}
+        kind = max(tried, key=lambda k: (tried[k]["target"] or 0.0, tried[k]["coverage"], k == "shipped badge scorer"))
+        after = tried[kind]
+        at = dataclasses.replace(opts, target=after["target"]) if after["target"] else opts
+        before = certificate(shipped_display, shipped_v[0], dataclasses.replace(at, min_target=at.target), where)
+        return {"w": w, "version": version, "final": final, "fp": fp, "adapted_v": adapted_v, "tried": tried,
+                "kind": kind, "after": after, "before": before,
+                "less": after["target"] is not None and before["coverage"] > after["coverage"]}
+
+    # 2b. from the best mix down, the first that holds every guard and whose display certifies at least
+    # what the shipped one does on the same replies; the best-ranking mix need not give the best badges
+    chosen, tries, t_guards, t_display = None, {}, time.time() - t, 0.0  # the guards' time counts loading their pairs
     for w in candidates:
+        t = time.time()
         d = _mix(base_dir, final_tuned, w, work / f"final-w{round(100 * float(w))}")
-        g = guards(base, Scorer(d), probes, anchor, stress, opts)
+        g = guards(base, Scorer(d), probes, anchor, stress, opts, everyday)
         report["guards"]["candidates"][w] = g
+        t_guards += time.time() - t
         anchor_acc = g["anchor"].get("adapted", {}).get("accuracy")
         log(f"adapt: mix {w} guards: unrelated REFUTES {g['probes'].get('unrelated', {}).get('adapted', {}).get('refutes')}, "
             f"silent REFUTES {g['probes'].get('silent', {}).get('adapted', {}).get('refutes')}, anchor accuracy "
-            f"{g['anchor'].get('shipped', {}).get('accuracy')} → {anchor_acc}, stress {g['stress'].get('pairs', 0)} pairs")
-        if g["passed"]:
+            f"{g['anchor'].get('shipped', {}).get('accuracy')} → {anchor_acc}, stress {g['stress'].get('pairs', 0)} pairs, "
+            f"everyday false facts supported {g['everyday'].get('shipped', {}).get('false_supports')} → "
+            f"{g['everyday'].get('adapted', {}).get('false_supports')}")
+        if not g["passed"]:
+            log(f"adapt: mix {w} fails a guard: {'; '.join(g['failures'])}")
+            continue
+        t = time.time()
+        c = tries[w] = certified(w)
+        t_display += time.time() - t
+        if not c["less"]:
             chosen = (w, d)
             break
-        log(f"adapt: mix {w} fails a guard: {'; '.join(g['failures'])}")
-    timings["guards"] = round(time.time() - t, 1)
+        log(f"adapt: mix {w} certifies less than the shipped model at target {c['after']['target']} "
+            f"({c['after']['coverage']} % vs {c['before']['coverage']} % of replies)")
+    timings["guards"] = round(t_guards, 1)
     t = time.time()
     sets = yardstick_pairs(opts.data_dir, opts.limit_per_set) if opts.forgetting else {}
     keys = {(p.premise, p.hypothesis) for p in pairs}
     fit_sources = {name for name, ps in sets.items() if any((x.premise, x.hypothesis) in keys for x in ps)}
-    shown_w, shown_d = chosen or (candidates[-1], work / f"final-w{round(100 * float(candidates[-1]))}")
+    shown_w = chosen[0] if chosen else (next(iter(tries)) if tries else candidates[-1])
+    shown_d = work / f"final-w{round(100 * float(shown_w))}"
     ys = yardstick(base, Scorer(shown_d if float(shown_w) != 1.0 else final_tuned), sets, fit_sources, opts,
                    lambda m: log(f"adapt: mix {shown_w}: {m}"))
     report["yardstick"] = {"mix": float(shown_w), "limit_per_set": opts.limit_per_set,
                            "scored": "pair by pair: the set's gold evidence as the premise, the claim as the hypothesis",
                            **ys}
     timings["yardstick"] = round(time.time() - t, 1)
-    if chosen is None:
+    timings["display"] = round(t_display, 1)
+    if not tries:
         worst = report["guards"]["candidates"][candidates[-1]]["failures"]
         return _refuse(report, out, t0, timings, f"every mix that ranks the deployment's conversations better fails a "
                        f"safety guard (at mix {candidates[-1]}: {'; '.join(worst)})")
-    if ys["failures"]:
-        return _refuse(report, out, t0, timings, f"mix {shown_w} forgets beyond the yardstick limit "
-                       f"({'; '.join(ys['failures'])}; --guard-yardstick set)")
-    w, d = chosen
-    report["chosen_weight"] = float(w)
-    digest = hashlib.sha1(f"{report['data'].get('pairs_sha1', '')}:{opts.seed}:{opts.folds}:{w}:{steps}".encode()).hexdigest()
-    version = f"{report['base_model']['version']}+adapt-{digest[:8]}"
-    final = work / "final"
-    if final.exists():  # left by a run killed after this step: rebuilt from the kept fine-tune, never reused
-        shutil.rmtree(final)
-    _mix(base_dir, final_tuned, w, final) if float(w) != 1.0 else shutil.copytree(final_tuned, final)
-    cal = json.loads((final / "calibration.json").read_text())
-    cal["version"] = version
-    cal.setdefault("adapt", {}).update({"weight": float(w), "pairs": len(pairs), "folds": opts.folds})
-    (final / "calibration.json").write_text(json.dumps(cal, indent=1))
-    fp = model_fingerprint(final)
-    # 3. the display, certified on the out-of-fold verdicts (each fold by the mix that never read it)
-    t = time.time()
-    log("adapt: the judged replies through the FV pipeline, shipped and out-of-fold")
-    shipped_v = pipeline_verdicts(Path(base_dir), pairs)
-    parts = []
-    for k in range(opts.folds):
-        idx = np.flatnonzero(folds == k)
-        dk = TorchMixes(ckpt(), work / f"fold{k}-s{seeds[0]}").export(w, work / f"fold{k}-pipeline")
-        parts.append(pipeline_verdicts(dk, [pairs[i] for i in idx]))
-    adapted_v = _pool(parts)
-    from schemas.settings import load_settings
-    from workers.display import load_display
-
-    shipped_display = load_display(load_settings().decision)
-    where = {"source": "adapt, out-of-fold", "claims": len(pairs), "folds": opts.folds}
-    # the adapted model's own p(label) may rank its badges better than the shipped badge scorer (fitted
-    # on the shipped model's numbers): both are certified, the one that shows more is kept
-    tried = {"shipped badge scorer": certificate(_stamped(shipped_display, version, out, fp), adapted_v, opts, where),
-             "p(label) alone": certificate(_stamped(dataclasses.replace(shipped_display, scorer=None), version, out, fp),
-                                           adapted_v, opts, where)}
-    kind = max(tried, key=lambda k: (tried[k]["target"] or 0.0, tried[k]["coverage"], k == "shipped badge scorer"))
-    after = tried[kind]
-    at = dataclasses.replace(opts, target=after["target"]) if after["target"] else opts
-    before = certificate(shipped_display, shipped_v, dataclasses.replace(at, min_target=at.target), where)
-    timings["display"] = round(time.time() - t, 1)
+    c = tries[shown_w]
+    w, after, before = shown_w, c["after"], c["before"]
     report["timings"] = timings
     report["cpu_seconds"] = _cpu()
     report["holdout"] = {
         "what": f"every judged reply scored by fold models that never read its conversation ({opts.folds} folds)",
-        "shipped": _figures(auc_base, before, badge_summary(shipped_v)),
-        "adapted": _figures(auc_mix[w], after, badge_summary(adapted_v)),
-        "display_scores": kind, "display_candidates": {k: (v["target"], v["coverage"]) for k, v in tried.items()},
+        "shipped": _figures(auc_base, before, badge_summary(shipped_v[0])),
+        "adapted": _figures(auc_mix[w], after, badge_summary(c["adapted_v"])),
+        "display_scores": c["kind"], "display_candidates": {k: (v["target"], v["coverage"]) for k, v in c["tried"].items()},
+        "mixes_certified": {m: {"target": x["after"]["target"], "coverage": x["after"]["coverage"],
+                                "shipped_coverage": x["before"]["coverage"]} for m, x in tries.items()},
         "mix_chosen_on": f"these out-of-fold scores (one of {len(opts.weights)} mixes, one of 2 badge scores): the "
                          "certificate's confidence is nominal by that much; it certifies the cross-fitted fold models, "
                          "the model written is fitted on all the labels"}
     report["certificate"] = {k: v for k, v in after.items() if k not in ("policy", "certified")}
     report["certificate"]["floor"] = opts.floor
     report["certificate"]["line"] = certificate_line({**after, "floor": opts.floor})
-    if after["target"] is not None and before["coverage"] > after["coverage"]:
+    if chosen is None:
         return _refuse(report, out, t0, timings, f"the adapted model certifies less than the shipped one at target "
-                       f"{after['target']} ({after['coverage']} % vs {before['coverage']} % of replies)")
+                       f"{after['target']} ({after['coverage']} % vs {before['coverage']} % of replies)"
+                       + (f"; so does every other mix that holds the guards ({', '.join(map(str, list(tries)[1:]))})"
+                          if len(tries) > 1 else ""))
+    if ys["failures"]:
+        return _refuse(report, out, t0, timings, f"mix {shown_w} forgets beyond the yardstick limit "
+                       f"({'; '.join(ys['failures'])}; --guard-yardstick set)")
+    report["chosen_weight"] = float(w)
     report["gate"] = {"passed": True}
-    report["summary"] = (f"{version}: ranks this deployment's held-out conversations at ROC AUC {auc_mix[w]} "
+    report["summary"] = (f"{c['version']}: ranks this deployment's held-out conversations at ROC AUC {auc_mix[w]} "
                          f"(shipped {auc_base}, gain ≥ {gain[w]['lower']} at {opts.auc_confidence}); "
                          f"{report['certificate']['line']}; mix {float(w)}, {len(pairs)} judged replies")
     report["seconds"] = round(time.time() - t0, 1)
-    _write_model(out, final, {**after, "decision": adapted_v["decision"]}, report, fp, version)
+    _write_model(out, c["final"], {**after, "decision": c["adapted_v"]["decision"]}, report, c["fp"], c["version"])
     return report
 
 

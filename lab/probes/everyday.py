@@ -6,7 +6,11 @@ names, topic, subject), the thresholds left as shipped. Counts per decision: tru
 false claims SUPPORTS, shown badges and wrong shown badges (a shown SUPPORTS on a false claim, a
 shown REFUTES on a true one), and whether the deciding window names the claim's subject.
 
-    python -m lab.probes.everyday [--index DIR] [--json]
+    python -m lab.probes.everyday [--index DIR] [--json] [--write-windows]
+
+`--write-windows` also writes everyday_windows.json: each claim with the windows the verifier read
+for it (the default index, R4G surface), so `dialcheck adapt` can guard the probe pair by pair
+without an index (lab/nli/adapt_run.py `everyday_claims`).
 
 Why a probe of our own: the yardstick's sets have no such claims (none is about an everyday fact
 with a near-miss passage in the index), and the issue found false ones supported by passages about
@@ -19,6 +23,24 @@ import sys
 from pathlib import Path
 
 PROBE = Path(__file__).with_name("everyday_facts.jsonl")
+WINDOWS = Path(__file__).with_name("everyday_windows.json")
+
+
+def load_windows(path: Path = WINDOWS) -> list[dict]:
+    """The probe's claims with the windows read for each: {"id", "claim", "label", "windows"}, the
+    window texts looked up from the file's shared list (true and false twins share most windows)."""
+    d = json.loads(Path(path).read_text())
+    return [{"id": c["id"], "claim": c["claim"], "label": c["label"], "windows": [d["windows"][i] for i in c["window_ids"]]}
+            for c in d["claims"]]
+
+
+def write_windows(rows: list[dict], evs, index: str, path: Path = WINDOWS) -> None:
+    texts: dict[str, int] = {}
+    claims = [{"id": r["id"], "claim": ev.claim, "label": r["label"],
+               "window_ids": [texts.setdefault(w, len(texts)) for w in ev.window_texts]} for r, ev in zip(rows, evs)]
+    meta = {"built_by": "python -m lab.probes.everyday --write-windows", "index": Path(index).name,
+            "windows_read": sum(len(c["window_ids"]) for c in claims)}
+    Path(path).write_text(json.dumps({"meta": meta, "windows": list(texts), "claims": claims}, ensure_ascii=False) + "\n")
 
 
 def _title(ev, window) -> str | None:
@@ -42,6 +64,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--index", default=None, help="embedded index dir (default: the settings')")
     ap.add_argument("--surface", default="r4g", help="claim surface (default r4g, as the stream)")
     ap.add_argument("--json", action="store_true", help="print the per-claim rows too, as JSON")
+    ap.add_argument("--write-windows", action="store_true", help=f"also write {WINDOWS.name} (adapt's everyday guard)")
     args = ap.parse_args(argv)
 
     settings = load_settings(retrieval={"index_dir": args.index} if args.index else {})
@@ -50,6 +73,8 @@ def main(argv: list[str] | None = None) -> int:
     items = [CheckItem("probe", r["id"], [], r["claim"]) for r in rows]
     states = tuner.states(items, "e2e", args.surface)
     evs = [claim_evidence(st) for st in states]
+    if args.write_windows:
+        write_windows(rows, evs, settings.retrieval.index_dir)
     shipped = load_decision(settings.decision, "e2e")
     policy = load_display(settings.decision, None, "e2e")
     methods = {"shipped": shipped}

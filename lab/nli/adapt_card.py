@@ -41,7 +41,9 @@ def _guard_lines(g: dict) -> list[str]:
                        f"{x['adapted']['accuracy']} adapted; false SUPPORTS {x['shipped']['false_supports']} → "
                        f"{x['adapted']['false_supports']}"
                        + (f"; false REFUTES {x['shipped']['false_refutes']} → {x['adapted']['false_refutes']}"
-                          if x["shipped"].get("false_refutes") is not None else ""))
+                          if x["shipped"].get("false_refutes") is not None else "")
+                       + (f"; contradictions read as such {x['shipped']['recall'][2]} → {x['adapted']['recall'][2]}"
+                          if key == "anchor" and (x["shipped"].get("recall") or [None] * 3)[2] is not None else ""))
         elif x:
             out.append(f"- {key}: {x.get('note', 'not run')}")
     e = g.get("everyday", {})

@@ -505,6 +505,10 @@ def test_the_everyday_guard_refuses_a_model_that_supports_more_false_facts():
 
     from lab.nli.adapt_run import AdaptOptions, Scorer, _Batched, everyday_claims, guards
 
+    from lab.probes.everyday import PROBE, load_windows
+
+    facts = [json.loads(line) for line in PROBE.read_text().splitlines() if line.strip()]
+    assert [(c["id"], c["label"]) for c in load_windows()] == [(f["id"], f["label"]) for f in facts]  # not stale
     claims = everyday_claims()
     assert claims is not None and len(claims) == 40 and sum(not c.supported for c in claims) == 20
     pairs = [SimpleNamespace(premise=w, hypothesis=c.claim) for c in claims for w in c.windows]

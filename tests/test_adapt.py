@@ -565,3 +565,27 @@ def test_the_snli_anchor_holds_the_errors_a_badge_would_show_and_lets_caution_th
     assert lost["anchor"]["adapted"]["accuracy"] >= lost["anchor"]["shipped"]["accuracy"] - 0.10
     assert not lost["passed"] and lost["failures"] == [
         "general-NLI anchor (SNLI) contradictions read as such 90.0 → 66.7 %"], lost["failures"]
+
+
+def test_the_mix_written_is_the_best_ranking_one_that_holds_the_guards_and_certifies():
+    """choose_mix, best-ranking first: a mix failing a guard is skipped without certifying; one whose
+    display certifies less than the shipped one is passed over for the next; when no mix that holds
+    the guards certifies anything, the best-ranking of them is written with no badge shown; when some
+    certify less and none as much, nothing is written."""
+    from lab.nli.adapt_run import choose_mix
+
+    def run(guard, cert):
+        certified = []
+
+        def certify(w):
+            certified.append(w)
+            return {"none": cert[w] == "none", "less": cert[w] == "less"}
+        chosen, tries = choose_mix([1.0, 0.75, 0.5, 0.25], lambda w: guard[w], certify)
+        return chosen, certified
+
+    ok = {1.0: True, 0.75: True, 0.5: True, 0.25: True}
+    assert run({**ok, 1.0: False}, {0.75: "ok"}) == (0.75, [0.75])
+    assert run(ok, {1.0: "less", 0.75: "none", 0.5: "ok"}) == (0.5, [1.0, 0.75, 0.5])
+    assert run({**ok, 1.0: False}, {0.75: "none", 0.5: "none", 0.25: "none"}) == (0.75, [0.75, 0.5, 0.25])
+    assert run(ok, {1.0: "less", 0.75: "none", 0.5: "none", 0.25: "less"}) == (None, [1.0, 0.75, 0.5, 0.25])
+    assert run({w: False for w in ok}, {}) == (None, [])

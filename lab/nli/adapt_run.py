@@ -542,6 +542,23 @@ def certificate_line(c: dict) -> str:
     return f"no badge shown: nothing certified from {round(asked - 0.1, 2) if c.get('floor') is None else c['floor']} up" + need
 
 
+def choose_mix(candidates: Sequence, holds: Callable[[object], bool], certify: Callable[[object], dict]) -> tuple:
+    """The mix to write, from the best-ranking down: the first that `holds` the guards and whose display
+    `certify` finds certifying at least the shipped one's coverage (neither "less" nor "none"): the best-
+    ranking mix need not give the best badges. When no mix that holds the guards certifies anything, the
+    best-ranking of them, with no badge shown; else None (refused). Returns it and each certificate tried."""
+    tries: dict = {}
+    for w in candidates:
+        if not holds(w):
+            continue
+        c = tries[w] = certify(w)
+        if not c["less"] and not c["none"]:
+            return w, tries
+    if tries and all(c["none"] for c in tries.values()):
+        return next(iter(tries)), tries
+    return None, tries
+
+
 # --- the whole run ------------------------------------------------------------------------------
 
 def adapt(pairs: list[JudgedPair], data: dict, base_dir: str | Path, out_dir: str | Path, opts: AdaptOptions,
@@ -775,41 +792,44 @@ def _run(pairs, folds, report, base_dir, out, work, opts, log, t0) -> dict:
         at = dataclasses.replace(opts, target=after["target"]) if after["target"] else opts
         before = certificate(shipped_display, shipped_v[0], dataclasses.replace(at, min_target=at.target), where)
         return {"w": w, "version": version, "final": final, "fp": fp, "adapted_v": adapted_v, "tried": tried,
-                "kind": kind, "after": after, "before": before,
+                "kind": kind, "after": after, "before": before, "none": after["target"] is None,
                 "less": after["target"] is not None and before["coverage"] > after["coverage"]}
 
-    # 2b. from the best mix down, the first that holds every guard and whose display certifies at least
-    # what the shipped one does on the same replies; the best-ranking mix need not give the best badges
-    chosen, tries, t_guards, t_display = None, {}, time.time() - t, 0.0  # the guards' time counts loading their pairs
-    for w in candidates:
+    # 2b. the mix written (choose_mix)
+    spent = {"guards": time.time() - t, "display": 0.0}  # the guards' time counts loading their pairs
+
+    def holds(w) -> bool:
         t = time.time()
-        d = _mix(base_dir, final_tuned, w, work / f"final-w{round(100 * float(w))}")
-        g = guards(base, Scorer(d), probes, anchor, stress, opts, everyday)
+        g = guards(base, Scorer(_mix(base_dir, final_tuned, w, work / f"final-w{round(100 * float(w))}")),
+                   probes, anchor, stress, opts, everyday)
         report["guards"]["candidates"][w] = g
-        t_guards += time.time() - t
-        anchor_acc = g["anchor"].get("adapted", {}).get("accuracy")
+        spent["guards"] += time.time() - t
         log(f"adapt: mix {w} guards: unrelated REFUTES {g['probes'].get('unrelated', {}).get('adapted', {}).get('refutes')}, "
             f"silent REFUTES {g['probes'].get('silent', {}).get('adapted', {}).get('refutes')}, anchor accuracy "
-            f"{g['anchor'].get('shipped', {}).get('accuracy')} → {anchor_acc}, stress {g['stress'].get('pairs', 0)} pairs, "
-            f"everyday false facts supported {g['everyday'].get('shipped', {}).get('false_supports')} → "
-            f"{g['everyday'].get('adapted', {}).get('false_supports')}")
+            f"{g['anchor'].get('shipped', {}).get('accuracy')} → {g['anchor'].get('adapted', {}).get('accuracy')}, "
+            f"stress {g['stress'].get('pairs', 0)} pairs, everyday false facts supported "
+            f"{g['everyday'].get('shipped', {}).get('false_supports')} → {g['everyday'].get('adapted', {}).get('false_supports')}")
         if not g["passed"]:
             log(f"adapt: mix {w} fails a guard: {'; '.join(g['failures'])}")
-            continue
+        return g["passed"]
+
+    def certify_logged(w) -> dict:
         t = time.time()
-        c = tries[w] = certified(w)
-        t_display += time.time() - t
-        if not c["less"]:
-            chosen = (w, d)
-            break
-        log(f"adapt: mix {w} certifies less than the shipped model at target {c['after']['target']} "
-            f"({c['after']['coverage']} % vs {c['before']['coverage']} % of replies)")
-    timings["guards"] = round(t_guards, 1)
+        c = certified(w)
+        spent["display"] += time.time() - t
+        if c["none"] or c["less"]:
+            log(f"adapt: mix {w} certifies nothing from {opts.floor} up" if c["none"] else
+                f"adapt: mix {w} certifies less than the shipped model at target {c['after']['target']} "
+                f"({c['after']['coverage']} % vs {c['before']['coverage']} % of replies)")
+        return c
+
+    chosen, tries = choose_mix(candidates, holds, certify_logged)
+    timings["guards"] = round(spent["guards"], 1)
     t = time.time()
     sets = yardstick_pairs(opts.data_dir, opts.limit_per_set) if opts.forgetting else {}
     keys = {(p.premise, p.hypothesis) for p in pairs}
     fit_sources = {name for name, ps in sets.items() if any((x.premise, x.hypothesis) in keys for x in ps)}
-    shown_w = chosen[0] if chosen else (next(iter(tries)) if tries else candidates[-1])
+    shown_w = chosen if chosen is not None else (next(iter(tries)) if tries else candidates[-1])
     shown_d = work / f"final-w{round(100 * float(shown_w))}"
     ys = yardstick(base, Scorer(shown_d if float(shown_w) != 1.0 else final_tuned), sets, fit_sources, opts,
                    lambda m: log(f"adapt: mix {shown_w}: {m}"))
@@ -817,7 +837,7 @@ def _run(pairs, folds, report, base_dir, out, work, opts, log, t0) -> dict:
                            "scored": "pair by pair: the set's gold evidence as the premise, the claim as the hypothesis",
                            **ys}
     timings["yardstick"] = round(time.time() - t, 1)
-    timings["display"] = round(t_display, 1)
+    timings["display"] = round(spent["display"], 1)
     if not tries:
         worst = report["guards"]["candidates"][candidates[-1]]["failures"]
         return _refuse(report, out, t0, timings, f"every mix that ranks the deployment's conversations better fails a "
@@ -840,10 +860,11 @@ def _run(pairs, folds, report, base_dir, out, work, opts, log, t0) -> dict:
     report["certificate"]["floor"] = opts.floor
     report["certificate"]["line"] = certificate_line({**after, "floor": opts.floor})
     if chosen is None:
-        return _refuse(report, out, t0, timings, f"the adapted model certifies less than the shipped one at target "
-                       f"{after['target']} ({after['coverage']} % vs {before['coverage']} % of replies)"
-                       + (f"; so does every other mix that holds the guards ({', '.join(map(str, list(tries)[1:]))})"
-                          if len(tries) > 1 else ""))
+        said = [f"mix {m}: nothing certified from {opts.floor} up" if x["none"] else
+                f"mix {m}: {x['after']['coverage']} % vs {x['before']['coverage']} % of replies at target {x['after']['target']}"
+                for m, x in tries.items()]
+        return _refuse(report, out, t0, timings, "no mix that holds the guards certifies as many badges as the shipped "
+                       f"model does ({'; '.join(said)})")
     if ys["failures"]:
         return _refuse(report, out, t0, timings, f"mix {shown_w} forgets beyond the yardstick limit "
                        f"({'; '.join(ys['failures'])}; --guard-yardstick set)")

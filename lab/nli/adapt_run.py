@@ -757,6 +757,7 @@ def _run(pairs, folds, report, base_dir, out, work, opts, log, t0) -> dict:
     shipped_display = load_display(load_settings().decision)
     where = {"source": "adapt, out-of-fold", "claims": len(pairs), "folds": opts.folds}
     shipped_v: list = []
+    mixed: dict = {}  # mix → its model dir, built once by the guards (the fine-tune itself at 1.0)
 
     def certified(w) -> dict:
         """Mix `w` as the model to write (version, export) and its display certified on the
@@ -765,9 +766,9 @@ def _run(pairs, folds, report, base_dir, out, work, opts, log, t0) -> dict:
         digest = hashlib.sha1(f"{report['data'].get('pairs_sha1', '')}:{opts.seed}:{opts.folds}:{w}:{steps}".encode()).hexdigest()
         version = f"{report['base_model']['version']}+adapt-{digest[:8]}"
         final = work / f"final-written-w{round(100 * float(w))}"
-        if final.exists():  # left by a run killed after this step: rebuilt from the kept fine-tune, never reused
+        if final.exists():  # left by a run killed after this step: rebuilt from the guards' mix, never reused
             shutil.rmtree(final)
-        _mix(base_dir, final_tuned, w, final) if float(w) != 1.0 else shutil.copytree(final_tuned, final)
+        shutil.copytree(mixed[w], final)
         cal = json.loads((final / "calibration.json").read_text())
         cal["version"] = version
         cal.setdefault("adapt", {}).update({"weight": float(w), "pairs": len(pairs), "folds": opts.folds})
@@ -800,8 +801,8 @@ def _run(pairs, folds, report, base_dir, out, work, opts, log, t0) -> dict:
 
     def holds(w) -> bool:
         t = time.time()
-        g = guards(base, Scorer(_mix(base_dir, final_tuned, w, work / f"final-w{round(100 * float(w))}")),
-                   probes, anchor, stress, opts, everyday)
+        mixed[w] = _mix(base_dir, final_tuned, w, work / f"final-w{round(100 * float(w))}")
+        g = guards(base, Scorer(mixed[w]), probes, anchor, stress, opts, everyday)
         report["guards"]["candidates"][w] = g
         spent["guards"] += time.time() - t
         log(f"adapt: mix {w} guards: unrelated REFUTES {g['probes'].get('unrelated', {}).get('adapted', {}).get('refutes')}, "
@@ -830,8 +831,7 @@ def _run(pairs, folds, report, base_dir, out, work, opts, log, t0) -> dict:
     keys = {(p.premise, p.hypothesis) for p in pairs}
     fit_sources = {name for name, ps in sets.items() if any((x.premise, x.hypothesis) in keys for x in ps)}
     shown_w = chosen if chosen is not None else (next(iter(tries)) if tries else candidates[-1])
-    shown_d = work / f"final-w{round(100 * float(shown_w))}"
-    ys = yardstick(base, Scorer(shown_d if float(shown_w) != 1.0 else final_tuned), sets, fit_sources, opts,
+    ys = yardstick(base, Scorer(mixed[shown_w]), sets, fit_sources, opts,
                    lambda m: log(f"adapt: mix {shown_w}: {m}"))
     report["yardstick"] = {"mix": float(shown_w), "limit_per_set": opts.limit_per_set,
                            "scored": "pair by pair: the set's gold evidence as the premise, the claim as the hypothesis",

@@ -58,6 +58,7 @@ class Reason(StrEnum):
     UNDECODABLE = "undecodable"        # a record batch the consumer could not decode (unknown codec, bad CRC)
     POISON = "poison"                  # the pipeline call crashed the worker `poison_attempts` times
     DEADLINE = "deadline"              # a pipeline batch ran past `batch_deadline_s` (error verdicts, no dead letter)
+    INTERNAL = "internal"              # handling the step raised (a bug, not the input's fault): dead letter, then ack
 
 
 class InvalidEvent(ValueError):

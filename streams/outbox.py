@@ -78,6 +78,7 @@ class Counters:
     feedback: int = 0          # chat.feedback records stored (redeliveries included: the store dedups)
     verdicts_unstored: int = 0  # published verdicts the feedback store failed to keep (feedback on them stays unjoined)
     store_retries: int = 0     # feedback-store calls that failed and were tried again
+    handle_failures: int = 0   # steps whose handling raised: their undelivered inputs dead-lettered (internal), then acked
 
     def line(self) -> str:
         return " ".join(f"{k}={v}" for k, v in asdict(self).items())

@@ -226,61 +226,109 @@ class TurnWorker:
 
     async def handle(self, events) -> None:
         """One step (`StepStream.take_steps`, streams/kafka/internals.py): validate (dead letters), update context, check the selected
-        turns; every event acked by the outbox only after all of the batch's outputs are delivered."""
+        turns; every event acked by the outbox only after all of the batch's outputs are delivered.
+
+        Never a silent stall: an exception out of the step's work (a bug, not the input's fault) would
+        leave its offsets held and the partition's commits stuck behind them while the worker looks
+        healthy. So it ends here: the events whose outputs were not yet delivered are handled again one
+        at a time (a redelivered turn is not added to its context twice), and each that raises again
+        gets a dead letter (`internal`, the exception's type and message); it is counted
+        (`handle_failures`, on the status line and /metrics) and the step is acknowledged. Failures to
+        deliver are not caught: the outbox stops the process (`fatal`, exit 75) without committing, and
+        so does a dead letter here that cannot be delivered."""
+        async with self.outbox.acks.holding(events):
+            done: set[int] = set()  # id() of the events whose outputs are delivered (or that need none)
+            try:
+                await self._step(events, done)
+            except Exception as e:  # noqa: BLE001 - see the docstring; CancelledError (shutdown) passes
+                await self._failed_step(events, done, e)
+
+    async def _failed_step(self, events, done: set[int], error: Exception) -> None:
+        """The step raised `error`: each event without its output, again alone; dead letters for those
+        that raise again (their attempt counts forgotten: a dead letter ends them)."""
+        left = [ev for ev in events if id(ev) not in done]
+        self.counters.handle_failures += 1
+        log.error("handling a step of %d events raised (%s); %d without output handled again one at a time "
+                  "(handle_failures=%d)", len(events), self._why(error), len(left), self.counters.handle_failures)
+        for ev in left:
+            try:
+                await self._step([ev], done, again=True)
+            except Exception as e:  # noqa: BLE001 - this event alone raises: it ends as a dead letter
+                why = self._why(e)
+                log.error("%s/%d@%d raised alone (%s): dead-lettered as internal", ev.message.topic,
+                          ev.message.partition, ev.message.offset, why)
+                await self.outbox.deliver([self.outbox.dead_letter(ev.message, Reason.INTERNAL, f"internal error: {why}")])
+                self.attempts.set_many([(ev.message, None)])
+
+    def _why(self, error: BaseException) -> str:
+        return bound(self.scrub(f"{type(error).__name__}: {error}"), 200)
+
+    async def _step(self, events, done: set[int], again: bool = False) -> None:
+        """The step's work; `done` collects the events that need nothing more. `again`: these events
+        were counted already (a failed step's events handled one at a time)."""
         st, c, outbox = self.st, self.counters, self.outbox
-        async with outbox.acks.holding(events):
-            now = time.time()
-            dead: list[tuple] = []
-            to_check: list[tuple] = []  # (conversation key, message, CheckItem)
-            stamps: dict[tuple[str, str], tuple] = {}  # checked turn → (its ts, its record timestamp)
-            owned = self.owned_partitions()
-            states: dict[bytes, dict] = {}  # each conversation's new state, written once per batch
-            for ev in events:
-                msg = ev.message
-                try:
-                    turn = validate_event(msg.key, msg.value, st.max_text_chars, st.max_event_bytes, st.max_json_depth)
-                except InvalidEvent as e:
-                    dead.append(outbox.dead_letter(msg, e.code, e.reason))
-                    continue
-                c.events += 1
-                if st.trace_records:
-                    log.info("trace read %s/%d@%d turn %s", msg.topic, msg.partition, msg.offset, turn.turn_id)
+        now = time.time()
+        dead: list[tuple] = []
+        dead_events: list = []
+        context_only: list = []
+        to_check: list[tuple] = []  # (conversation key, message, CheckItem, event)
+        stamps: dict[tuple[str, str], tuple] = {}  # checked turn → (its ts, its record timestamp)
+        owned = self.owned_partitions()
+        states: dict[bytes, dict] = {}  # each conversation's new state, written once per batch
+        for ev in events:
+            msg = ev.message
+            try:
+                turn = validate_event(msg.key, msg.value, st.max_text_chars, st.max_event_bytes, st.max_json_depth)
+            except InvalidEvent as e:
+                dead.append(outbox.dead_letter(msg, e.code, e.reason))
+                dead_events.append(ev)
+                continue
+            c.events += not again
+            if st.trace_records:
+                log.info("trace read %s/%d@%d turn %s", msg.topic, msg.partition, msg.offset, turn.turn_id)
+            if not again:
                 self.obs.turn_in()
-                key = turn.conversation_id.encode("utf-8")
-                prior = states[key] if key in states else self.table.get(key)
-                states[key], context = add_turn(prior, turn, now, st.context_turns, st.context_idle_s)
-                self.recency.touch(key)
-                if should_check(turn, self.roles):
-                    to_check.append((key, msg, CheckItem(turn.conversation_id, turn.turn_id, context, turn.text)))
-                    stamps[(turn.conversation_id, turn.turn_id)] = (turn.ts, getattr(msg, "timestamp", None))
-            for key, state in states.items():  # one changelog record per conversation, not per turn
-                self.table[key] = state
-            for old in self.recency.overflow(st.max_conversations):
-                if old in self.table and self._partition(old) in owned:
-                    del self.table[old]
-                    c.evicted_lru += 1
-            await outbox.deliver(dead)
-            if to_check:
-                c.checked += len(to_check)
-                fresh = []
-                for key, msg, item in to_check:
-                    n = self.attempts.prior(msg)
-                    if n >= st.poison_attempts:
-                        c.poison += 1
-                        await outbox.deliver([outbox.dead_letter(msg, Reason.POISON, f"poison: {n} failed attempts (the "
-                                                                 "pipeline call crashed or stopped the worker each time)")])
-                        self.attempts.set_many([(msg, None)])
-                    else:
-                        fresh.append((key, msg, item, n))
-                if any(n > 0 for *_, n in fresh):
-                    # a redelivery after a crash: one call per turn, so only the culprit's count grows
-                    c.isolated_batches += 1
-                    groups = [[(k, m, i)] for k, m, i, _ in fresh]
-                else:  # at most batch_size turns per call: the batch path's size, whatever a take held
-                    size = st.batch_size
-                    groups = [[(k, m, i) for k, m, i, _ in fresh[j:j + size]] for j in range(0, len(fresh), size)]
-                for group in groups:
-                    await self.check_group(group, stamps)
+            key = turn.conversation_id.encode("utf-8")
+            prior = states[key] if key in states else self.table.get(key)
+            states[key], context = add_turn(prior, turn, now, st.context_turns, st.context_idle_s)
+            self.recency.touch(key)
+            if should_check(turn, self.roles):
+                to_check.append((key, msg, CheckItem(turn.conversation_id, turn.turn_id, context, turn.text), ev))
+                stamps[(turn.conversation_id, turn.turn_id)] = (turn.ts, getattr(msg, "timestamp", None))
+            else:
+                context_only.append(ev)
+        for key, state in states.items():  # one changelog record per conversation, not per turn
+            self.table[key] = state
+        done.update(map(id, context_only))
+        for old in self.recency.overflow(st.max_conversations):
+            if old in self.table and self._partition(old) in owned:
+                del self.table[old]
+                c.evicted_lru += 1
+        await outbox.deliver(dead)
+        done.update(map(id, dead_events))
+        if to_check:
+            c.checked += 0 if again else len(to_check)
+            fresh = []
+            for key, msg, item, ev in to_check:
+                n = self.attempts.prior(msg)
+                if n >= st.poison_attempts:
+                    c.poison += 1
+                    await outbox.deliver([outbox.dead_letter(msg, Reason.POISON, f"poison: {n} failed attempts (the "
+                                                             "pipeline call crashed or stopped the worker each time)")])
+                    self.attempts.set_many([(msg, None)])
+                    done.add(id(ev))
+                else:
+                    fresh.append((key, msg, item, n, ev))
+            if any(n > 0 for *_, n, _ in fresh):
+                # a redelivery after a crash: one call per turn, so only the culprit's count grows
+                c.isolated_batches += 1
+                groups = [[(k, m, i, ev)] for k, m, i, _, ev in fresh]
+            else:  # at most batch_size turns per call: the batch path's size, whatever a take held
+                size = st.batch_size
+                groups = [[(k, m, i, ev) for k, m, i, _, ev in fresh[j:j + size]] for j in range(0, len(fresh), size)]
+            for group in groups:
+                await self.check_group([g[:3] for g in group], stamps)
+                done.update(id(g[3]) for g in group)
 
     # -- housekeeping -------------------------------------------------------------------------
     def sweep(self, owned: set[int]) -> None:

@@ -14,6 +14,8 @@ Claims containing a trigger word misbehave on purpose:
   STANDIN-KILL      SIGKILLs its own process (a pipeline that crashes the worker on every delivery)
   STANDIN-HUGE      returns a verdict with 1.5 MB of evidence: larger than the producer's request
                     size, so every send of it fails
+  STANDIN-BROKEN    returns a result whose verdict is not a Verdict: the worker's own handling of the
+                    step raises after the pipeline call (a bug outside the checker)
 """
 from __future__ import annotations
 
@@ -67,7 +69,7 @@ class StandIn:
                 evidence=[Evidence("huge", "Huge", "x" * 1_500_000)] if "STANDIN-HUGE" in it.claim else [],
                 model_versions={"standin": "1", "context_sha1": context_digest(it.context)},
                 timings_ms={"context_turns": float(len(it.context))}, status=status))
-        return [TurnResult(it, [v]) for it, v in zip(items, out)]
+        return [TurnResult(it, [None if "STANDIN-BROKEN" in it.claim else v]) for it, v in zip(items, out)]
 
 
 def create(settings, protocol: str = "e2e", surface: str = "r4g") -> StandIn:

@@ -212,3 +212,39 @@ def test_undeliverable_verdict_stops_the_worker_without_commit_then_is_quarantin
         assert good <= vlog.verdicts.keys() and w.alive()
     finally:
         w.stop()
+
+
+@pytest.mark.timeout(420)
+@pytest.mark.flaky(reruns=1)
+def test_step_whose_handling_raises_is_dead_lettered_and_commits_move_past_it(fresh_broker, tmp_path):
+    """Never a silent stall: when the worker's own handling of a step raises (here a pipeline result
+    that is not a verdict), the step's undelivered turns get an `internal` dead letter, the step is
+    acknowledged, the committed offset moves past the culprit, later turns get verdicts, and the
+    status line counts it (`handle_failures`). Before, nothing was acked and the partition's commits
+    stayed behind the culprit while the worker looked healthy."""
+    broker = fresh_broker
+    s = stream_settings(broker, "handlefail")
+    start_v = end_offsets(s, s.kafka.topic_verdicts)
+    start_d = end_offsets(s, s.kafka.topic_deadletter)
+    (g1c, g1), (_, broken), (g2c, g2), good = culprit_between_good("hf", "broken", "STANDIN-BROKEN result")
+    w = WorkerProcess(s, tmp_path / "worker.log", extra_args=STANDIN)
+    try:
+        w.start().wait_ready(180)
+        with TurnProducer(s) as producer:
+            futures = {t.turn_id: producer.send_turn(t) for t in [*g1c, *g2c, g1, broken, g2]}
+            producer.flush()
+            md = futures[broken.turn_id].get(timeout=30)
+        def internal():
+            return [d for d in read_dead_letters(s, start_d) if d.code == "internal"]
+
+        wait_until(lambda: bool(internal()), 120, "no internal dead letter")
+        dead = internal()
+        assert dead[0].value == broken.to_json() and dead[0].reason.startswith("internal error: AttributeError")
+        vlog = collect_verdicts(s, good, 120, start=start_v, alive=w.alive)
+        assert good <= vlog.verdicts.keys()
+        wait_until(lambda: committed(s).get(md.partition, -1) > md.offset, 60,
+                   "the committed offset did not move past the step that raised")
+        wait_until(lambda: w.last_status().get("handle_failures") == 1, 30, "handle_failures not counted")
+        assert w.alive() and "dead-lettered as internal" in w.log_text() and len(internal()) == 1
+    finally:
+        w.stop()

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 from schemas.errors import DataMissing, InvalidEvent, Reason
 from schemas.turn import SPEAKER_PATTERN, ChatTurn, clean_text, normalise_role, parse_turn
-from schemas.verdict import (LABELS, SCHEMA_VERSION, TIMING_META_KEYS, Display, Evidence, GateDecision, Label, Status,
+from schemas.verdict import (LABELS, SCHEMA_VERSION, TIMING_META_KEYS, ClaimSpan, Display, Evidence, GateDecision, Label, Status,
                              Surface, Verdict, claim_id, parse_verdict)
 from schemas.wire import SCHEMA_DIR, json_depth, known_fields, load_bounded_json, validate
 
-__all__ = ["LABELS", "SCHEMA_DIR", "SCHEMA_VERSION", "SPEAKER_PATTERN", "TIMING_META_KEYS", "ChatTurn", "DataMissing",
+__all__ = ["LABELS", "SCHEMA_DIR", "SCHEMA_VERSION", "SPEAKER_PATTERN", "TIMING_META_KEYS", "ChatTurn", "ClaimSpan", "DataMissing",
            "Display", "Evidence", "GateDecision", "InvalidEvent", "Label", "Reason", "Status", "Surface", "Verdict",
            "claim_id", "clean_text", "json_depth", "known_fields", "load_bounded_json", "normalise_role", "parse_turn",
            "parse_verdict", "validate"]

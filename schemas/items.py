@@ -6,6 +6,19 @@ from dataclasses import dataclass
 from pathlib import Path
 
 
+@dataclass(frozen=True)
+class GivenPassage:
+    """A passage the assistant was given (grounded turns, docs/integration.md#grounded-turns): from
+    the turn's own `evidence` (source "turn") or its conversation's knowledge on chat.knowledge
+    (source "conversation"). `id` is the producer's id (or the knowledge record's doc_id); title and
+    url are carried to the verdict's evidence as given."""
+    text: str
+    title: str | None = None
+    url: str | None = None
+    id: str | None = None
+    source: str = "turn"  # "turn" | "conversation"
+
+
 @dataclass
 class CheckItem:
     """One claim to check, with the dialogue before it."""
@@ -13,7 +26,11 @@ class CheckItem:
     turn_id: str
     context: list[str]  # previous turns, oldest first
     claim: str
-    gold_evidence: list[tuple[str, str]] | None = None  # (title, text); protocol "fv" only
+    # the passages to check against instead of the index (protocol "fv", a grounded turn): (title, text)
+    # pairs (DialFact records) or GivenPassage; None: retrieve (e2e)
+    gold_evidence: list[tuple[str, str] | GivenPassage] | None = None
+    # grounded turns: what the limits stopped from being read (passages or characters), for the status
+    evidence_note: str | None = None
 
 
 @dataclass(frozen=True)

@@ -56,6 +56,17 @@ class Evidence:
     neutral: float = 0.0
     contradict: float = 0.0
     url: str | None = None  # schema 2.1: the passage's source link (its own, or derived for Wikipedia)
+    # schema 2.4: where the passage came from: "turn" (the turn's `evidence`), "conversation" (its
+    # conversation's knowledge on chat.knowledge) or "index" (retrieved); None in verdicts before 2.4
+    source: Literal["turn", "conversation", "index"] | None = None
+
+
+@dataclass(frozen=True)
+class ClaimSpan:
+    """Schema 2.4: where a claim stands in its turn's text, character offsets [start, end) (Python
+    str indices); a turn's summary verdict spans the whole text."""
+    start: int
+    end: int
 
 
 @dataclass
@@ -103,7 +114,7 @@ class Mismatch:
     evidence: str | None = None  # what the evidence states in that slot or between those words (null: nothing)
 
 
-SCHEMA_VERSION = "2.3"
+SCHEMA_VERSION = "2.4"
 # `timings_ms` keys that are not a stage's milliseconds: `batch_items` (2.1: how many claims shared a
 # batched stage's time, a count) and `dense_client_side` (a flag: dense re-scoring encoded the
 # passages itself). Readers that treat the rest as stage times skip these (metrics, `dialcheck check`).
@@ -128,7 +139,7 @@ class Verdict:
     display: Display | None = None
     created_at: float = field(default_factory=time.time)
     rationale: dict | None = None  # why this label: rule or layer, its numbers, the window it read (schema)
-    schema_version: str = SCHEMA_VERSION  # verdict.schema.json's version; 1 had no rationale, 2.1 adds display and url, 2.2 uncovered, 2.3 mismatches
+    schema_version: str = SCHEMA_VERSION  # verdict.schema.json's version; 1 had no rationale, 2.1 adds display and url, 2.2 uncovered, 2.3 mismatches, 2.4 evidence source and claim_span
     # set by the stream worker as it publishes (null from `check`/`eval`): the producer's `ts` echoed,
     # and milliseconds from that `ts` (or the record's Kafka timestamp) to publishing
     ts: float | None = None
@@ -139,6 +150,8 @@ class Verdict:
     # schema 2.3: the structured checks (typed slots, the claim's relations, its subject) that did not
     # agree with the evidence the label rests on; [] where all that ran agreed, None where none ran
     mismatches: list[Mismatch] | None = None
+    # schema 2.4: the claim's character offsets in the turn's text (None: not known, e.g. before 2.4)
+    claim_span: ClaimSpan | None = None
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -163,10 +176,12 @@ class Verdict:
         s["gate"] = GateDecision(**known_fields(GateDecision, s["gate"])) if s.get("gate") else None
         shown = d.get("display")
         odd = d.get("mismatches")
+        span = d.get("claim_span")
         return cls(**{**known_fields(cls, d), "schema_version": d.get("schema_version", "1"), "surface": Surface(**s),
                       "mismatches": [Mismatch(**known_fields(Mismatch, m)) for m in odd] if isinstance(odd, list) else None,
                       "evidence": [Evidence(**known_fields(Evidence, e)) for e in d["evidence"]],
                       "status": Status(**known_fields(Status, d["status"])),
+                      "claim_span": ClaimSpan(**known_fields(ClaimSpan, span)) if isinstance(span, dict) else None,
                       "display": Display(**known_fields(Display, shown)) if isinstance(shown, dict) else None})
 
 

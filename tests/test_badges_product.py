@@ -47,7 +47,7 @@ def test_a_reply_that_adds_a_detail_gets_no_supports_badge(verdicts, claim, term
     v = verdicts[claim]
     assert v["label"] != "SUPPORTS", v["rationale"]
     assert term in (v.get("uncovered") or []), v.get("uncovered")
-    assert v["schema_version"] == "2.3"
+    assert v["schema_version"] == "2.4"
 
 
 def test_the_plain_restatement_is_still_supported(verdicts):

@@ -242,7 +242,7 @@ def test_fresh_verdicts_are_valid_2_2_with_display_and_links(batch, small_index)
     for v in batch:
         d = json.loads(v.to_json())
         validate("verdict", d)
-        assert d["schema_version"] == "2.3"
+        assert d["schema_version"] == "2.4"
         assert d["display"] == {"show": v.display.show, "tone": v.display.tone, "confidence": v.display.confidence}
         # the shipped policy's, recomputed from what the verdict says (its badge scorer reads the rationale's numbers)
         assert v.display == display_for(v.label, v.probabilities, v.status, shipped, BadgeFacts.of_verdict(v))

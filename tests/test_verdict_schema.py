@@ -66,7 +66,7 @@ RATIONALE = {"rule": "threshold", "numbers": {"entail": 0.91, "threshold": 0.55,
 def test_version_2_verdict_round_trips():
     v = verdict(RATIONALE)
     d = json.loads(v.to_json())
-    assert d["schema_version"] == "2.3" and d["rationale"]["rule"] == "threshold"
+    assert d["schema_version"] == "2.4" and d["rationale"]["rule"] == "threshold"
     validate("verdict", d)
     assert parse_verdict(v.to_json()).rationale == RATIONALE
 

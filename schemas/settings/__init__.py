@@ -21,6 +21,7 @@ from schemas.settings.claims import ClaimSettings
 from schemas.settings.data import SHARED_DATA_DIR, DataSettings, user_data_dir
 from schemas.settings.decision import DecisionSettings
 from schemas.settings.gate import GateSettings
+from schemas.settings.grounding import GroundingSettings
 from schemas.settings.kafka import KafkaSettings
 from schemas.settings.llm import LLMSettings
 from schemas.settings.models import ModelSettings
@@ -32,7 +33,7 @@ from schemas.settings.ui import UISettings
 from schemas.settings.windows import WindowSettings
 
 __all__ = ["ENV_PREFIX", "REPO_ROOT", "SECTIONS", "SHARED_DATA_DIR", "ClaimSettings", "DataSettings", "DecisionSettings",
-           "GateSettings", "KafkaSettings", "LLMSettings", "ModelSettings", "PerfSettings", "RetrievalSettings", "Section",
+           "GateSettings", "GroundingSettings", "KafkaSettings", "LLMSettings", "ModelSettings", "PerfSettings", "RetrievalSettings", "Section",
            "Settings", "SettingsInvalid", "StageSettings", "StreamSettings", "UISettings", "WindowSettings", "env",
            "load_settings", "redact", "user_data_dir"]
 
@@ -40,7 +41,7 @@ SECTIONS: dict[str, type[Section]] = {
     "data": DataSettings, "models": ModelSettings, "retrieval": RetrievalSettings, "gate": GateSettings,
     "windows": WindowSettings, "decision": DecisionSettings, "claims": ClaimSettings, "stages": StageSettings,
     "kafka": KafkaSettings, "stream": StreamSettings, "ui": UISettings,
-    "perf": PerfSettings, "llm": LLMSettings,
+    "perf": PerfSettings, "llm": LLMSettings, "grounding": GroundingSettings,
 }
 
 
@@ -60,6 +61,7 @@ class Settings(BaseModel):
     ui: UISettings
     perf: PerfSettings
     llm: LLMSettings
+    grounding: GroundingSettings
     # whether a decision file was named (DIALCHECK_DECISION_PARAMS, or decision.decision_params passed in)
     _decision_named: bool = PrivateAttr(default=False)
 

@@ -59,6 +59,10 @@ class KafkaSettings(Section):
     topic_turns: str = env("TOPIC_TURNS", "chat.turns", "Input topic (key: conversation id).", min_length=1)
     topic_verdicts: str = env("TOPIC_VERDICTS", "chat.verdicts", "Verdict topic (key: conversation id).", min_length=1)
     topic_deadletter: str = env("TOPIC_DEADLETTER", "chat.deadletter", "Rejected input with reasons.", min_length=1)
+    topic_knowledge: str = env("TOPIC_KNOWLEDGE", "chat.knowledge",
+                               "Passages a conversation's assistant was given (docs/integration.md#grounded-turns; key: "
+                               "conversation id); every later turn of that conversation is checked against them.",
+                               min_length=1)
     topic_feedback: str = env("TOPIC_FEEDBACK", "chat.feedback", "Judgements of verdicts (schemas/feedback.schema.json; "
                               "key: conversation id).", min_length=1)
     # what the producer and the group may assume of the broker (streams/kafka_config.py `faust_client_kwargs`)

@@ -7,11 +7,12 @@ from __future__ import annotations
 import math
 import re
 import unicodedata
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
 import orjson
 
 from schemas.errors import InvalidEvent, Reason
+from schemas.items import GivenPassage
 from schemas.limits import MAX_JSON_DEPTH, MAX_TEXT_CHARS
 from schemas.wire import decode_record, validate
 
@@ -25,9 +26,19 @@ class ChatTurn:
     check: bool | None = None
     ts: float | None = None
     meta: dict = field(default_factory=dict)
+    # chat_turn 1.1: the passages the assistant was given (schemas/evidence.py); None: none sent
+    evidence: tuple[GivenPassage, ...] | None = None
+    # what the evidence limits left unread (parse_turn), for the verdict's status; not on the wire
+    evidence_note: str | None = field(default=None, compare=False)
 
     def to_json(self) -> bytes:
-        return orjson.dumps({k: v for k, v in asdict(self).items() if v is not None and v != {}})
+        """The turn as a producer sends it (replay writes these): evidence as given, no note."""
+        from schemas.evidence import evidence_json
+
+        out = {k: getattr(self, k) for k in ("conversation_id", "turn_id", "speaker", "text", "check", "ts", "meta")}
+        if self.evidence is not None:
+            out["evidence"] = evidence_json(self.evidence)
+        return orjson.dumps({k: v for k, v in out.items() if v is not None and v != {}})
 
 
 # invisible characters that are not in category Cc/Cf but render as nothing (Hangul fillers, braille blank)
@@ -43,6 +54,11 @@ def _invisible(ch: str) -> bool:
     return (cat == "Cc" and ch not in _KEEP_CONTROLS) or cat in ("Cf", "Cs", "Co") or ch in _INVISIBLE_EXTRA
 
 
+def has_invisible(text: str) -> bool:
+    """Any control (newline and tab too), format or blank-rendering character: refused in ids."""
+    return any(_invisible(ch) or ch in _KEEP_CONTROLS for ch in text)
+
+
 def clean_text(text: str) -> str:
     """NFKC, then invisible characters removed: what is checked is what a reader sees."""
     text = unicodedata.normalize("NFKC", text)
@@ -55,15 +71,21 @@ def normalise_role(speaker: str) -> str:
 
 
 def parse_turn(raw: bytes | str, max_text_chars: int = MAX_TEXT_CHARS, max_bytes: int | None = None,
-               max_depth: int = MAX_JSON_DEPTH) -> ChatTurn:
+               max_depth: int = MAX_JSON_DEPTH, evidence_limits=None) -> ChatTurn:
     """Bytes from the wire → ChatTurn (text and speaker normalised), or InvalidEvent with a reason.
 
     Only InvalidEvent leaves this function: size and depth are checked before anything recursive
-    or quadratic runs (a 1,000-deep array once crashed jsonschema's error formatting)."""
+    or quadratic runs (a 1,000-deep array once crashed jsonschema's error formatting). `evidence`
+    goes through schemas/evidence.py first (its reasons name the passage; `evidence_limits`: an
+    EvidenceLimits, None for schemas/limits.py's): what the limits leave unread is `evidence_note`."""
+    from schemas.evidence import EvidenceLimits, parse_evidence  # it imports clean_text from here
+
     obj = decode_record(raw, max_bytes, max_depth, "event")
+    given = obj.get("evidence") if isinstance(obj, dict) else None
+    evidence, note = parse_evidence(given, evidence_limits or EvidenceLimits()) if given is not None else (None, None)
     validate("chat_turn", obj)
     for name in ("conversation_id", "turn_id"):
-        if any(_invisible(ch) or ch in "\n\t" for ch in obj[name]) or not obj[name].strip():
+        if has_invisible(obj[name]) or not obj[name].strip():
             raise InvalidEvent(Reason.INVALID_FIELD, f"{name} contains control or invisible characters, or only blanks")
     speaker = normalise_role(obj["speaker"])
     if not SPEAKER_PATTERN.fullmatch(speaker):
@@ -78,4 +100,5 @@ def parse_turn(raw: bytes | str, max_text_chars: int = MAX_TEXT_CHARS, max_bytes
         raise InvalidEvent(Reason.TOO_LARGE, f"text too long: {len(clean)} > {max_text_chars} characters")
     if obj.get("ts") is not None and not math.isfinite(obj["ts"]):
         raise InvalidEvent(Reason.INVALID_FIELD, "ts is not a finite number")
-    return ChatTurn(**{**obj, "speaker": speaker, "text": clean})
+    return ChatTurn(**{**obj, "speaker": speaker, "text": clean,
+                       "evidence": tuple(evidence) if evidence is not None else None, "evidence_note": note})

@@ -1,4 +1,6 @@
-"""`dialcheck data fetch | list`: the data files dialcheck reads, from their public sources.
+"""`dialcheck data fetch | list | convert`: the data files dialcheck reads, from their public sources;
+`convert` writes the chat-response attribution sets (BEGIN dev, FaithDial) as DialFact-format JSONL
+(lab/evaluation/dialfact_format.py), for `eval`, `replay` and `demo` with `--protocol fv`.
 
 Why a manifest (dialcheck/data_manifest.json): every file has one source URL at a fixed commit, a
 sha256 and a size, so a fetch is reproducible and a changed or truncated file is refused instead
@@ -288,6 +290,12 @@ def register(sub) -> None:
     ls.add_argument("--json", action="store_true", help="print the report as JSON")
     ls.add_argument("--manifest", default=None, help=argparse_suppress())
     ls.set_defaults(func=cmd_list)
+    c = dsub.add_parser("convert", help="write BEGIN dev or FaithDial's audit as DialFact-format JSONL "
+                                        "(knowledge → evidence; for eval / replay / demo --protocol fv)")
+    c.add_argument("set", choices=("begin", "faithdial"), help="begin: BEGIN dev's three corpora; faithdial: its audit")
+    c.add_argument("--out", required=True, help="the JSONL file to write (never commit it: the sets' licences)")
+    c.add_argument("--limit", type=int, default=None, help="N records spread evenly over the set (default: all)")
+    c.set_defaults(func=cmd_convert)
 
 
 def argparse_suppress() -> str:
@@ -321,6 +329,18 @@ def cmd_fetch(args) -> int:
         if current != root:
             print(f"note: commands read {current} first (../shared/data exists); set DIALCHECK_DATA_DIR={root} "
                   "to use these files", flush=True)
+    return 0
+
+
+def cmd_convert(args) -> int:
+    from lab.evaluation.dialfact_format import convert
+    from schemas.settings import load_settings
+
+    out = Path(args.out)
+    if out.is_dir() or not out.parent.is_dir():
+        raise DataError(f"cannot write {out} (--out): {'a directory' if out.is_dir() else 'no such directory'}")
+    n = convert(args.set, load_settings().data.dir, out, args.limit)
+    print(f"{n} {args.set} records written to {out} (DialFact format)", flush=True)
     return 0
 
 

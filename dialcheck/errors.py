@@ -135,6 +135,9 @@ def one_line(error: BaseException, args: argparse.Namespace | None) -> tuple[int
         return USAGE, str(error).splitlines()[0]  # readers name the file and line: 'data.jsonl:3: ...'
     if _is(error, "kafka.errors", "NoBrokersAvailable") or _is(error, "kafka.errors", "KafkaConnectionError"):
         return UNREACHABLE, f"Kafka broker unavailable: {redact(str(error)) or type(error).__name__}"
+    if type(error).__module__ in ("kafka.errors", "aiokafka.errors"):  # a frozen or overloaded broker: timeouts
+        said = redact(str(error)).splitlines()[0][:200] if str(error) else ""
+        return UNREACHABLE, f"Kafka broker did not answer: {type(error).__name__}{': ' + said if said else ''}"
     return None
 
 

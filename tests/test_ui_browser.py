@@ -331,6 +331,58 @@ def test_ui_survives_hostile_verdicts_in_chromium(tmp_path):
         except urllib.error.HTTPError as e:
             assert e.code == 421
 
+        # a grounded reply (schema 2.4): its claims not shown as supported are underlined, on the open page
+        # (live) and on a fresh one (snapshot), each opening the passage it was checked against
+        from test_ui_store import grounded_verdicts
+        send(k.topic_turns, "rag", turn("rag", "1", GROUNDED_REPLY))
+        for v in grounded_verdicts("rag", "1", GROUNDED_REPLY, GROUNDED_CLAIMS, url="https://help.example.com/plans"):
+            send(k.topic_verdicts, "rag", orjson.dumps(v))
+        _grounded_reply_underlined(driver, wait, "live page")
+        driver.get(ui.url)
+        wait.until(EC.text_to_be_present_in_element((By.ID, "status"), "live"))
+        _grounded_reply_underlined(driver, wait, "fresh page")
+        driver.save_screenshot(str(ARTIFACTS / "ui-grounded.png"))
+
+
+# a reply with characters outside the BMP before its claims (one code point, two UTF-16 units each):
+# a page slicing with String.slice would underline one character off
+GROUNDED_REPLY = "🎉 Our plan costs $10 a month. 𝄞 It includes phone support. It started in 1999."
+GROUNDED_CLAIMS = [("Our plan costs $10 a month.", "SUPPORTS"), ("It includes phone support.", "NOT ENOUGH INFO"),
+                   ("It started in 1999.", "REFUTES")]
+
+
+def _grounded_reply_underlined(driver, wait, how: str) -> None:
+    """The NOT ENOUGH INFO claim dotted, the REFUTES one wavy, the SUPPORTS one plain, each exactly its
+    claim's characters; the badge is the turn's summary (its worst label); clicking an underline opens
+    the passage with its title, link, window and where it came from."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as EC
+
+    li_css = 'section[data-conversation-id="rag"] li[data-turn-id="1"]'
+    wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, f'{li_css}[data-underlined="2"]'))
+    li = driver.find_element(By.CSS_SELECTOR, li_css)
+    underlined = {u.text: u.get_attribute("data-kind") for u in li.find_elements(By.CSS_SELECTOR, ".text span.claim")}
+    assert underlined == {"It includes phone support.": "unsupported", "It started in 1999.": "disputed"}, how
+    assert li.find_element(By.CSS_SELECTOR, ".text").text == GROUNDED_REPLY, how
+    assert li.find_element(By.CSS_SELECTOR, "button.badge").get_attribute("data-label") == "REFUTES", how
+    styles = {u.get_attribute("data-kind"): u.value_of_css_property("text-decoration-style")
+              for u in li.find_elements(By.CSS_SELECTOR, ".text span.claim")}
+    assert styles == {"unsupported": "dotted", "disputed": "wavy"}, how
+    nei = li.find_element(By.CSS_SELECTOR, '.text span.claim[data-kind="unsupported"]')
+    panel = driver.find_element(By.ID, nei.get_attribute("aria-controls"))
+    assert not panel.is_displayed(), how
+    driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", nei)
+    nei.click()
+    wait.until(EC.visibility_of(panel))
+    assert nei.get_attribute("aria-expanded") == "true", how
+    assert "It includes phone support." in panel.find_element(By.CSS_SELECTOR, ".claim-head").text, how
+    passage = panel.find_element(By.CSS_SELECTOR, ".passage")
+    assert "help article for 1" in passage.text and "given with the reply" in passage.text, how
+    assert passage.find_element(By.CSS_SELECTOR, ".passage-source").get_attribute("data-source") == "turn", how
+    assert passage.find_element(By.CSS_SELECTOR, "a.source").get_attribute("href") == "https://help.example.com/plans", how
+    assert passage.find_element(By.CSS_SELECTOR, "mark").text == "Paris is in France.", how
+    assert _severe_console(driver) == [], how
+
 
 def _page_for_people(driver, url: str) -> None:
     """For people: a key that is not a button and says badges open the evidence; the gate's

@@ -14,7 +14,7 @@ import pytest
 
 from schemas import ChatTurn, Evidence, GateDecision, Status, Surface, Verdict, claim_id, validate
 from schemas.settings import load_settings
-from streams.ui.store import Store
+from streams.ui.store import CONVERSATION_OVERHEAD, Store
 
 pytestmark = pytest.mark.unit
 
@@ -287,3 +287,68 @@ def test_summary_of_a_conversation_without_times_or_latency():
     (conv,) = store.snapshot()["conversations"]
     assert conv["summary"] == {"turns": 0, "checked": 1, "labels": {"REFUTES": 1}, "last_ts": None,
                                "latency_ms_median": None, "latency_n": 0}
+
+
+# -- grounded turns (schema 2.4): each claim's span and the passage it was checked against ---
+
+def grounded_verdicts(conv: str, turn_id: str, text: str, claims: list[tuple[str, str]], *, source: str = "turn",
+                      url: str | None = None, display: bool = True) -> list[dict]:
+    """What the worker publishes for a reply of several claims checked against given passages: one
+    verdict per claim (`claims`: (claim text, label), each found in `text`; its claim_span in code
+    points) and then the turn's summary (rule turn-summary, spanning the whole text, the worst label)."""
+    out = []
+    for claim, label in claims:
+        start = text.index(claim)
+        v = good_verdict(conv, turn_id, claim, label=label, gate=False)
+        v.update(schema_version="2.4", claim_span={"start": start, "end": start + len(claim)},
+                 rationale={"rule": "fv", "summary": f"{label}."})
+        if display:
+            tone = {"SUPPORTS": "supported", "REFUTES": "disputed", "NOT ENOUGH INFO": "unverified"}[label]
+            v["display"] = {"show": label != "NOT ENOUGH INFO", "tone": tone, "confidence": "high"}
+        v["evidence"][0].update(source=source, url=url, title=f"help article for {turn_id}")
+        validate("verdict", v)
+        out.append(v)
+    worst = next(v for label in ("REFUTES", "SUPPORTS", "NOT ENOUGH INFO") for v in out if v["label"] == label)
+    summary = {**worst, "claim": text, "claim_id": claim_id(conv, turn_id, text), "claim_span": {"start": 0, "end": len(text)},
+               "rationale": {"rule": "turn-summary", "summary": "the worst of the claims"}}
+    validate("verdict", summary)
+    return out + [summary]
+
+
+def test_a_grounded_turn_keeps_its_summary_as_badge_and_each_claims_span():
+    text = "🎉 Our plan costs $10 a month. It includes phone support."
+    store = Store()
+    store.add_turn_raw(turn("g", "2", text))
+    claims = [("Our plan costs $10 a month.", "SUPPORTS"), ("It includes phone support.", "NOT ENOUGH INFO")]
+    *parts, summary = grounded_verdicts("g", "2", text, claims, url="https://help.example.com/plans")
+    for v in [parts[0], summary, parts[1]]:  # a claim arriving after its summary does not replace the badge
+        store.add_verdict_raw(orjson.dumps(v))
+    (conv,) = store.snapshot()["conversations"]
+    (badge,) = conv["verdicts"]
+    assert badge["summary"] is True and badge["claim_id"] == summary["claim_id"]
+    spans = {c["claim"]: c["claim_span"] for c in conv["claims"]}
+    assert spans == {claim: {"start": text.index(claim), "end": text.index(claim) + len(claim)} for claim, _ in claims}
+    assert all(not c["summary"] for c in conv["claims"])
+    ev = conv["claims"][0]["evidence"][0]
+    assert (ev["source"], ev["url"], ev["title"]) == ("turn", "https://help.example.com/plans", "help article for 2")
+    assert conv["summary"]["checked"] == 1  # a turn is checked once, however many claims it has
+    assert store.bytes == sum(len(orjson.dumps(x)) for x in [conv["turns"][0], badge, *conv["claims"]]) + len("g") + CONVERSATION_OVERHEAD
+
+
+def test_claims_leave_with_their_turn_and_bad_spans_or_sources_are_absent():
+    store = Store(max_turns=1)
+    text = "It is open on Sundays. It closes at noon."
+    store.add_turn_raw(turn("g", "1", text))
+    for v in grounded_verdicts("g", "1", text, [("It is open on Sundays.", "REFUTES"), ("It closes at noon.", "SUPPORTS")]):
+        store.add_verdict_raw(orjson.dumps(v))
+    assert len(store.conversations["g"].claims) == 2
+    store.add_turn_raw(turn("g", "2", "Next turn."))
+    conv = store.conversations["g"]
+    assert not conv.claims and not conv.verdicts
+    assert conv.bytes == sum(n for _, n in conv.turns.values()) + len("g") + CONVERSATION_OVERHEAD
+    (odd,) = grounded_verdicts("g", "2", "Next turn.", [("Next turn.", "SUPPORTS")])[:1]
+    odd["evidence"][0]["source"] = None
+    odd["claim_span"] = None
+    (ev,) = store.add_verdict_raw(orjson.dumps(odd))
+    assert ev["verdict"]["claim_span"] is None and ev["verdict"]["evidence"][0]["source"] is None
+    assert not store.conversations["g"].claims  # nothing to underline without a span

@@ -29,6 +29,8 @@ from schemas import (LABELS, ChatTurn, Evidence, GateDecision, InvalidEvent, Rea
                      load_bounded_json, parse_turn, validate)
 
 EVIDENCE_FIELDS = ("passage_id", "title", "text", "window", "entail", "neutral", "contradict")
+EVIDENCE_SOURCES = ("turn", "conversation", "index")  # schema 2.4's evidence[].source (anything else: None)
+SUMMARY_RULE = "turn-summary"  # the rationale rule of a turn's summary verdict (workers/verdict.py turn_summary)
 # schema 2.1's display hint: the only values the page may receive (anything else is treated as absent)
 DISPLAY_VALUES = {"show": (True, False), "tone": ("supported", "disputed", "unverified"),
                   "confidence": ("high", "medium", "low")}
@@ -181,10 +183,34 @@ def turn_view(turn: ChatTurn) -> dict:
             "text": turn.text, "check": turn.check, "ts": turn.ts}
 
 
+def claim_span_view(span) -> dict | None:
+    """Schema 2.4's claim_span as {"start", "end"} when usable (ints, 0 <= start <= end); else None.
+    The page checks the offsets against its turn's text again before underlining."""
+    if dataclasses.is_dataclass(span) and not isinstance(span, type):
+        span = dataclasses.asdict(span)
+    if not isinstance(span, dict):
+        return None
+    start, end = span.get("start"), span.get("end")
+    if type(start) is not int or type(end) is not int or not 0 <= start <= end:
+        return None
+    return {"start": start, "end": end}
+
+
+def is_turn_summary(v: Verdict) -> bool:
+    """Whether the verdict is a turn's summary over its claims (the badge), not one claim's."""
+    return isinstance(v.rationale, dict) and v.rationale.get("rule") == SUMMARY_RULE
+
+
+def _evidence_view(e: Evidence) -> dict:
+    return {**{k: getattr(e, k) for k in EVIDENCE_FIELDS}, "url": safe_url(e.url),
+            "source": e.source if e.source in EVIDENCE_SOURCES else None}
+
+
 def verdict_view(v: Verdict) -> dict:
     """The part of a verdict the page renders (no stage timings, no model versions, no unknown fields):
     with `ts`, `latency_ms` (produce→verdict), the display hint and each evidence item's source link
-    when the verdict has them (schema 2.1), each None when absent or unusable."""
+    when the verdict has them (schema 2.1), each evidence item's `source` and the claim's `claim_span`
+    (schema 2.4), each None when absent or unusable; `summary`: a turn's summary over its claims."""
     gate = v.surface.gate
     return {"conversation_id": v.conversation_id, "turn_id": v.turn_id, "claim_id": v.claim_id, "claim": v.claim,
             "label": v.label, "probabilities": {k: v.probabilities[k] for k in LABELS if k in v.probabilities},
@@ -193,8 +219,8 @@ def verdict_view(v: Verdict) -> dict:
                         "candidate_text": v.surface.candidate_text,
                         "gate": dataclasses.asdict(gate) if gate is not None else None},
             "ts": _finite(getattr(v, "ts", None)), "latency_ms": _finite(getattr(v, "latency_ms", None)),
-            "display": display_view(v.display),
-            "evidence": [{**{k: getattr(e, k) for k in EVIDENCE_FIELDS}, "url": safe_url(e.url)} for e in v.evidence]}
+            "display": display_view(v.display), "claim_span": claim_span_view(v.claim_span),
+            "summary": is_turn_summary(v), "evidence": [_evidence_view(e) for e in v.evidence]}
 
 
 def _size(view: dict) -> int:
@@ -209,12 +235,23 @@ def _size(view: dict) -> int:
 class Conversation:
     id: str
     turns: "OrderedDict[str, tuple[dict, int]]" = field(default_factory=OrderedDict)  # turn id → (view, bytes)
-    verdicts: "OrderedDict[str, tuple[dict, int]]" = field(default_factory=OrderedDict)  # turn id → (last verdict, bytes)
+    verdicts: "OrderedDict[str, tuple[dict, int]]" = field(default_factory=OrderedDict)  # turn id → (its badge, bytes)
+    # (turn id, claim id) → (one claim's verdict with a claim_span, bytes): what the page underlines
+    claims: "OrderedDict[tuple[str, str], tuple[dict, int]]" = field(default_factory=OrderedDict)
     bytes: int = 0
 
     def to_dict(self) -> dict:
         return {"id": self.id, "turns": [t for t, _ in self.turns.values()],
-                "verdicts": [v for v, _ in self.verdicts.values()], "summary": self.summary()}
+                "verdicts": [v for v, _ in self.verdicts.values()], "claims": [c for c, _ in self.claims.values()],
+                "summary": self.summary()}
+
+    def drop_turn(self, turn_id: str) -> int:
+        """A turn's verdict and claims leave with it; returns the bytes freed."""
+        freed = self.verdicts.pop(turn_id, (None, 0))[1]
+        for key in [k for k in self.claims if k[0] == turn_id]:
+            freed += self.claims.pop(key)[1]
+        self.bytes -= freed
+        return freed
 
     def summary(self) -> dict:
         """What the page's per-conversation line says, for /api/state readers: turns held, checked
@@ -331,14 +368,14 @@ class Store:
         self.bytes += delta
         return dropped
 
-    def _fit_bytes(self, conv: Conversation, keep: tuple[str, str]) -> list[dict]:
+    def _fit_bytes(self, conv: Conversation, keep: tuple) -> list[dict]:
         """Over max_bytes: least recently active conversations go first, then the oldest items of the
-        current one (never the item just stored, `keep` = (table, turn id))."""
+        current one (never the item just stored, `keep` = (table, its key))."""
         events = []
         while self.bytes > self.max_bytes and len(self.conversations) > 1:
             events += self._evict_oldest()
         while self.bytes > self.max_bytes:
-            table = next((t for name, t in (("turns", conv.turns), ("verdicts", conv.verdicts))
+            table = next((t for name, t in (("turns", conv.turns), ("verdicts", conv.verdicts), ("claims", conv.claims))
                           if t and (name, next(iter(t))) != keep), None)
             if table is None:
                 break
@@ -358,10 +395,7 @@ class Store:
         size = self._check_size(view)
         conv, events = self._touch(turn.conversation_id)
         for old_turn in self._put(conv, conv.turns, turn.turn_id, view, size, self.max_turns):
-            old = conv.verdicts.pop(old_turn, None)  # a verdict leaves with its turn
-            if old:
-                conv.bytes -= old[1]
-                self.bytes -= old[1]
+            self.bytes -= conv.drop_turn(old_turn)
         self.counts["turns"] += 1
         return events + self._fit_bytes(conv, ("turns", turn.turn_id)) + [{"type": "turn", "turn": view}]
 
@@ -376,9 +410,16 @@ class Store:
         while len(self.seen_claims) > self.max_conversations * self.max_verdicts:
             self.seen_claims.popitem(last=False)
         conv, events = self._touch(v.conversation_id)
-        self._put(conv, conv.verdicts, v.turn_id, view, size, self.max_verdicts)
+        badge = conv.verdicts.get(v.turn_id)
+        keep: tuple = ("verdicts", v.turn_id)
+        if view["summary"] or badge is None or not badge[0]["summary"]:  # a claim never replaces its turn's summary
+            self._put(conv, conv.verdicts, v.turn_id, view, size, self.max_verdicts)
+        elif view["claim_span"] is not None:
+            keep = ("claims", (v.turn_id, v.claim_id))
+        if view["claim_span"] is not None and not view["summary"]:
+            self._put(conv, conv.claims, (v.turn_id, v.claim_id), view, size, self.max_verdicts)
         self.counts["verdicts"] += 1
-        return events + self._fit_bytes(conv, ("verdicts", v.turn_id)) + [{"type": "verdict", "verdict": view}]
+        return events + self._fit_bytes(conv, keep) + [{"type": "verdict", "verdict": view}]
 
     def snapshot(self) -> dict:
         """Most recently active first; its size is bounded by max_bytes plus the counters."""

@@ -14,6 +14,11 @@ const LABEL_ORDER = ["REFUTES", "SUPPORTS", "NOT ENOUGH INFO", "error", "pending
 // the display hint's tone a label has by default (schema 2.1); a different tone is written on the badge
 const LABEL_TONE = { "SUPPORTS": "supported", "REFUTES": "disputed", "NOT ENOUGH INFO": "unverified" };
 const TONES = ["supported", "disputed", "unverified"];
+// schema 2.4's evidence[].source, in words
+const SOURCES = { "turn": "given with the reply", "conversation": "the conversation's knowledge", "index": "dialcheck's index" };
+// how an underlined claim is described (underlineKind)
+const UNDERLINE_WORDS = { "disputed": "disputed by the passage it was checked against",
+                          "unsupported": "not supported by the passages it was checked against" };
 const CONFIDENCES = ["high", "medium", "low"];
 // conversation id → {section, list, slots: Map(turn id → {li, turn, verdict})}: a turn id means
 // something only inside its conversation (Bob's turn "1" is not Alice's turn "1")
@@ -113,7 +118,7 @@ function slot(c, turnId) {
   if (!s) {
     const li = el("li", { class: "turn", "data-turn-id": turnId });
     li.append(el("span", { class: "speaker" }), el("span", { class: "text" }), el("div", { class: "check" }));
-    s = { li, turn: null, verdict: null, at: Date.now() / 1000 };
+    s = { li, turn: null, verdict: null, claims: new Map(), at: Date.now() / 1000 };
     c.slots.set(turnId, s);
     c.list.append(li);
     // the page keeps no more than the server does (oldest first)
@@ -185,6 +190,8 @@ function evidencePanel(v, id) {
     const item = el("div", { class: "passage", "data-passage-id": str(e.passage_id) });
     const title = el("div", { class: "passage-title" });
     title.append(el("span", {}, str(e.title)));
+    const source = oneOf(e.source, Object.keys(SOURCES));
+    if (source) title.append(el("span", { class: "passage-source", "data-source": source }, SOURCES[source]));
     const href = safeHref(e.url);
     if (href) {
       const a = el("a", { class: "source", href: href.href, rel: "noopener noreferrer", target: "_blank",
@@ -198,6 +205,88 @@ function evidencePanel(v, id) {
     panel.append(item);
   }
   return panel;
+}
+
+// A claim is underlined unless it is shown as supported: a SUPPORTS the display hint does not hide.
+// "disputed" for a REFUTES the hint shows; "unsupported" for the rest (NOT ENOUGH INFO: the passages
+// do not decide it; a hidden badge: the checker is not sure enough; an error: not checked). The
+// product's promise is "what is not underlined is backed", so doubt underlines (docs/integration.md).
+function underlineKind(v) {
+  const label = badgeLabel(v), shown = displayHint(v).show !== false;
+  if (label === "SUPPORTS" && shown) return null;
+  return label === "REFUTES" && shown ? "disputed" : "unsupported";
+}
+
+// a claim_span [start, end) in code points of `chars` (Python's str offsets), or null if unusable
+function spanIn(v, chars) {
+  const sp = obj(v.claim_span);
+  const ok = Number.isInteger(sp.start) && Number.isInteger(sp.end) && sp.start >= 0 && sp.start < sp.end && sp.end <= chars.length;
+  return ok ? [sp.start, sp.end] : null;
+}
+
+// the turn's text with each claim that is not shown as supported underlined; the offsets are code
+// points, so the text is sliced as Array.from(text) (a JavaScript string is UTF-16: an emoji before
+// the claim would shift String.slice by one). Overlapping spans: the first wins.
+function underlinedText(text, claims) {
+  const chars = Array.from(text);
+  const marks = [];
+  for (const v of claims) {
+    const span = spanIn(v, chars), kind = underlineKind(v);
+    if (span && kind) marks.push({ span, kind, v });
+  }
+  marks.sort((a, b) => a.span[0] - b.span[0]);
+  const out = [];
+  let at = 0;
+  for (const { span, kind, v } of marks) {
+    if (span[0] < at) continue;
+    out.push(document.createTextNode(chars.slice(at, span[0]).join("")));
+    const claimId = str(v.claim_id);
+    const u = el("span", { class: "claim", role: "button", tabindex: "0", "data-claim-id": claimId, "data-kind": kind,
+                           "aria-expanded": "false", "aria-controls": `cl-${claimId}`,
+                           title: `${UNDERLINE_WORDS[kind]}: click for the passage` }, chars.slice(span[0], span[1]).join(""));
+    out.push(u);
+    at = span[1];
+  }
+  out.push(document.createTextNode(chars.slice(at).join("")));
+  return out;
+}
+
+// the passage an underlined claim was checked against, opened by clicking the underline
+function claimPanel(v) {
+  const claimId = str(v.claim_id);
+  const panel = evidencePanel(v, `cl-${claimId}`);
+  panel.classList.add("claim-evidence");
+  panel.dataset.claimId = claimId;
+  const head = el("div", { class: "claim-head" });
+  head.append(el("q", {}, str(v.claim)), document.createTextNode(` — ${badgeLabel(v)}`));
+  const st = obj(v.status);
+  if (str(st.reason)) head.append(el("div", { class: "status-reason" }, str(st.reason)));
+  panel.prepend(head);
+  return panel;
+}
+
+function toggleOnClick(opener, panel) {
+  const flip = () => {
+    const open = panel.hidden;
+    panel.hidden = !open;
+    opener.setAttribute("aria-expanded", String(open));
+  };
+  opener.addEventListener("click", flip);
+  if (opener.tagName !== "BUTTON") opener.addEventListener("keydown", (e) => { if (e.key === "Enter" || e.key === " ") { e.preventDefault(); flip(); } });
+}
+
+function renderText(s) {
+  const textEl = s.li.querySelector(".text");
+  const claims = [...s.claims.values()];
+  textEl.replaceChildren(...underlinedText(str(s.turn.text), claims));
+  const box = s.li.querySelector(".check");
+  for (const u of textEl.querySelectorAll("span.claim")) {
+    const v = s.claims.get(u.dataset.claimId);
+    const panel = claimPanel(v);
+    box.append(panel);
+    toggleOnClick(u, panel);
+  }
+  s.li.dataset.underlined = String(textEl.querySelectorAll("span.claim").length);
 }
 
 function renderCheck(s) {
@@ -230,11 +319,7 @@ function renderCheck(s) {
   if (hint.confidence === "low" || hint.confidence === "medium") badge.append(el("span", { class: "confidence" }, `${hint.confidence} confidence`));
   if (hint.tone && label !== "error" && hint.tone !== LABEL_TONE[label]) badge.append(el("span", { class: "tone" }, `shown as ${hint.tone}`));
   const panel = evidencePanel(v, panelId);
-  badge.addEventListener("click", () => {
-    const open = panel.hidden;
-    panel.hidden = !open;
-    badge.setAttribute("aria-expanded", String(open));
-  });
+  toggleOnClick(badge, panel);
   box.append(badge, feedbackButtons(s, v, label, hint));
   if (hint.show === false) box.append(el("span", { class: "muted-note" }, "not shown to users"));
   const st = obj(v.status);
@@ -348,13 +433,13 @@ function render(s) {
   if (s.turn) {
     s.li.dataset.speaker = str(s.turn.speaker);
     s.li.querySelector(".speaker").textContent = str(s.turn.speaker);
-    s.li.querySelector(".text").textContent = str(s.turn.text);
     delete s.li.dataset.unseen;
   } else if (s.verdict) {  // verdict before (or without) its turn: show the claim it checked
     s.li.dataset.unseen = "true";
     s.li.querySelector(".text").textContent = str(s.verdict.claim);
   }
   renderCheck(s);
+  if (s.turn) renderText(s);  // after the check: the claims' panels follow the badge's
 }
 
 // per conversation: turns, checked turns by label, median produce→verdict latency, the time of the
@@ -399,7 +484,10 @@ function applyTurn(t) {
 function applyVerdict(v) {
   const c = conversation(v.conversation_id);
   const s = slot(c, v.turn_id);
-  s.verdict = v;
+  // the badge is the turn's summary over its claims (schema 2.4), else its one verdict; every claim
+  // verdict with a span may be underlined
+  if (v.summary === true || !s.verdict || s.verdict.summary !== true) s.verdict = v;
+  if (v.summary !== true && v.claim_span) s.claims.set(str(v.claim_id), v);
   render(s);
   summarise(c);
 }
@@ -425,6 +513,7 @@ function applySnapshot(snap) {
     if (!conv || typeof conv !== "object") { renderErrors += 1; continue; }
     for (const t of arr(conv.turns)) safeTurn(t);
     for (const v of arr(conv.verdicts)) safeVerdict(v);
+    for (const v of arr(conv.claims)) safeVerdict(v);
   }
 }
 

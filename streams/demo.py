@@ -1,10 +1,11 @@
 """`dialcheck demo`: the whole streaming path on one machine, start to finish, then a summary.
 
 Embedded broker (unless one is configured) → `dialcheck worker` child process → replay of N
-DialFact records plus a few deliberately bad events → verdicts collected and deduplicated, dead
-letters counted → metrics against the records' gold labels. Everything it started, it stops: the
-broker and the worker on every exit path (and, if this process is killed, they get a signal from
-the kernel: streams.broker.die_with_parent), and its temp dir is removed.
+DialFact records (protocol "fv": each reply carrying its record's evidence) plus a few deliberately
+bad events → verdicts collected and deduplicated, dead letters counted → metrics against the
+records' gold labels. Everything it started, it stops: the broker and the worker on every exit path
+(and, if this process is killed, they get a signal from the kernel: streams.broker.die_with_parent),
+and its temp dir is removed.
 """
 from __future__ import annotations
 
@@ -52,11 +53,13 @@ def latency_summary(sent_at: dict[str, float], received_at: dict[str, float]) ->
 def run_demo(settings: Settings, data: str, n_records: int, pipeline: str | None = None,
              bad_events: bool = True, progress: bool = False, work_dir: str | None = None,
              timeout_s: float | None = None, score: Callable[[dict, list], dict] | None = None,
-             ui_port: int | None = None) -> dict:
+             ui_port: int | None = None, protocol: str = "e2e") -> dict:
     """`score(verdicts by claim id, records)` gives the summary's metrics (the CLI passes the
     evaluator's scoring; streams/ does not import it). `ui_port` (0: any free port) also serves
     `dialcheck ui` on the demo's broker from before the replay, and keeps everything running
-    after the verdicts are in until Ctrl-C, so the page can be looked at."""
+    after the verdicts are in until Ctrl-C, so the page can be looked at. `protocol` "fv" replays
+    grounded turns (streams/replay.py) to the same default worker: `score` then gives what `dialcheck
+    eval --protocol fv` gives on the same records."""
     records = load_records(data, n_records)
     expected = set(iter_claim_ids(records))
     bad = DEMO_BAD_EVENTS if bad_events else []
@@ -83,7 +86,7 @@ def run_demo(settings: Settings, data: str, n_records: int, pipeline: str | None
             say(f"worker ready in {ready_s} s; replaying {len(records)} records"
                 + (f" and {len(bad)} deliberately bad turns" if bad else ""))
             with TurnProducer(s) as producer:
-                stats = replay(s, records, rate=0, progress=False, producer=producer)
+                stats = replay(s, records, rate=0, progress=False, producer=producer, protocol=protocol)
                 for key, value in bad:
                     producer.send_raw(key, value)
             vlog = VerdictLog()
@@ -113,7 +116,7 @@ def run_demo(settings: Settings, data: str, n_records: int, pipeline: str | None
             shutil.rmtree(work, ignore_errors=True)
     got = {k: v for k, v in vlog.verdicts.items() if k in expected}
     summary = {
-        "records": len(records), "claims": len(expected), "verdicts": len(got),
+        "records": len(records), "protocol": protocol, "claims": len(expected), "verdicts": len(got),
         "missing": len(expected - got.keys()), "duplicates_dropped": vlog.duplicates,
         "off_schema_verdicts": len(vlog.schema_errors), "unreadable_verdicts": vlog.invalid,
         "deadletter": len(dead), "deadletter_expected": len(bad),

@@ -1,5 +1,9 @@
 """Replay DialFact records as chat turns: each record's context turns, then its response turn.
 
+With protocol "fv" the response turn is a grounded turn: it carries the record's evidence (title,
+text) as its `evidence` (chat_turn 1.1), so a default worker checks it against those passages as
+`dialcheck eval --protocol fv` does; "e2e" sends no evidence and the worker retrieves.
+
 Why conversation_id = record id (not context_id): several records share a context_id but answer it
 with different responses; keyed by record id, each conversation's context is exactly its record's
 context, and the ids (conversation `record.id`, turn `record.id#response`) are the ones the batch
@@ -14,21 +18,34 @@ from typing import Callable, Iterable, Sequence
 from schemas.errors import DialcheckError
 from schemas.settings import Settings
 from schemas import ChatTurn
-from schemas.items import response_claim_id
+from schemas.items import GivenPassage, response_claim_id
 
 from .kafka_config import kafka_python_kwargs
 
 
-def record_turns(record, prefix: str = "") -> list[ChatTurn]:
+REPLAY_PROTOCOLS = ("e2e", "fv")
+
+
+def given_passages(record) -> tuple[GivenPassage, ...]:
+    """A record's evidence as the passages its reply was given (a blank title is left out, as a
+    producer without titles would send it)."""
+    return tuple(GivenPassage(text, title=title or None) for title, text in record.evidence)
+
+
+def record_turns(record, prefix: str = "", protocol: str = "e2e") -> list[ChatTurn]:
     """Context turns (check=false; speakers alternate, the last one is the user's) then the
-    response turn (assistant, check=true). `prefix` gives a second, independent copy of a record."""
+    response turn (assistant, check=true; with protocol "fv" carrying the record's evidence).
+    `prefix` gives a second, independent copy of a record."""
+    if protocol not in REPLAY_PROTOCOLS:
+        raise ValueError(f"unknown replay protocol {protocol!r}: one of {', '.join(REPLAY_PROTOCOLS)}")
     conv = f"{prefix}{record.id}"
     n = len(record.context)
     turns = [ChatTurn(conversation_id=conv, turn_id=f"{conv}#ctx{i}",
                       speaker="user" if (n - i) % 2 == 1 else "assistant", text=text, check=False)
              for i, text in enumerate(record.context)]
     turns.append(ChatTurn(conversation_id=conv, turn_id=f"{conv}#response", speaker="assistant",
-                          text=record.response, check=True))
+                          text=record.response, check=True,
+                          evidence=given_passages(record) if protocol == "fv" else None))
     return turns
 
 
@@ -96,9 +113,11 @@ class TurnProducer:
 
 
 def replay(settings: Settings, records: Sequence, rate: float = 0.0, prefix: str = "", progress: bool = False,
-           producer: TurnProducer | None = None, on_record: Callable[[int], None] | None = None) -> ReplayStats:
+           producer: TurnProducer | None = None, on_record: Callable[[int], None] | None = None,
+           protocol: str = "e2e") -> ReplayStats:
     """Produce `records` at `rate` records (= checked claims) per second; 0 = as fast as possible.
-    Each response turn carries ts = its send time, and its claim id's send time is recorded."""
+    Each response turn carries ts = its send time, and its claim id's send time is recorded.
+    `protocol` "fv": each response turn carries its record's evidence (record_turns)."""
     own = producer is None
     producer = producer or TurnProducer(settings)
     stats = ReplayStats()
@@ -113,7 +132,7 @@ def replay(settings: Settings, records: Sequence, rate: float = 0.0, prefix: str
                 delay = t0 + i / rate - time.monotonic()
                 if delay > 0:
                     time.sleep(delay)
-            turns = record_turns(rec, prefix)
+            turns = record_turns(rec, prefix, protocol)
             for t in turns[:-1]:
                 producer.send_turn(t)
             resp = turns[-1]

@@ -63,3 +63,5 @@ def test_latency_summary_and_demo_text():
     assert "20/20 verdicts (20 ok" in text and "broker 127.0.0.1:9092" in text
     assert "p50 10.5 s, p95 19.05 s" in text and "1.0 claims/s" in text
     assert "2/2 dead letters (malformed JSON; empty text (after NFKC)): intentional" in text
+    assert "eval --protocol fv" not in text
+    assert "as `dialcheck eval --protocol fv` checks it" in demo_text({**summary, "protocol": "fv"})

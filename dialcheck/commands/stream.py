@@ -67,9 +67,9 @@ def cmd_replay(args) -> int:
         require(s, "dialfact/testsmall.jsonl")
     records = load_records(args.data or s.data.dialfact_sample, args.records)
     ensure_topics(s)
-    stats = replay(s, records, rate=args.rate, prefix=args.prefix, progress=not args.quiet)
+    stats = replay(s, records, rate=args.rate, prefix=args.prefix, progress=not args.quiet, protocol=args.protocol)
     print(json.dumps({"records": stats.records, "turns": stats.turns, "seconds": round(stats.seconds, 2),
-                      "topic": s.kafka.topic_turns}))
+                      "topic": s.kafka.topic_turns, "protocol": args.protocol}))
     return 0
 
 
@@ -158,7 +158,9 @@ def demo_text(summary: dict) -> str:
              f"{summary['duplicates_dropped']} duplicates dropped) in {summary['elapsed_s']} s "
              f"(worker start {summary.get('worker_ready_s')} s), broker {summary['broker_address']}"]
     if m:
-        lines.append(f"  accuracy {m.get('accuracy')}  macro-F1 {m.get('macro_f1')} (against the records' gold labels)")
+        how = (", each reply checked against its record's evidence as `dialcheck eval --protocol fv` checks it"
+               if summary.get("protocol") == "fv" else "")
+        lines.append(f"  accuracy {m.get('accuracy')}  macro-F1 {m.get('macro_f1')} (against the records' gold labels{how})")
     if summary.get("latency_p50_s") is not None:
         lines.append(f"  produce→verdict latency p50 {summary['latency_p50_s']} s, p95 {summary['latency_p95_s']} s, "
                      f"max {summary['latency_max_s']} s; {summary['claims_per_second']} claims/s "
@@ -197,7 +199,8 @@ def cmd_demo(args) -> int:
         from workers.retrieval.build import ensure_index  # e2e needs the embedded passage index
         require_index_sources(settings)
         ensure_index(settings)
-    summary = run_demo(settings, args.data or settings.data.dialfact_sample, args.records, pipeline=args.pipeline, progress=not args.json,
+    summary = run_demo(settings, args.data or settings.data.dialfact_sample, args.records, pipeline=args.pipeline,
+                       protocol=args.protocol, progress=not args.json,
                        timeout_s=args.timeout, score=_demo_metrics, ui_port=(settings.ui.port if args.ui_port is None else args.ui_port) if args.ui else None)
     if args.json:
         print(json.dumps(summary, indent=2))
@@ -207,6 +210,11 @@ def cmd_demo(args) -> int:
 
 
 def register(sub) -> None:
+
+    def replay_protocol(p):
+        p.add_argument("--protocol", choices=("e2e", "fv"), default="e2e",
+                       help="fv: each response turn carries its record's evidence (a grounded turn, checked against "
+                            "it as `dialcheck eval --protocol fv` checks); e2e: no evidence, the worker retrieves (default)")
 
     def broker(p):
         p.add_argument("--broker", help="Kafka bootstrap HOST:PORT[,...] (default: DIALCHECK_KAFKA_BOOTSTRAP; "
@@ -230,6 +238,7 @@ def register(sub) -> None:
     p.add_argument("--rate", type=float, default=0.0, help="records (= checked claims) per second; 0 = flat out")
     p.add_argument("--records", type=int, default=None, help="first N records only")
     p.add_argument("--prefix", default="", help="prefix for conversation ids (replay the same data again as new claims)")
+    replay_protocol(p)
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_replay)
 
@@ -251,6 +260,7 @@ def register(sub) -> None:
     p.add_argument("--data", default=None, help="DialFact JSONL (default: the testsmall sample under DIALCHECK_DATA_DIR)")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.add_argument("--timeout", type=float, default=None, help="seconds to wait for all verdicts")
+    replay_protocol(p)
     p.add_argument("--pipeline", default=None, help=argparse.SUPPRESS)
     p.add_argument("--ui", action="store_true", help="also serve the live verdict page (dialcheck ui); stays up until Ctrl-C")
     p.add_argument("--ui-port", type=int, default=None, help="port of the page with --ui (default: DIALCHECK_UI_PORT, 8765; 0: any free port)")

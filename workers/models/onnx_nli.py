@@ -28,6 +28,11 @@ def read_calibration(model_dir: Path) -> dict:
     return json.loads(p.read_text()) if p.exists() else {"temperature": 1.0, "label_order": None}
 
 
+def model_version(model_dir: str | Path) -> str:
+    """The version an NLI model dir names itself by (calibration.json), "dialcheck-nli" when unnamed."""
+    return str(read_calibration(Path(model_dir)).get("version", "dialcheck-nli"))
+
+
 class OnnxNLI(NLIClassifier):
     """The shipped artifact under ONNX Runtime; label order, temperature and (for an adopted model,
     lab/nli/adopt.py) the model's max length from calibration.json. `max_length` given (the Triton

@@ -1,4 +1,5 @@
 """The Faust app: chat.turns → validate → context table → batched pipeline call → chat.verdicts;
+chat.knowledge → validate → the knowledge table (streams/knowledge.py), read by the turns;
 chat.feedback → validate → the feedback store (streams/feedback.py).
 
 Only the wiring lives here (app settings, topics, tables, agents, task, timer, the SIGHUP handler of
@@ -28,6 +29,7 @@ from . import reload
 from .broker import broker_kind
 from .feedback import FeedbackWorker
 from .feedback_store import FeedbackStore
+from .knowledge import KNOWLEDGE_TABLE, KnowledgeWorker
 from .kafka.app import KafkaApp
 from .kafka_config import faust_broker_kwargs, faust_client_kwargs
 from .observability import Observability
@@ -60,7 +62,8 @@ def create_app(settings: Settings, checker: Checker, store: FeedbackStore | None
     app = KafkaApp(
         settings,
         obs=obs,
-        keep_input_topics={settings.kafka.topic_turns, *([settings.kafka.topic_feedback] if feedback else [])},
+        keep_input_topics={settings.kafka.topic_turns, settings.kafka.topic_knowledge,
+                           *([settings.kafka.topic_feedback] if feedback else [])},
         **faust_broker_kwargs(settings),
         processing_guarantee="at_least_once",
         **faust_client_kwargs(settings, kind),
@@ -85,11 +88,14 @@ def create_app(settings: Settings, checker: Checker, store: FeedbackStore | None
                       key_type=bytes)  # bytes keys → raw serializer: hashes like the input key; values JSON
     attempts = AttemptsTable(app.Table(ATTEMPTS_TABLE, default=None, use_partitioner=True, partitions=parts,
                                        key_type=bytes), parts)
+    knowledge = KnowledgeWorker(app, settings, outbox=app.outbox,  # keyed and partitioned like the context
+                                table=app.Table(KNOWLEDGE_TABLE, default=None, use_partitioner=True, partitions=parts,
+                                                key_type=bytes))
     outbox = app.outbox
     writer = (StoreWriter(store, backoff_s=st.send_backoff_s, scrub=outbox.scrub, outage=obs.outage,
                           counters=outbox.counters) if feedback else None)
     worker = TurnWorker(app, settings, checker, outbox=outbox, table=table, attempts=attempts,
-                        verdicts_topic=verdicts_topic, obs=obs, store_writer=writer)
+                        verdicts_topic=verdicts_topic, obs=obs, store_writer=writer, knowledge=knowledge)
 
     def steps(stream, **by_weight):  # both agents cut their input the same way (StepStream.take_steps)
         return stream.take_steps(max_events=st.take_events, within=st.batch_within_s,
@@ -99,6 +105,14 @@ def create_app(settings: Settings, checker: Checker, store: FeedbackStore | None
     async def check_turns(stream):
         async for events in steps(stream, weigh=worker.weigh, max_weight=st.take_checked):
             await worker.handle(events)
+
+    knowledge_topic = app.topic(settings.kafka.topic_knowledge, key_type=bytes, value_type=bytes,
+                                key_serializer="raw", value_serializer="raw", partitions=parts)
+
+    @app.agent(knowledge_topic, name="keep-knowledge")
+    async def keep_knowledge(stream):
+        async for events in steps(stream):
+            await knowledge.handle(events)
 
     if feedback:
         feedback_topic = app.topic(settings.kafka.topic_feedback, key_type=bytes, value_type=bytes,

@@ -78,10 +78,11 @@ def validate_keyed(key: bytes | None, value: bytes | None, parse: Callable[[byte
 
 
 def validate_event(key: bytes | None, value: bytes | None, max_text_chars: int, max_bytes: int | None = None,
-                   max_depth: int = MAX_JSON_DEPTH) -> ChatTurn:
-    """A chat turn from the wire (validate_keyed with parse_turn)."""
-    return validate_keyed(key, value, lambda raw: parse_turn(raw, max_text_chars, max_bytes=max_bytes, max_depth=max_depth),
-                          max_bytes)
+                   max_depth: int = MAX_JSON_DEPTH, evidence_limits=None) -> ChatTurn:
+    """A chat turn from the wire (validate_keyed with parse_turn; `evidence_limits`: how much of its
+    evidence is read, schemas/evidence.py EvidenceLimits, None for the defaults)."""
+    return validate_keyed(key, value, lambda raw: parse_turn(raw, max_text_chars, max_bytes=max_bytes, max_depth=max_depth,
+                                                             evidence_limits=evidence_limits), max_bytes)
 
 
 def error_verdict(item, reason: str, max_reason_bytes: int = MAX_REASON_BYTES) -> Verdict:

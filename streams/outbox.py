@@ -79,6 +79,10 @@ class Counters:
     verdicts_unstored: int = 0  # published verdicts the feedback store failed to keep (feedback on them stays unjoined)
     store_retries: int = 0     # feedback-store calls that failed and were tried again
     handle_failures: int = 0   # steps whose handling raised: their undelivered inputs dead-lettered (internal), then acked
+    knowledge: int = 0         # chat.knowledge records applied (kept or deleted; redeliveries included)
+    knowledge_dropped: int = 0  # knowledge documents dropped by the per-conversation bounds (the oldest first)
+    knowledge_evicted: int = 0  # conversations whose knowledge expired or was evicted with them
+    knowledge_waits_expired: int = 0  # steps whose turns were checked before chat.knowledge was applied (streams/knowledge.py)
 
     def line(self) -> str:
         return " ".join(f"{k}={v}" for k, v in asdict(self).items())

@@ -1,8 +1,9 @@
 """Create the stream topics up front, with the same partition count everywhere.
 
 Why: the context table's changelog must have as many partitions as `chat.turns` (the table is
-partitioned by conversation id, like the input), and a producer that writes before any worker ran
-must not make the broker auto-create a topic with some other partition count.
+partitioned by conversation id, like the input), and so must chat.knowledge (its table is keyed like
+the context, its partitions assigned with the turns' of the same number), and a producer that writes
+before any worker ran must not make the broker auto-create a topic with some other partition count.
 """
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from .kafka_config import kafka_python_kwargs
 
 def stream_topics(settings: Settings) -> list[str]:
     k = settings.kafka
-    return [k.topic_turns, k.topic_verdicts, k.topic_deadletter, k.topic_feedback]
+    return [k.topic_turns, k.topic_verdicts, k.topic_deadletter, k.topic_knowledge, k.topic_feedback]
 
 
 def ensure_topics(settings: Settings, topics: list[str] | None = None, timeout_s: float = 30.0) -> None:

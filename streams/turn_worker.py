@@ -10,6 +10,9 @@ What is kept here:
   after a restart and dead-lettered as poison; after a crash the redelivered batch is checked one
   turn per call, so only the culprit's count grows.
 - context: each turn's conversation context from the table, bounded, expired when idle (`sweep`).
+- grounding: a checked turn's passages, its own `evidence` then its conversation's knowledge
+  (streams/knowledge.py, read after chat.knowledge caught up), on its CheckItem's `gold_evidence`;
+  the knowledge is evicted with its conversation.
 """
 from __future__ import annotations
 
@@ -24,10 +27,12 @@ from schemas import InvalidEvent, Reason
 from schemas.items import CheckItem
 from schemas.protocols import Checker
 from schemas.secrets import install_log_scrubber
+from schemas.evidence import EvidenceLimits
 from schemas.settings import Settings
 
 from .checking import DaemonExecutor, bound, check_safely, error_verdict, safe_verdict, validate_event
-from .context import Recency, add_turn, is_idle, oldest_beyond, parse_roles, should_check, wants_check
+from .context import Recency, add_turn, oldest_beyond, parse_roles, should_check, wants_check
+from .knowledge import KnowledgeWorker, conversation_idle, given_evidence
 from .observability import Observability
 from .outbox import Counters, Outbox, StoreWriter
 
@@ -138,13 +143,15 @@ class TurnWorker:
 
     def __init__(self, app, settings: Settings, checker: Checker, *, outbox: Outbox, table,
                  attempts: AttemptsTable, verdicts_topic, obs: Observability,
-                 store_writer: StoreWriter | None = None):
+                 store_writer: StoreWriter | None = None, knowledge: KnowledgeWorker | None = None):
         self.app, self.settings, self.st = app, settings, settings.stream
         self.table, self.attempts = table, attempts
         self.verdicts_topic = verdicts_topic
         self.obs = obs
         self.outbox = outbox
         self.store_writer = store_writer  # verdicts kept for joining feedback (None: off)
+        self.knowledge = knowledge  # the conversations' knowledge (None: turns read their own evidence only)
+        self.evidence_limits = EvidenceLimits.of(settings.grounding)
         self.counters: Counters = self.outbox.counters
         self.scrub = self.outbox.scrub
         self.roles = parse_roles(self.st.check_roles)
@@ -271,14 +278,16 @@ class TurnWorker:
         dead: list[tuple] = []
         dead_events: list = []
         context_only: list = []
-        to_check: list[tuple] = []  # (conversation key, message, CheckItem, event)
+        to_check: list[tuple] = []  # (conversation key, message, CheckItem without its passages yet, event)
+        before: dict[tuple[str, str], tuple] = {}  # checked turn → (the turn, its context state before it)
         stamps: dict[tuple[str, str], tuple] = {}  # checked turn → (its ts, its record timestamp)
         owned = self.owned_partitions()
         states: dict[bytes, dict] = {}  # each conversation's new state, written once per batch
         for ev in events:
             msg = ev.message
             try:
-                turn = validate_event(msg.key, msg.value, st.max_text_chars, st.max_event_bytes, st.max_json_depth)
+                turn = validate_event(msg.key, msg.value, st.max_text_chars, st.max_event_bytes, st.max_json_depth,
+                                      self.evidence_limits)
             except InvalidEvent as e:
                 dead.append(outbox.dead_letter(msg, e.code, e.reason))
                 dead_events.append(ev)
@@ -294,6 +303,7 @@ class TurnWorker:
             self.recency.touch(key)
             if should_check(turn, self.roles):
                 to_check.append((key, msg, CheckItem(turn.conversation_id, turn.turn_id, context, turn.text), ev))
+                before[(turn.conversation_id, turn.turn_id)] = (turn, prior)
                 stamps[(turn.conversation_id, turn.turn_id)] = (turn.ts, getattr(msg, "timestamp", None))
             else:
                 context_only.append(ev)
@@ -302,12 +312,13 @@ class TurnWorker:
         done.update(map(id, context_only))
         for old in self.recency.overflow(st.max_conversations):
             if old in self.table and self._partition(old) in owned:
-                del self.table[old]
+                self.forget(old)
                 c.evicted_lru += 1
         await outbox.deliver(dead)
         done.update(map(id, dead_events))
         if to_check:
             c.checked += 0 if again else len(to_check)
+            await self.ground(to_check, before, now)
             fresh = []
             for key, msg, item, ev in to_check:
                 n = self.attempts.prior(msg)
@@ -331,27 +342,56 @@ class TurnWorker:
                 done.update(id(g[3]) for g in group)
 
     # -- housekeeping -------------------------------------------------------------------------
+    async def ground(self, to_check: list[tuple], before: dict, now: float) -> None:
+        """Each checked turn's passages onto its CheckItem (in place): its own evidence, then its
+        conversation's knowledge once chat.knowledge is applied on those turns' partitions."""
+        if self.knowledge is not None:
+            await self.knowledge.caught_up({msg.partition for _, msg, _, _ in to_check})
+        for key, _, item, _ in to_check:
+            turn, prior = before[(item.conversation_id, item.turn_id)]
+            known = self.knowledge.passages(key, prior, now) if self.knowledge is not None else []
+            item.gold_evidence, item.evidence_note = given_evidence(turn, known, self.evidence_limits)
+
+    # -- housekeeping -------------------------------------------------------------------------
+    def forget(self, key: bytes) -> None:
+        """A conversation evicted: its context and its knowledge go together."""
+        if key in self.table:
+            del self.table[key]
+        self.recency.discard(key)
+        if self.knowledge is not None and self.knowledge.forget(key):
+            self.counters.knowledge_evicted += 1
+
     def sweep(self, owned: set[int]) -> None:
-        """Evict idle conversations of the partitions this worker owns, and the least recently
-        active ones beyond `max_conversations` (never standby keys: they would diverge from the owner)."""
-        st, table = self.st, self.table
-        mine = {k: v for k, v in list(table.items()) if self._partition(k) in owned}
+        """Evict idle conversations of the partitions this worker owns (context and knowledge idle:
+        `conversation_idle`), and the least recently active ones beyond `max_conversations` (never
+        standby keys: they would diverge from the owner)."""
+        st = self.st
+        mine = self._owned_states(self.table, owned)
+        known = self._owned_states(self.knowledge.table, owned) if self.knowledge is not None else {}
         now = time.time()
         if st.context_idle_s > 0:
-            for key in [k for k, v in mine.items() if is_idle(v, now, st.context_idle_s)]:
-                del table[key]
-                del mine[key]
-                self.recency.discard(key)
-                self.counters.evicted += 1
-        for key in oldest_beyond(mine, st.max_conversations):
-            del table[key]
-            self.recency.discard(key)
+            for key in [k for k in mine.keys() | known.keys()
+                        if conversation_idle(mine.get(k), known.get(k), now, st.context_idle_s)]:
+                self.counters.evicted += key in mine
+                self.forget(key)
+                mine.pop(key, None)
+                known.pop(key, None)
+        latest = {k: {"last_seen": max(float((s or {}).get("last_seen", 0.0)) for s in (mine.get(k), known.get(k)))}
+                  for k in mine.keys() | known.keys()}
+        for key in oldest_beyond(latest, st.max_conversations):
             self.counters.evicted_lru += 1
+            self.forget(key)
+
+    def _owned_states(self, table, owned: set[int]) -> dict:
+        return {k: v for k, v in list(table.items()) if self._partition(k) in owned}
 
     def status_line(self, owned: set[int]) -> str:
         n_turns = sum(len(v["turns"]) for v in self.table.values() if v)
-        return (f"{STATUS_MARKER}: conversations={len(self.table)} turns={n_turns} {self.counters.line()}"
-                f" partitions={','.join(map(str, sorted(owned))) or '-'}")
+        known = "" if self.knowledge is None else " knowledge_conversations={} knowledge_docs={} knowledge_bytes={}".format(
+            *self.knowledge.memory())
+        return (f"{STATUS_MARKER}: conversations={len(self.table)} turns={n_turns}{known} {self.counters.line()}"
+                f" partitions={','.join(map(str, sorted(owned))) or '-'}"
+                f" broker={'up' if self.obs.broker.state().up else 'down'}")
 
     def new_status(self, owned: set[int]) -> str | None:
         """The status line when it differs from the last one given, else None: an idle worker does

@@ -4,7 +4,10 @@ models costs ~20 s per worker start; tests/test_stream_kafka.py runs the real pi
 Selected with the worker's hidden flag: `dialcheck worker --pipeline tests.stream_standin:create`.
 Its verdicts are deterministic and carry a digest of the context they were given
 (`model_versions["context_sha1"]`, `timings_ms["context_turns"]`), so a test can tell whether a
-restored context table gave a claim the same context as its record.
+restored context table gave a claim the same context as its record. A grounded item's passages
+(`gold_evidence`: the turn's evidence, then its conversation's knowledge) come back as its evidence,
+in order, with their id, title, url and source, and what the limits left unread (`evidence_note`) as
+its status reason, so a test sees exactly what the worker handed the checker.
 
 Claims containing a trigger word misbehave on purpose:
   STANDIN-RAISE     raises an error whose text contains the configured OpenSearch URL and SASL
@@ -37,6 +40,12 @@ def context_digest(context: list[str]) -> str:
     return hashlib.sha1("\x00".join(context).encode()).hexdigest()[:12]
 
 
+def echoed(item) -> list[Evidence]:
+    """The item's given passages as evidence, as the worker handed them over."""
+    return [Evidence(p.id or f"given-{i}", p.title or "", p.text, url=p.url, source=p.source)
+            for i, p in enumerate(item.gold_evidence or [])]
+
+
 class StandIn:
     def __init__(self, settings):
         self.settings = settings
@@ -60,13 +69,15 @@ class StandIn:
             status = Status("ok")
             if "STANDIN-DEGRADED" in it.claim:
                 status = Status("degraded", f"search unavailable: {self._secret_text()}")
+            if it.evidence_note:
+                status = Status(status.state, it.evidence_note)
             label = LABELS[int(hashlib.sha1(it.claim.encode()).hexdigest(), 16) % 3]
             out.append(Verdict(
                 conversation_id=it.conversation_id, turn_id=it.turn_id,
                 claim_id=claim_id(it.conversation_id, it.turn_id, it.claim), claim=it.claim,
                 surface=Surface(name="r0", text=it.claim), label=label,
                 probabilities={k: (1.0 if k == label else 0.0) for k in LABELS},
-                evidence=[Evidence("huge", "Huge", "x" * 1_500_000)] if "STANDIN-HUGE" in it.claim else [],
+                evidence=[Evidence("huge", "Huge", "x" * 1_500_000)] if "STANDIN-HUGE" in it.claim else echoed(it),
                 model_versions={"standin": "1", "context_sha1": context_digest(it.context)},
                 timings_ms={"context_turns": float(len(it.context))}, status=status))
         return [TurnResult(it, [None if "STANDIN-BROKEN" in it.claim else v]) for it, v in zip(items, out)]

@@ -452,6 +452,17 @@ class QuietWorker(faust.Worker):
         super().on_setup_root_logger(logger, level)
 
 
+# -- chat.knowledge before the turns (streams/knowledge.py "Ordering") --------------------------------
+def end_and_committed(app, tp) -> tuple[int | None, int | None]:
+    """(the end offset the consumer's last fetch reported, the group's committed offset) of `tp`;
+    None for what is not known (nothing before the consumer exists)."""
+    consumer = app._consumer
+    if consumer is None:
+        return None, None
+    high = consumer.highwater(tp)
+    return (None if high is None else int(high)), consumer._committed_offset.get(tp)
+
+
 # -- /metrics -----------------------------------------------------------------------------------------
 def consumer_lags(app) -> list[tuple[Any, int]]:
     """(partition, records not yet handed to the stream) for each assigned partition, for

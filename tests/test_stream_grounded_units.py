@@ -1,0 +1,111 @@
+"""Conversation knowledge and a turn's passages, without Kafka: the knowledge record's contract
+(schemas/knowledge.py), the table's rules (bounded, replaced, deleted, expired with the
+conversation) and the passages a checked turn gets (its own evidence, then its conversation's, read
+to the grounding limits). The same rules run in the worker (tests/test_stream_badinput.py,
+tests/test_stream_grounded.py)."""
+from __future__ import annotations
+
+import orjson
+import pytest
+
+from schemas import ChatTurn, InvalidEvent
+from schemas.evidence import EvidenceLimits
+from schemas.items import GivenPassage
+from schemas.knowledge import KnowledgeRecord, parse_knowledge
+from streams.knowledge import add_doc, conversation_idle, delete_doc, given_evidence, passages_of
+
+pytestmark = pytest.mark.unit
+
+
+def record(doc_id: str, text: str, **extra) -> KnowledgeRecord:
+    return parse_knowledge(orjson.dumps({"conversation_id": "c", "doc_id": doc_id, "text": text, **extra}))
+
+
+def test_a_knowledge_record_parses_to_a_conversation_passage():
+    rec = record("kb-1", "Graceland\u200b is in Memphis.", title="Graceland", url="https://example.com/g")
+    assert rec.passage == GivenPassage("Graceland is in Memphis.", "Graceland", "https://example.com/g", "kb-1",
+                                       source="conversation")
+    gone = parse_knowledge(b'{"conversation_id": "c", "doc_id": "kb-1", "delete": true}')
+    assert gone.delete and gone.passage is None
+
+
+SECRET = "Private passage text 4711"
+BAD_KNOWLEDGE = [
+    ("not JSON", b"{nope", "malformed JSON"),
+    ("array root", b"[1]", "not a JSON object"),
+    ("no doc_id", b'{"conversation_id": "c", "text": "x"}', "doc_id"),
+    ("no text", b'{"conversation_id": "c", "doc_id": "d"}', "text"),
+    ("text a number", b'{"conversation_id": "c", "doc_id": "d", "text": 7}', "text: a int"),
+    ("text a list", orjson.dumps({"conversation_id": "c", "doc_id": "d", "text": [SECRET]}), "text: a list"),
+    ("delete with text", orjson.dumps({"conversation_id": "c", "doc_id": "d", "delete": True, "text": SECRET}),
+     "a delete carries no text"),
+    ("unknown field", b'{"conversation_id": "c", "doc_id": "d", "text": "x", "body": "y"}', "Additional properties"),
+    ("duplicate key", b'{"conversation_id": "c", "doc_id": "d", "text": "x", "text": "y"}', "duplicate JSON key"),
+    ("invisible-only text", '{"conversation_id": "c", "doc_id": "d", "text": "\u200b\u2060"}'.encode(), "empty text"),
+    ("zero-width doc_id", '{"conversation_id": "c", "doc_id": "d\u200b", "text": "x"}'.encode(), "doc_id"),
+    ("url with a space", b'{"conversation_id": "c", "doc_id": "d", "text": "x", "url": "a b"}', "url"),
+    ("title a number", b'{"conversation_id": "c", "doc_id": "d", "text": "x", "title": 3}', "title"),
+]
+
+
+@pytest.mark.parametrize("name,raw,reason", BAD_KNOWLEDGE, ids=[b[0] for b in BAD_KNOWLEDGE])
+def test_each_bad_knowledge_record_is_refused_with_a_reason_that_never_quotes_the_passage(name, raw, reason):
+    with pytest.raises(InvalidEvent) as e:
+        parse_knowledge(raw, max_bytes=262144)
+    assert reason in e.value.reason and SECRET not in e.value.reason
+
+
+def test_the_oldest_documents_go_beyond_the_bounds_and_are_counted():
+    state = None
+    for i in range(5):
+        state, dropped = add_doc(state, record(f"d{i}", f"passage {i}"), now=float(i), max_docs=3, max_bytes=10_000)
+    assert [d["doc_id"] for d in state["docs"]] == ["d2", "d3", "d4"] and state["dropped"] == 2
+    state, dropped = add_doc(state, record("big", "x" * 30), now=9.0, max_docs=3, max_bytes=40)
+    assert [d["doc_id"] for d in state["docs"]] == ["d4", "big"] and dropped == 2 and state["bytes"] == 39
+
+
+def test_a_doc_id_sent_again_replaces_and_a_delete_removes():
+    state, _ = add_doc(None, record("a", "first"), now=1.0, max_docs=9, max_bytes=999)
+    state, _ = add_doc(state, record("b", "other"), now=2.0, max_docs=9, max_bytes=999)
+    state, _ = add_doc(state, record("a", "second"), now=3.0, max_docs=9, max_bytes=999)
+    assert [(p.id, p.text) for p in passages_of(state)] == [("b", "other"), ("a", "second")]
+    state = delete_doc(state, "b", now=4.0)
+    assert [p.id for p in passages_of(state)] == ["a"]
+    assert delete_doc(state, "a", now=5.0) is None and delete_doc(None, "never", now=5.0) is None
+
+
+def test_knowledge_expires_with_its_conversation_not_while_turns_come():
+    knowledge = {"docs": [], "last_seen": 0.0}
+    assert not conversation_idle({"turns": [], "last_seen": 90.0}, knowledge, now=100.0, idle_s=50.0)
+    assert conversation_idle({"turns": [], "last_seen": 10.0}, knowledge, now=100.0, idle_s=50.0)
+    assert conversation_idle(None, knowledge, now=100.0, idle_s=50.0)
+    assert not conversation_idle(None, {"last_seen": 60.0}, now=100.0, idle_s=50.0)
+
+
+def turn(evidence=None, note=None) -> ChatTurn:
+    return ChatTurn("c", "t", "assistant", "A claim.", evidence=evidence, evidence_note=note)
+
+
+def kb(n: int, size: int = 10) -> list[GivenPassage]:
+    return [GivenPassage("k" * size, id=f"kb-{i}", source="conversation") for i in range(n)]
+
+
+def test_a_turn_with_neither_evidence_nor_knowledge_is_checked_as_today():
+    assert given_evidence(turn(), [], EvidenceLimits()) == (None, None)
+
+
+def test_the_turns_own_passages_come_first_then_its_conversations():
+    own = (GivenPassage("Own passage.", url="https://example.com/own"),)
+    passages, note = given_evidence(turn(own), kb(2), EvidenceLimits())
+    assert [p.source for p in passages] == ["turn", "conversation", "conversation"] and note is None
+    assert passages[0].url == "https://example.com/own" and passages[2].id == "kb-1"
+
+
+def test_knowledge_is_read_in_what_the_limits_leave_and_the_note_says_how_much():
+    own = (GivenPassage("o" * 40),)
+    passages, note = given_evidence(turn(own, "evidence cut: read 1 of 3 passages"), kb(5, 30),
+                                    EvidenceLimits(max_passages=3, max_passage_chars=100, max_chars=100))
+    assert [len(p.text) for p in passages] == [40, 30, 30]
+    assert note.startswith("evidence cut: read 1 of 3 passages; conversation knowledge cut: read 2 of 5 passages")
+    passages, note = given_evidence(turn(own), kb(1), EvidenceLimits(max_passages=1))
+    assert len(passages) == 1 and "read 0 of 1 passages" in note

@@ -8,6 +8,11 @@ produce→verdict latency p50/p99 at the offered rate. The workers run the model
 Checker of bench/soak_standin.py: this measures the stream, not the NLP.
 
     nice -n 5 python bench/bench_soak.py --turns 10000 --kills 5 --rate 150 --json
+
+`--knowledge-docs K` first sends K documents of `--knowledge-chars` characters per conversation on
+chat.knowledge (grounded turns, issue 64): the knowledge table's memory is the peak worker memory
+beside a run without (`--turns-per-conversation 1 --turns 10000`: 10,000 conversations), and
+`wrong_knowledge` counts checked turns not given exactly their own conversation's documents (must be 0).
 """
 from __future__ import annotations
 
@@ -67,6 +72,16 @@ def conversations(n_turns: int, turns_per_conv: int) -> list[tuple[list[ChatTurn
     return out
 
 
+def knowledge(conv: str, c: int, docs: int, chars: int) -> list[dict]:
+    """`docs` chat.knowledge records of `conv`, each text its own (so a digest tells whose it is)."""
+    out = []
+    for d in range(docs):
+        head = f"Article {d} of conversation {c}: product {c % 89} ships in {d + 2} days. "
+        out.append({"conversation_id": conv, "doc_id": f"kb-{d}", "title": f"Help article {d}",
+                    "text": (head * (chars // len(head) + 1))[:chars]})
+    return out
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--turns", type=int, default=10_000)
@@ -79,6 +94,8 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=9)
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--keep", action="store_true", help="keep the temp dir with the broker and worker logs")
+    ap.add_argument("--knowledge-docs", type=int, default=0, help="chat.knowledge documents per conversation")
+    ap.add_argument("--knowledge-chars", type=int, default=600, help="characters per knowledge document")
     args = ap.parse_args()
     rng = random.Random(args.seed)
     convs = conversations(args.turns, args.turns_per_conversation)
@@ -90,10 +107,17 @@ def main() -> int:
         for j in range(args.turns_per_conversation):
             order += [(ctx + [resp])[j] for ctx, resp in group]
     expected = {claim_id(r.conversation_id, r.turn_id, r.text): context_digest([t.text for t in ctx]) for ctx, r in convs}
+    kb = {r.conversation_id: knowledge(r.conversation_id, c, args.knowledge_docs, args.knowledge_chars)
+          for c, (_, r) in enumerate(convs)}
+    expected_given = {claim_id(r.conversation_id, r.turn_id, r.text):
+                      context_digest([d["text"] for d in kb[r.conversation_id]]) if args.knowledge_docs else ""
+                      for _, r in convs}
+    first_turn = {id(ctx[0] if ctx else r) for ctx, r in convs}
     work = Path(tempfile.mkdtemp(prefix="dialcheck-soak-"))
     sent_at: dict[str, float] = {}
     first_at: dict[str, float] = {}
     wrong_context: set[str] = set()
+    wrong_knowledge: set[str] = set()
     counts = {"verdict_records": 0, "unexpected": 0}
     stop = threading.Event()
     peak = {}
@@ -110,6 +134,10 @@ def main() -> int:
                     delay = start + i / args.rate - time.monotonic()
                     if delay > 0:
                         time.sleep(delay)
+                    if id(t) in first_turn and args.knowledge_docs:  # the conversation's knowledge, acknowledged first
+                        for rec in kb[t.conversation_id]:
+                            p.send_knowledge(rec)
+                        p.flush()
                     if t.check:
                         sent_at[claim_id(t.conversation_id, t.turn_id, t.text)] = time.time()
                     p.send_turn(t)
@@ -128,6 +156,8 @@ def main() -> int:
                         first_at.setdefault(cid, now)
                         if v["model_versions"].get("context_sha1") != expected[cid]:
                             wrong_context.add(cid)
+                        if v["model_versions"].get("given_sha1") != expected_given[cid]:
+                            wrong_knowledge.add(cid)
 
         workers = [WorkerProcess(s, work / f"worker{i}.log", extra_args=STANDIN).start() for i in range(args.workers)]
         try:
@@ -170,6 +200,9 @@ def main() -> int:
         "missing_claims": len(expected) - unique, "unexpected_verdicts": counts["unexpected"],
         "redelivered_duplicates_before_dedup": counts["verdict_records"] - unique - counts["unexpected"],
         "wrong_context": len(wrong_context),
+        "conversations": len(convs), "knowledge_docs_per_conversation": args.knowledge_docs,
+        "knowledge_text_mb": round(sum(len(d["text"]) for docs in kb.values() for d in docs) / 2**20, 1),
+        "wrong_knowledge": len(wrong_knowledge),
         "peak_worker_rss_mb": round(max(peak.values() or [0.0]), 1),
         "latency_s": {"p50": round(percentile(lat, 0.5), 3), "p99": round(percentile(lat, 0.99), 3),
                       "max": round(max(lat or [float("nan")]), 3)},
@@ -177,7 +210,7 @@ def main() -> int:
         **({"work_dir": str(work)} if args.keep else {}),
     }
     print(json.dumps(result, indent=None if not args.json else 2))
-    return 0 if result["missing_claims"] == 0 and result["wrong_context"] == 0 else 1
+    return 0 if result["missing_claims"] == 0 and result["wrong_context"] == 0 and not wrong_knowledge else 1
 
 
 if __name__ == "__main__":

@@ -4,7 +4,8 @@
 Why a stand-in: the soak measures the stream (delivery, redelivery, takeover, memory of the
 worker's state), not the NLP; with the real pipeline 2,000 claims would take most of an hour on
 2 cores. Each verdict carries a digest of the context it was checked against, so the soak can
-tell whether a takeover restored every conversation's context."""
+tell whether a takeover restored every conversation's context, and (grounded turns) a digest of the
+passages it was given, so the soak can tell a conversation's knowledge reached it and no other's."""
 from __future__ import annotations
 
 import hashlib
@@ -19,6 +20,12 @@ def context_digest(context: list[str]) -> str:
     return hashlib.sha1("\x00".join(context).encode()).hexdigest()[:12]
 
 
+def given_digest(item) -> str | None:
+    """The digest of the passages a grounded item was given (None: none, an E2E item; the verdict says "")."""
+    given = item.gold_evidence
+    return None if given is None else context_digest([g[1] if isinstance(g, tuple) else g.text for g in given])
+
+
 class SoakStandIn:
     def check_turns(self, items):
         out = []
@@ -29,7 +36,8 @@ class SoakStandIn:
                 claim_id=claim_id(it.conversation_id, it.turn_id, it.claim), claim=it.claim,
                 surface=Surface(name="r0", text=it.claim), label=label,
                 probabilities={k: (1.0 if k == label else 0.0) for k in LABELS}, evidence=[],
-                model_versions={"standin": "soak", "context_sha1": context_digest(it.context)},
+                model_versions={"standin": "soak", "context_sha1": context_digest(it.context),
+                                "given_sha1": given_digest(it) or ""},
                 timings_ms={}, status=Status("ok")))
         return [TurnResult(it, [v]) for it, v in zip(items, out)]
 

@@ -73,6 +73,7 @@ class TurnProducer:
         from kafka import KafkaProducer
 
         self.topic = settings.kafka.topic_turns
+        self.knowledge_topic = settings.kafka.topic_knowledge
         self.producer = KafkaProducer(**{"acks": "all", "linger_ms": 2, "retries": 5, **kafka_python_kwargs(settings),
                                          **config})
         # partition → next offset, from the acks: Tansu's ListOffsets can be wrong after
@@ -89,8 +90,19 @@ class TurnProducer:
     def send_turn(self, turn: ChatTurn):
         return self.send_raw(turn.conversation_id.encode("utf-8"), turn.to_json())
 
-    def send_raw(self, key: bytes | None, value: bytes | None):
-        return self.producer.send(self.topic, key=key, value=value).add_callback(self._sent).add_errback(self._failed)
+    def send_knowledge(self, record: dict):
+        """A chat.knowledge record (schemas/knowledge.py), keyed by its conversation like its turns."""
+        import orjson
+
+        return self.send_raw(str(record["conversation_id"]).encode("utf-8"), orjson.dumps(record),
+                             topic=self.knowledge_topic)
+
+    def send_raw(self, key: bytes | None, value: bytes | None, topic: str | None = None):
+        """`topic`: chat.turns unless named; only chat.turns sends count in `sent_end`."""
+        sent = self.producer.send(topic or self.topic, key=key, value=value)
+        if topic in (None, self.topic):
+            sent.add_callback(self._sent)
+        return sent.add_errback(self._failed)
 
     def flush(self) -> None:
         self.producer.flush()

@@ -44,6 +44,9 @@ from typing import Callable, Iterable, Sequence
 
 import numpy as np
 
+from dialcheck.model_switch import SwitchRefused, Versions, version_of
+from schemas.errors import DialcheckError
+
 TRUSTED = ("moderator", "annotator")
 ADAPT_TIMEOUT_S = 4 * 3600
 
@@ -91,10 +94,9 @@ class LoopOptions:
     alarm_confidence: float = 0.9  # of the rollback's precision interval (two-sided, as /metrics')
     adapt_args: tuple = ()  # passed to `dialcheck adapt` (e.g. --folds 2)
     adapt_timeout_s: float = ADAPT_TIMEOUT_S
-
-
-def version_of(model_dir: Path) -> str:
-    return str(json.loads((Path(model_dir) / "calibration.json").read_text()).get("version", "dialcheck-nli"))
+    protocol: str = "e2e"  # the worker's: whose decision file a candidate is checked with
+    metrics_urls: tuple = ()  # each worker's /metrics, asked after a switch whether it serves the new version
+    confirm_s: float = 60.0  # how long a worker has to report the new version
 
 
 def certified_target(model_dir: Path, default: float) -> float:
@@ -231,7 +233,7 @@ def challenger_gate(pairs: Sequence, p_champion: Sequence[float], p_challenger: 
 
 # --- the loop -----------------------------------------------------------------------------------
 
-class LoopError(RuntimeError):
+class LoopError(DialcheckError, RuntimeError):
     """A step that cannot go on (a folder missing, another loop holding the lock): one line."""
 
 
@@ -244,6 +246,7 @@ class AdaptLoop:
                  clock: Callable[[], float] = time.time):
         self.layout, self.store_url, self.opts = layout, store_url, opts
         self.pids, self.log, self.clock = pids, log, clock
+        self.versions = Versions(layout.live)
 
     # -- plumbing ---------------------------------------------------------------------------------
     def open_store(self):
@@ -297,22 +300,80 @@ class AdaptLoop:
 
     # -- the steps ----------------------------------------------------------------------------------
     def promote(self, store, candidate: Path, reason: str, detail: dict | None = None) -> str:
-        """Write-beside promotion: the live directory kept as previous (an older previous retired),
-        the candidate renamed into place, the workers signalled."""
-        lay = self.layout
+        """Put `candidate` live (dialcheck/model_switch.py): checked by the worker's own reload first
+        (SwitchRefused, nothing moved), one pointer swapped, the workers signalled and asked."""
+        from dialcheck.model_switch import promotion
+
         if not (candidate / "model.onnx").is_file():
             raise LoopError(f"{candidate}: no model.onnx (not a model directory)")
-        if candidate.resolve().parent != lay.live.resolve().parent and candidate.resolve().parent != lay.candidates.resolve():
-            raise LoopError(f"{candidate}: put it beside {lay.live} (or in {lay.candidates}) first: a rename must not "
-                            "cross file systems")
-        new, old = version_of(candidate), version_of(lay.live)
-        if lay.previous.exists():
-            self._retire(lay.previous, version_of(lay.previous))
-        lay.live.rename(lay.previous)
-        candidate.rename(lay.live)
+        if candidate.resolve().parent not in {p.resolve() for p in (self.layout.live.parent, self.layout.candidates,
+                                                                      self.versions.folder)}:
+            raise LoopError(f"{candidate}: put it beside {self.layout.live} (or in {self.layout.candidates}) first: "
+                            "a rename must not cross file systems")
+        self.check(candidate)
+        self.switch(store, lambda: promotion(self.versions, candidate, reason, detail))
+        return version_of(self.layout.live)
+
+    def rollback(self, store, reason: str, detail: dict | None = None) -> str:
+        """Put the previous version back (by the drift alarm, or by hand), checked first like a promotion."""
+        from dialcheck.model_switch import rollback
+
+        self.versions.versioned()
+        back = self.versions.target(self.layout.previous)
+        if back is None:
+            raise LoopError(f"no previous version to roll back to ({self.layout.previous} names none)")
+        self.check(back)
+        live = version_of(self.layout.live)
+        self.switch(store, lambda: rollback(self.versions, reason, detail))
+        return live
+
+    def resume(self, store) -> None:
+        """A switch a killed loop (or `--promote`) left half done is finished first."""
+        from dialcheck.model_switch import resume
+
+        resume(self.versions, store, self.clock, self.log, self._notify)
+
+    def check(self, model_dir: Path) -> None:
+        from dialcheck.model_switch import acceptable
+
+        self.log(f"adapt-loop checking {model_dir} as the worker would: {acceptable(model_dir, protocol=self.opts.protocol)}")
+
+    def switch(self, store, plan) -> None:
+        """The workers asked first (a pid file naming a dead one is an error before anything moves),
+        the layout made a versioned one, the switch written down and carried out, then confirmed."""
+        from dialcheck.model_switch import apply, begin
+
+        self.pids()
+        self.versions.versioned()
+        s = plan()
+        begin(self.versions, s)
+        apply(self.versions, s, store, self.clock, self.log, notify=self._notify)
+
+    def _notify(self, s) -> dict:
+        """SIGHUP, then each worker's /metrics must name the new version within `confirm_s`; else the
+        switch is undone (a rollback switch) and WorkerRefused raised."""
+        from dialcheck.model_switch import Switch, WorkerRefused, apply, begin, worker_serves
+
         sig = self._signal()
-        self._record(store, "promoted", new, other=old, reason=reason, detail={**(detail or {}), **sig})
-        return new
+        if not sig["signalled"] or not self.opts.metrics_urls:
+            return sig
+        deadline = time.monotonic() + self.opts.confirm_s
+        waiting = list(self.opts.metrics_urls)
+        while waiting and time.monotonic() < deadline:
+            waiting = [u for u in waiting if not worker_serves(u, s.version)]
+            if waiting:
+                time.sleep(0.5)
+        if not waiting:
+            return {**sig, "confirmed": list(self.opts.metrics_urls)}
+        if s.event != "promoted":
+            raise WorkerRefused(f"the worker at {waiting[0]} does not report {s.version} after a SIGHUP "
+                                f"({self.opts.confirm_s:.0f} s): see its log")
+        why = f"the worker at {waiting[0]} did not report {s.version} within {self.opts.confirm_s:.0f} s of a SIGHUP"
+        back = Switch("rolled_back", s.version, s.other, why, s.previous_dir, (s.retire or [None])[0],
+                      retire=[s.to_dir], detail={"undone": s.id})
+        begin(self.versions, back)
+        apply(self.versions, back, store, self.clock, self.log, notify=lambda _: self._signal())
+        raise WorkerRefused(f"{why}; rolled back to {s.other} (see the worker's log)")
 
     def rollback_check(self, store, judged) -> str | None:
         lay = self.layout
@@ -323,12 +384,7 @@ class AdaptLoop:
         d = drift(judged, live, target, self.opts.alarm_confidence, self.opts.sources)
         if not d["alarm"]:
             return None
-        back = version_of(lay.previous)
-        self._retire(lay.live, live)
-        lay.previous.rename(lay.live)
-        sig = self._signal()
-        self._record(store, "rolled_back", live, other=back, reason=f"drift alarm: {d['why']}", detail={**d, **sig})
-        return live
+        return self.rollback(store, f"drift alarm: {d['why']}", d)
 
     def built_at(self, store, version: str, d: Path) -> float:
         ts = [e.ts for e in store.events() if e.event == "built" and e.version == version]
@@ -360,9 +416,12 @@ class AdaptLoop:
         holds, cert = certificate_holds(cand)
         gate["certificate"] = cert
         self._record(store, "scored", version, other=champion, reason=gate["why"], detail=gate)
-        if gate["promote"] and holds:
-            return self.promote(store, cand, reason=f"challenger won: {gate['why']}; {cert}", detail=gate)
         why = gate["why"] if not gate["promote"] else f"its certificate does not hold: {cert}"
+        if gate["promote"] and holds:
+            try:
+                return self.promote(store, cand, reason=f"challenger won: {gate['why']}; {cert}", detail=gate)
+            except SwitchRefused as e:  # nothing moved: refused like a challenger that lost
+                why = str(e)
         self._record(store, "refused", version, other=champion, reason=why, detail=gate)
         self._retire(cand, version)
         return None
@@ -421,6 +480,7 @@ class AdaptLoop:
         if not (self.layout.live / "model.onnx").is_file():
             raise LoopError(f"{self.layout.live}: no model.onnx (the live model directory; --model-dir)")
         with self.locked(), self.open_store() as store:
+            self.resume(store)
             judged = store.judged()
             if self.rollback_check(store, judged):
                 return

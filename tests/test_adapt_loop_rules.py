@@ -139,12 +139,15 @@ while True:
 
 
 def model_dir(path: Path, version: str) -> Path:
-    path.mkdir(parents=True)
-    (path / "model.onnx").write_bytes(b"not a model: the rollback never loads one")
-    (path / "calibration.json").write_text(json.dumps({"version": version, "temperature": 1.0}))
-    return path
+    """A model directory the worker accepts as `version` (the shipped weights, hard-linked, with a
+    decision and display fitted for it): a switch checks it as the worker would."""
+    from tests.test_model_switch import model_version
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return model_version(path, version)
 
 
+@pytest.mark.model
 def test_a_tick_rolls_a_drifting_version_back_and_says_so(tmp_path):
     from prometheus_client import generate_latest
 
@@ -173,7 +176,7 @@ def test_a_tick_rolls_a_drifting_version_back_and_says_so(tmp_path):
                          log=lines.append)
         loop.tick()
         assert json.loads((lay.live / "calibration.json").read_text())["version"] == V_GOOD
-        assert not lay.previous.exists() and (lay.retired / V_BAD / "model.onnx").is_file()
+        assert not lay.previous.exists() and (lay.retired / V_BAD / "model.onnx").is_file() and lay.live.is_symlink()
         deadline = time.monotonic() + 30
         while hups.read_text() != "1" and time.monotonic() < deadline:
             time.sleep(0.05)
@@ -197,6 +200,7 @@ def test_a_tick_rolls_a_drifting_version_back_and_says_so(tmp_path):
     assert any("rolled_back" in ln for ln in lines)
 
 
+@pytest.mark.model
 def test_promote_keeps_the_previous_and_retires_the_older(tmp_path):
     lay = Layout(tmp_path / "nli")
     model_dir(lay.live, "v1")
@@ -206,7 +210,7 @@ def test_promote_keeps_the_previous_and_retires_the_older(tmp_path):
         loop = AdaptLoop(lay, str(tmp_path / "fb.sqlite3"), LoopOptions(), log=lambda m: None)
         assert loop.promote(st, cand, reason="test") == "v2"
         assert [json.loads((d / "calibration.json").read_text())["version"] for d in (lay.live, lay.previous)] == ["v2", "v1"]
-        assert (lay.retired / "v0").is_dir() and not cand.exists()
+        assert (lay.retired / "v0").is_dir() and not cand.exists() and lay.live.is_symlink() and lay.previous.is_symlink()
         e = st.events()[-1]
         assert (e.event, e.version, e.other, e.reason, e.detail["signalled"]) == ("promoted", "v2", "v1", "test", [])
 

@@ -2,12 +2,12 @@
 
     dialcheck adapt-loop --model-dir /srv/dialcheck/nli --pid-file /run/dialcheck-worker.pid
     dialcheck adapt-loop --model-dir /srv/dialcheck/nli --promote /srv/dialcheck/nli-new   # by hand, recorded
+    dialcheck adapt-loop --model-dir /srv/dialcheck/nli --rollback                          # by hand, recorded
 
 Runs beside the worker (its own process), reads the feedback store (DIALCHECK_FEEDBACK_STORE or
 --store) and renames directories beside --model-dir; docs/operations.md "The adaptation loop"."""
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 from dialcheck.errors import UsageError
@@ -39,17 +39,40 @@ def register(sub) -> None:
     p.add_argument("--once", action="store_true", help="one tick (rollback check, challenger, build), then exit")
     p.add_argument("--promote", default=None, metavar="DIR",
                    help="promote DIR by hand (beside --model-dir), recorded like the loop's own, then exit")
+    p.add_argument("--rollback", action="store_true",
+                   help="put the previous version back by hand, recorded like the loop's own, then exit")
+    p.add_argument("--metrics-url", action="append", default=[],
+                   help="a worker's /metrics (e.g. http://127.0.0.1:9464/metrics; repeat for several): after a "
+                        "switch it must report the new version, else the switch is undone and the loop exits 2")
+    p.add_argument("--confirm-within", default="60s", help="how long a worker has to report the new version "
+                   "(default 60s)")
+    p.add_argument("--protocol", default="e2e", help="the worker's --protocol: whose decision file a candidate is "
+                   "checked with (default e2e)")
     p.set_defaults(func=run)
 
 
 def _pids(args):
+    """The workers' pids, read at each switch; a pid file without a pid, or naming a process that is
+    not running, is an error (UsageError) before anything moves: a switch no worker hears is not done."""
+    import os
+
+    def alive(pid: int, where: str) -> int:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            raise UsageError(f"{where} names pid {pid}, which is not running: start the worker or fix {where}") from None
+        except PermissionError:
+            pass  # running, as another user
+        return pid
+
     def read() -> list[int]:
-        out = list(args.worker_pid)
+        out = [alive(pid, f"--worker-pid {pid}") for pid in args.worker_pid]
         for f in args.pid_file:
             try:
-                out.append(int(Path(f).read_text().split()[0]))
+                pid = int(Path(f).read_text().split()[0])
             except (OSError, ValueError, IndexError):
-                print(f"dialcheck adapt-loop: no pid in {f}", file=sys.stderr, flush=True)
+                raise UsageError(f"--pid-file {f}: no pid in it (the worker writes it once it is ready)") from None
+            out.append(alive(pid, f"--pid-file {f}"))
         return out
     return read
 
@@ -66,10 +89,24 @@ def stop_on_sigterm() -> None:
     signal.signal(signal.SIGTERM, stop)
 
 
+def by_hand(loop, args) -> int:
+    """`--promote DIR` or `--rollback`: after the running loop's tick, an interrupted switch finished
+    first, the same checked, recorded switch as the loop's."""
+    with loop.locked(wait=True), loop.open_store() as st:
+        loop.resume(st)
+        if args.rollback:
+            version = loop.rollback(st, reason="by hand (adapt-loop --rollback)")
+            print(f"rolled back {version}: {loop.layout.live} is {loop.versions.target(loop.layout.live).name} again")
+        else:
+            version = loop.promote(st, Path(args.promote), reason="by hand (adapt-loop --promote)")
+            print(f"promoted {version}: {loop.layout.live} (the one before kept as {loop.layout.previous})")
+    return 0
+
+
 def run(args) -> int:
     from schemas.settings import REPO_ROOT, load_settings
 
-    from dialcheck.adapt_loop import AdaptLoop, Layout, LoopError, LoopOptions, parse_duration, split_args
+    from dialcheck.adapt_loop import AdaptLoop, Layout, LoopOptions, parse_duration, split_args
     from dialcheck.commands.adapt import _sources
 
     settings = load_settings()
@@ -83,6 +120,10 @@ def run(args) -> int:
         every, check = parse_duration(args.every), parse_duration(args.check_every)
     except ValueError as e:
         raise UsageError(f"--every / --check-every: {e}") from None
+    try:
+        confirm = parse_duration(args.confirm_within)
+    except ValueError as e:
+        raise UsageError(f"--confirm-within: {e}") from None
     if args.min_new < 1:
         raise UsageError(f"--min-new must be at least 1 (got {args.min_new})")
     for name in ("confidence", "target"):
@@ -97,21 +138,17 @@ def run(args) -> int:
         raise UsageError("--adapt: the loop sets --from-feedback, --base, --out, --store and --sources itself")
     opts = LoopOptions(every_s=every, check_every_s=max(check, 0.1), min_new=args.min_new, sources=_sources(args.sources),
                        confidence=args.confidence, target=args.target or settings.stream.precision_target,
-                       alarm_confidence=settings.stream.precision_confidence, adapt_args=adapt_args)
+                       alarm_confidence=settings.stream.precision_confidence, adapt_args=adapt_args,
+                       protocol=args.protocol, metrics_urls=tuple(args.metrics_url), confirm_s=confirm)
     store = args.store or settings.stream.feedback_store
     loop = AdaptLoop(Layout(live), store, opts, pids=_pids(args), log=lambda m: print(m, flush=True))
     try:
-        if args.promote:
-            with loop.locked(wait=True), loop.open_store() as st:
-                version = loop.promote(st, Path(args.promote), reason="by hand (adapt-loop --promote)")
-            print(f"promoted {version}: {live} (the one before kept in {loop.layout.previous})")
-            return 0
+        if args.promote or args.rollback:
+            return by_hand(loop, args)
         print(f"dialcheck adapt-loop on {live}: build every {args.every} after {args.min_new} new judged "
               f"conversations, look every {args.check_every}", flush=True)
         stop_on_sigterm()
         loop.run(once=args.once)
-    except LoopError as e:
-        raise UsageError(str(e)) from None
     except KeyboardInterrupt:
         return 0
     return 0

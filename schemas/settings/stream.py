@@ -55,6 +55,11 @@ class StreamSettings(Section):
     status_interval_s: float = env("STREAM_STATUS_S", 5.0,
                                     "Idle-eviction sweep period; the worker's status line is printed then, when it changed.",
                                     gt=0, le=3600)
+    recovery_timeout_s: float = env("RECOVERY_TIMEOUT_S", 300.0,
+                                    "Longest the worker waits for its tables to be restored from their changelogs "
+                                    "before it says why in one line and exits 3 (a broker that lost its data leaves "
+                                    "recovery waiting forever: docs/operations.md#the-broker-lost-its-data).",
+                                    gt=0, le=86400)
     pid_file: str = env("PID_FILE", "",
                          "A file the worker writes its pid to once it is ready and takes SIGHUP (a reload: "
                          "`dialcheck adapt-loop --pid-file`), removed when it stops. Empty: none.")

@@ -6,17 +6,28 @@ Faust acknowledged the batch). Every bad kind here must be dead-lettered with a 
 the good turns around it (same conversation key, same partition, same batches) get their verdicts
 with the right context, and the worker keeps running.
 
+Grounded turns (issue 64) add two ways in: a turn's `evidence` of every wrong shape, and records on
+chat.knowledge of every wrong shape, for conversations never seen, or oversized. Each gets a verdict
+with a status or a dead letter with a short reason, the worker stays up, the turns after them are
+verdicted, one conversation's knowledge never reaches another's verdicts, and no passage text is
+logged.
+
 These tests exercise only the Kafka wiring, so the worker runs the model-free stand-in Checker of
-tests/stream_standin.py (tests/test_stream_kafka.py runs the real pipeline).
+tests/stream_standin.py, which echoes the passages it was handed as evidence
+(tests/test_stream_kafka.py and tests/test_stream_grounded.py run the real pipeline).
 """
 from __future__ import annotations
 
 import json
 import time
 
+import orjson
 import pytest
 
+from schemas.knowledge import parse_knowledge
 from streams.checking import validate_event
+from streams.kafka_config import kafka_python_kwargs
+from streams.turn_worker import partition_of
 from streams.replay import TurnProducer
 from streams.verdicts import TopicReader, VerdictLog, collect_verdicts, end_offsets, read_dead_letters
 from schemas import ChatTurn, InvalidEvent, claim_id
@@ -170,7 +181,8 @@ def test_hygiene_normalises_what_it_accepts():
 def settings_badinput(broker_settings):
     return broker_settings(stream={"status_interval_s": 1.0, "batch_deadline_s": 3.0, "app_id": "badinput",
                                    "max_text_chars": MAX_TEXT, "max_event_bytes": MAX_EVENT, "max_conversations": MAX_CONVERSATIONS},
-                           retrieval={"opensearch_url": f"https://admin:{PLANTED_PW}@search.internal:9200"})
+                           retrieval={"opensearch_url": f"https://admin:{PLANTED_PW}@search.internal:9200"},
+                           grounding={"knowledge_docs": KNOWLEDGE_DOCS, "knowledge_bytes": KNOWLEDGE_BYTES})
 
 
 @pytest.fixture(scope="module")
@@ -266,3 +278,182 @@ def test_hung_call_gets_deadline_verdicts_and_secrets_never_leave(settings_badin
     for secret in (PLANTED_PW, PLANTED_SASL):
         assert not [o for o in outputs if secret.encode() in o], f"{secret} leaked"
     assert b"search backend failed" in outputs[0]  # the log line was written, scrubbed
+
+
+# -- grounded turns: a turn's evidence and chat.knowledge ------------------------------------------
+PASSAGE = "PASSAGE-TEXT-never-logged-6151"   # in every passage below: it must not reach the worker log
+KNOWLEDGE_DOCS, KNOWLEDGE_BYTES = 3, 50_000  # the bounds this module's worker runs with
+
+
+def knowledge_json(conv: str, doc_id: str, **over) -> bytes:
+    return orjson.dumps({"conversation_id": conv, "doc_id": doc_id, "text": f"{PASSAGE} of {doc_id}.", **over})
+
+
+# (name, value with "{c}" for the conversation id, reason fragment): each refused by the parser
+BAD_KNOWLEDGE = [
+    ("not JSON", b"{nope", "malformed JSON"),
+    ("array root", b"[1]", "not a JSON object"),
+    ("no doc_id", b'{"conversation_id": "{c}", "text": "x"}', "doc_id"),
+    ("no text", b'{"conversation_id": "{c}", "doc_id": "d"}', "text"),
+    ("delete false without text", b'{"conversation_id": "{c}", "doc_id": "d", "delete": false}', "text"),
+    ("text a number", b'{"conversation_id": "{c}", "doc_id": "d", "text": 7}', "text: a int"),
+    ("text a list", orjson.dumps({"conversation_id": "{c}", "doc_id": "d", "text": [PASSAGE]}), "text: a list"),
+    ("delete with text", orjson.dumps({"conversation_id": "{c}", "doc_id": "d", "delete": True, "text": PASSAGE}),
+     "a delete carries no text"),
+    ("unknown field", b'{"conversation_id": "{c}", "doc_id": "d", "text": "x", "body": "y"}', "Additional properties"),
+    ("duplicate key", b'{"conversation_id": "{c}", "doc_id": "d", "text": "x", "text": "y"}', "duplicate JSON key"),
+    ("invisible-only text", '{"conversation_id": "{c}", "doc_id": "d", "text": "\u200b\u2060"}'.encode(), "empty text"),
+    ("zero-width doc_id", '{"conversation_id": "{c}", "doc_id": "d\u200b", "text": "x"}'.encode(), "doc_id"),
+    ("url with a space", b'{"conversation_id": "{c}", "doc_id": "d", "text": "x", "url": "a b"}', "url"),
+    ("title a number", b'{"conversation_id": "{c}", "doc_id": "d", "text": "x", "title": 3}', "title"),
+    ("record over max_event_bytes", knowledge_json("{c}", "d", title="t", text=PASSAGE * 20_000), "too large"),
+]
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("name,raw,reason", BAD_KNOWLEDGE, ids=[b[0] for b in BAD_KNOWLEDGE])
+def test_each_bad_knowledge_record_is_refused_with_a_reason_that_never_quotes_the_passage(name, raw, reason):
+    with pytest.raises(InvalidEvent) as e:
+        parse_knowledge(raw.replace(b"{c}", b"c"), max_bytes=MAX_EVENT)
+    assert reason in e.value.reason and PASSAGE not in e.value.reason
+
+
+def grounded_turn(conv: str, evidence, text: str = "The claim to check.") -> bytes:
+    return orjson.dumps({"conversation_id": conv, "turn_id": f"{conv}#g", "speaker": "assistant", "text": text,
+                         "evidence": evidence})
+
+
+# (name, value, what comes of it): ("dead", reason fragment) or ("verdict", a fragment of its status reason
+# or None, the passages' texts the checker was handed)
+GROUNDED_TURNS = [
+    ("evidence a string", grounded_turn("{c}", PASSAGE), ("dead", "evidence must be")),
+    ("evidence numbers", grounded_turn("{c}", [1, 2.5]), ("dead", "int is not a passage")),
+    ("evidence nested lists", grounded_turn("{c}", [[PASSAGE]]), ("dead", "a list is not a passage")),
+    ("evidence object without text", grounded_turn("{c}", [{"title": "T", "url": "https://example.com"}]),
+     ("dead", 'needs "text"')),
+    ("evidence object with a list text", grounded_turn("{c}", [{"text": [PASSAGE]}]), ("dead", 'needs "text"')),
+    ("evidence invisible-only passage", grounded_turn("{c}", ["\u200b\u2060\u3164"]), ("dead", "empty text")),
+    ("evidence duplicate keys", b'{"conversation_id": "{c}", "turn_id": "{c}#g", "speaker": "assistant", "text": "x", '
+                                b'"evidence": [{"text": "a", "text": "b"}]}', ("dead", "duplicate JSON key")),
+    ("evidence multi-megabyte passage", grounded_turn("{c}", ["x" * 2_000_000]), ("dead", "event too large")),
+    ("evidence 5,000 passages", grounded_turn("{c}", [f"p{i}" for i in range(5000)]),
+     ("verdict", "read 32 of 5000 passages", [f"p{i}" for i in range(32)])),
+    ("evidence 100,000-character passage", grounded_turn("{c}", ["y" * 100_000]),
+     ("verdict", "20000 of 100000 characters", ["y" * 20_000])),
+    ("evidence control and invisible characters", grounded_turn("{c}", [f"{PASSAGE}\u200b\u0007 said\u202e."]),
+     ("verdict", None, [f"{PASSAGE} said."])),
+    ("evidence null", grounded_turn("{c}", None), ("verdict", None, [])),
+]
+
+
+def knowledge_producer(settings):
+    """chat.knowledge records produced by hand with kafka-python, as a chat backend would."""
+    from kafka import KafkaProducer
+
+    return KafkaProducer(acks="all", linger_ms=2, **kafka_python_kwargs(settings))
+
+
+def same_partition_as(conv: str, partitions: int, prefix: str) -> str:
+    """A conversation id whose records share `conv`'s partition (and so its worker and tables)."""
+    return next(f"{prefix}-{i}" for i in range(10_000)
+                if partition_of(f"{prefix}-{i}".encode(), partitions) == partition_of(conv.encode(), partitions))
+
+
+@pytest.mark.broker
+def test_grounded_shapes_and_knowledge_records_get_a_verdict_or_a_dead_letter(settings_badinput, worker):
+    """Knowledge first (bad kinds, a conversation never seen, bounds, a delete), acknowledged by the
+    broker; then a turn in every conversation: each bad record is a dead letter from its coordinates,
+    each turn a verdict whose passages are exactly its own and its conversation's."""
+    s = settings_badinput
+    k, parts = s.kafka, s.kafka.topic_partitions
+    start_v, start_d = end_offsets(s, k.topic_verdicts), end_offsets(s, k.topic_deadletter)
+    expect_dead: dict[tuple[str, int, int], tuple[str, str]] = {}  # (topic, partition, offset) → (name, reason)
+    expect_passages: dict[str, list[str]] = {}  # conversation → the passage ids its verdict must hold, in order
+    producer = knowledge_producer(s)
+    try:
+        def send(conv: str | None, value: bytes | None, key: bytes | None = None):
+            key = key if key is not None else (conv.encode() if conv is not None else None)
+            return producer.send(k.topic_knowledge, key=key, value=value).get(timeout=30)
+
+        for i, (name, raw, reason) in enumerate(BAD_KNOWLEDGE):
+            conv = f"kn-bad-{i:02d}"
+            md = send(conv, raw.replace(b"{c}", conv.encode()))
+            expect_dead[(k.topic_knowledge, md.partition, md.offset)] = (name, reason)
+            expect_passages[conv] = []
+        wire = [("key does not match", "kn-key", knowledge_json("kn-someone-else", "d"), None, "does not match"),
+                ("missing key", "kn-nokey", knowledge_json("kn-nokey", "d"), b"", "missing key"),
+                ("tombstone", "kn-tomb", None, None, "null value"),
+                ("document over knowledge_bytes", "kn-big", knowledge_json("kn-big", "d", text="z" * (KNOWLEDGE_BYTES + 1)),
+                 None, "knowledge document too large")]
+        for name, conv, value, key, reason in wire:
+            md = producer.send(k.topic_knowledge, key=None if key == b"" else (key or conv.encode()), value=value).get(timeout=30)
+            expect_dead[(k.topic_knowledge, md.partition, md.offset)] = (name, reason)
+            expect_passages[conv] = []
+        # a conversation never seen: its knowledge arrives before its first turn and applies to it
+        send("kn-new", knowledge_json("kn-new", "kn-new-doc", url="https://help.example.com/a", title="Help"))
+        expect_passages["kn-new"] = ["kn-new-doc"]
+        # the per-conversation bound: the oldest two of five go
+        for i in range(KNOWLEDGE_DOCS + 2):
+            send("kn-bound", knowledge_json("kn-bound", f"kn-bound-{i}"))
+        expect_passages["kn-bound"] = [f"kn-bound-{i}" for i in range(2, KNOWLEDGE_DOCS + 2)]
+        # a delete, and a delete for a conversation never seen (a no-op, not an error)
+        send("kn-del", knowledge_json("kn-del", "kn-del-keep"))
+        send("kn-del", knowledge_json("kn-del", "kn-del-gone"))
+        send("kn-del", orjson.dumps({"conversation_id": "kn-del", "doc_id": "kn-del-gone", "delete": True}))
+        expect_passages["kn-del"] = ["kn-del-keep"]
+        send("kn-ghost", orjson.dumps({"conversation_id": "kn-ghost", "doc_id": "x", "delete": True}))
+        expect_passages["kn-ghost"] = []
+        # neighbours that share kn-new's partition, and so its worker and its knowledge table, see none of it
+        expect_passages[same_partition_as("kn-new", parts, "kn-neighbour")] = []
+        expect_passages["kn-stranger"] = []
+    finally:
+        producer.close()
+    expected: dict[str, str] = {}  # claim id → conversation
+    with TurnProducer(s, max_request_size=4_000_000) as turns:  # the multi-megabyte turn
+        for conv in expect_passages:
+            turn = ChatTurn(conv, f"{conv}#r", "assistant", f"{conv} is a fine claim.")
+            turns.send_turn(turn)
+            expected[claim_id(conv, turn.turn_id, turn.text)] = conv
+        sent = []
+        for i, (name, value, outcome) in enumerate(GROUNDED_TURNS):  # a bad shape, then a good turn after it
+            conv = f"ev-{i:02d}"
+            sent.append((name, outcome, turns.send_raw(conv.encode(), value.replace(b"{c}", conv.encode()))))
+            after = ChatTurn(conv, f"{conv}#after", "assistant", "A claim after a grounded turn.")
+            turns.send_turn(after)
+            expected[claim_id(conv, after.turn_id, after.text)] = conv
+        turns.flush()
+        grounded = {}
+        for name, outcome, fut in sent:
+            md = fut.get(timeout=30)
+            if outcome[0] == "dead":
+                expect_dead[(k.topic_turns, md.partition, md.offset)] = (name, outcome[1])
+            else:
+                conv = f"ev-{[g[0] for g in GROUNDED_TURNS].index(name):02d}"
+                grounded[claim_id(conv, f"{conv}#g", "The claim to check.")] = (name, outcome)
+    vlog = collect_verdicts(s, set(expected) | set(grounded), timeout_s=180, start=start_v, alive=worker.alive)
+    missing = (set(expected) | set(grounded)) - vlog.verdicts.keys()
+    assert not missing, f"{len(missing)} turns without a verdict"
+    for cid, conv in expected.items():
+        v = vlog.verdicts[cid]
+        assert [e.passage_id for e in v.evidence] == expect_passages.get(conv, []), conv
+        assert all(e.source == "conversation" for e in v.evidence)
+    new = vlog.verdicts[next(c for c, conv in expected.items() if conv == "kn-new")].evidence[0]
+    assert (new.url, new.title, new.text) == ("https://help.example.com/a", "Help", f"{PASSAGE} of kn-new-doc.")
+    for cid, (name, (_, note, texts)) in grounded.items():
+        v = vlog.verdicts[cid]
+        assert [e.text for e in v.evidence] == texts and all(e.source == "turn" for e in v.evidence), name
+        assert (note is None and v.status.reason is None) or (note is not None and note in (v.status.reason or "")), name
+    dead = read_dead_letters(s, start_d)
+    deadline = time.monotonic() + 60
+    while len(dead) < len(expect_dead) and time.monotonic() < deadline:
+        time.sleep(1)
+        dead = read_dead_letters(s, start_d)
+    got = {(d.topic, d.partition, d.offset): d for d in dead}
+    assert got.keys() == expect_dead.keys()  # each bad record once, from its source coordinates
+    for where, (name, reason) in expect_dead.items():
+        assert reason in got[where].reason and len(got[where].reason.encode()) <= 1024, (name, got[where].reason)
+        assert PASSAGE not in got[where].reason, name
+    time.sleep(2.5 * s.stream.status_interval_s)
+    status = worker.last_status()
+    assert worker.alive() and status["knowledge_dropped"] >= 2 and status["knowledge_conversations"] >= 3
+    assert PASSAGE not in worker.log_text()

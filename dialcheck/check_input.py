@@ -16,7 +16,7 @@ from typing import Any, Mapping
 
 import orjson
 
-from schemas.errors import InvalidEvent, Reason
+from schemas.errors import DialcheckError, InvalidEvent, Reason
 from schemas.items import CheckItem
 from schemas.limits import MAX_JSON_DEPTH
 from schemas.settings import Settings
@@ -28,7 +28,7 @@ FIELDS = ("claim", "context", "evidence", "conversation_id")
 PROTOCOLS = ("e2e", "fv")
 
 
-class InvalidInput(ValueError):
+class InvalidInput(DialcheckError, ValueError):
     """A request dialcheck refuses: `message` is one short line for people (str(error)), `code` a
     schemas.Reason value for machines, `status` the HTTP status serve-api answers with."""
 

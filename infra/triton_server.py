@@ -20,13 +20,15 @@ from pathlib import Path
 from typing import Sequence
 
 from streams.processes import die_with_parent, free_port
+from schemas.errors import DialcheckError
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_REPOSITORY = REPO_ROOT / "triton_models"
 
 
-class TritonStartError(RuntimeError):
-    """tritonserver exited or did not become ready; the message carries the log tail."""
+class TritonStartError(DialcheckError, RuntimeError):
+    """tritonserver exited or did not become ready: the first line names the log's last line and the
+    log file (the CLI's one line), the lines after it carry the log tail."""
 
 
 def pytriton_root() -> Path:
@@ -140,12 +142,17 @@ class TritonServer:
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             if not self.running:
-                raise TritonStartError(f"tritonserver exited (rc={self.process.returncode if self.process else None}):\n{self.log_tail()}")
+                raise self._start_error(f"tritonserver exited (rc={self.process.returncode if self.process else None})")
             if self.ready():
                 return
             time.sleep(0.25)
         self.stop()
-        raise TritonStartError(f"tritonserver not ready after {timeout_s:.0f} s:\n{self.log_tail()}")
+        raise self._start_error(f"tritonserver not ready after {timeout_s:.0f} s")
+
+    def _start_error(self, what: str) -> TritonStartError:
+        tail = self.log_tail()
+        last = next((line.strip() for line in reversed(tail.splitlines()) if line.strip()), "no log output")
+        return TritonStartError(f"{what}: {last[:200]} (log: {self.log_path})\n{tail}")
 
     def log_tail(self, n: int = 40) -> str:
         try:

@@ -170,7 +170,7 @@ class ModelVersions(Protocol):
     def model_versions(self) -> Mapping[str, str]: ...
 
 
-class ReloadRefused(Exception):
+class ReloadRefused(DialcheckError):
     """A reload that kept what was in use; the message says why (one line, for the log)."""
 
 

@@ -2,6 +2,10 @@
 line and exit code; and a stage's exception reaches its error verdict with the stage's name."""
 from __future__ import annotations
 
+import ast
+import importlib
+import inspect
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -22,6 +26,75 @@ from workers.chain import run_stages
 from workers.retrieval.build import IndexEncoderMismatch
 
 pytestmark = pytest.mark.unit
+
+REPO = Path(__file__).resolve().parent.parent
+PACKAGES = ("schemas", "workers", "streams", "lab", "dialcheck", "infra")
+# Exceptions that never reach a user as such: each is handled where it is raised, or is a bug that
+# keeps its traceback. A new class goes here only with the reason; otherwise it derives from the base.
+INTERNAL = {
+    "schemas.errors.InvalidEvent": "a bad record: the stream dead-letters it with its Reason code",
+    "workers.llm.client._Retryable": "the LLM client's signal to try a request again",
+    "workers.state.StageChainError": "stages wired in the wrong order: a programmer's bug",
+    "workers.state.StageContractError": "a stage reading a field no earlier stage wrote: a programmer's bug",
+    "streams.verdicts.ReaderStalled": "the verdict collector opens a fresh reader and goes on",
+}
+
+
+def _modules() -> list[str]:
+    """Every module of the shipped packages, by file (namespace folders such as lab/tuning included)."""
+    names = []
+    for package in PACKAGES:
+        for path in sorted((REPO / package).rglob("*.py")):
+            parts = path.relative_to(REPO).with_suffix("").parts
+            if parts[-1] != "__main__" and all(part.isidentifier() for part in parts):  # not triton_gpu/<model>/1/
+                names.append(".".join(parts[:-1] if parts[-1] == "__init__" else parts))
+    return names
+
+
+def _exception_classes() -> dict[str, type]:
+    found = {}
+    for name in _modules():
+        module = importlib.import_module(name)
+        for cls in vars(module).values():
+            if inspect.isclass(cls) and issubclass(cls, BaseException) and cls.__module__ == name:
+                found[f"{name}.{cls.__qualname__}"] = cls
+    return found
+
+
+@pytest.fixture(scope="module")
+def exception_classes() -> dict[str, type]:
+    return _exception_classes()
+
+
+def test_every_exception_of_ours_derives_from_the_base_or_is_listed_internal(exception_classes):
+    assert len(exception_classes) > 20  # the walk found the packages' classes (LoopError, AdoptError, ...)
+    skipping = sorted(n for n, c in exception_classes.items() if not issubclass(c, DialcheckError) and n not in INTERNAL)
+    assert not skipping, f"derive these from schemas.errors.DialcheckError (or list them in INTERNAL): {skipping}"
+    stale = sorted(set(INTERNAL) - set(exception_classes))
+    assert not stale, f"INTERNAL names classes that no longer exist: {stale}"
+
+
+def _hand_wraps(path: Path, ours: set[str]) -> list[str]:
+    """`except OurError: raise UsageError(...)`-style handlers: catching one of dialcheck's own errors
+    only to raise another of them (the base already makes it one line)."""
+    wraps = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if not isinstance(node, ast.ExceptHandler) or node.type is None:
+            continue
+        caught = [n.id if isinstance(n, ast.Name) else getattr(n, "attr", "")
+                  for n in (node.type.elts if isinstance(node.type, ast.Tuple) else [node.type])]
+        raised = [r.exc.func for r in node.body if isinstance(r, ast.Raise) and isinstance(r.exc, ast.Call)]
+        raised_names = {f.id if isinstance(f, ast.Name) else getattr(f, "attr", "") for f in raised}
+        if set(caught) & ours and (raised_names - set(caught)) & ours:  # the same type with more context is fine
+            wraps.append(f"{path.relative_to(REPO)}:{node.lineno}: except {', '.join(caught)}")
+    return wraps
+
+
+def test_no_cli_site_wraps_an_error_of_ours_by_hand(exception_classes):
+    ours = {c.__name__ for c in exception_classes.values() if issubclass(c, DialcheckError)}
+    wraps = [w for path in sorted((REPO / "dialcheck").rglob("*.py")) for w in _hand_wraps(path, ours)]
+    assert not wraps, wraps
+
 
 URL = "postgresql://app:s3cret-pw@db:5432/x"
 

@@ -106,15 +106,13 @@ def _sources(raw: str) -> tuple[str, ...]:
 
 
 def _pairs(args):
-    from lab.nli.judged import LabelsError, from_dialfact, from_feedback, pairs_sha1, sha1_of
+    from lab.nli.judged import from_dialfact, from_feedback, pairs_sha1, sha1_of
 
     if args.labels:
         try:
             pairs = from_dialfact(args.labels)
         except UnicodeDecodeError:
             raise UsageError(f"--labels {args.labels}: not UTF-8 text") from None
-        except LabelsError as e:
-            raise UsageError(str(e)) from None
         data = {"kind": "labels", "file": Path(args.labels).name, "file_sha1": sha1_of(args.labels)}
     else:
         from schemas.settings import load_settings
@@ -147,7 +145,7 @@ def run(args) -> int:
     if out.resolve() == base.resolve():
         raise UsageError(f"--out {args.out} is the model being adapted: write beside it, then move it over")
     pairs, data = _pairs(args)
-    from lab.nli.adapt_run import AdaptOptions, AdaptRefused, adapt
+    from lab.nli.adapt_run import AdaptOptions, adapt
 
     opts = AdaptOptions(folds=args.folds, seed=args.seed, seeds=args.seeds, target=args.target,
                         confidence=args.confidence, min_target=args.min_target,
@@ -157,9 +155,6 @@ def run(args) -> int:
                         data_dir=str(args.data_dir or settings.data.dir),
                         progress=not args.quiet)
     out.mkdir(parents=True, exist_ok=True)
-    try:
-        report = adapt(pairs, data, base, out, opts, log=lambda m: print(m, file=sys.stderr, flush=True))
-    except AdaptRefused as e:
-        raise UsageError(e.line) from None
+    report = adapt(pairs, data, base, out, opts, log=lambda m: print(m, file=sys.stderr, flush=True))
     print(f"adapted → {out}: {report['summary']} ({report['seconds']} s); serve it with DIALCHECK_NLI_MODEL_DIR={out}")
     return 0

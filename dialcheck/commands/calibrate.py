@@ -110,7 +110,7 @@ def run(args) -> int:
     if args.yardstick:
         return run_yardstick(args)
     _check(args)
-    from lab.tuning.calibrate import NotCertified, certify_policy, from_feedback, from_run, write_display
+    from lab.tuning.calibrate import certify_policy, from_feedback, from_run, write_display
 
     policy, base = _base_display(args)
     try:
@@ -121,10 +121,7 @@ def run(args) -> int:
     except ValueError as e:
         raise UsageError(str(e)) from None
     data["display"] = Path(base).name
-    try:
-        certified_policy, certified = certify_policy(policy, rows, args.target, args.confidence, args.high_target, data)
-    except NotCertified as e:
-        raise UsageError(str(e)) from None
+    certified_policy, certified = certify_policy(policy, rows, args.target, args.confidence, args.high_target, data)
     _write(args.out, lambda: write_display(args.out, certified_policy, certified))
     if args.json:
         print(json.dumps(certified, indent=1))
@@ -153,12 +150,7 @@ def _store(args):
         raise UsageError("--from-feedback: the feedback store is off (DIALCHECK_FEEDBACK_STORE=off): name one with --store")
     if "://" not in str(where) and not Path(where).is_file():
         raise UsageError(f"--from-feedback: no feedback store at {where} (import labels with `dialcheck feedback import`)")
-    try:
-        return FeedbackStore(where)
-    except Exception as e:  # StoreUnavailable and its kin: one line, never the URL (it may carry a password)
-        if type(e).__name__ != "StoreUnavailable":
-            raise
-        raise UsageError(f"--from-feedback: {e}") from None
+    return FeedbackStore(where)  # StoreUnavailable: one line, its URL without the password
 
 
 def run_yardstick(args) -> int:

@@ -177,14 +177,18 @@ def missing_data(error: BaseException, settings) -> DataMissing | None:
 
 # --- fetch -----------------------------------------------------------------------------------
 
-class ChecksumMismatch(Exception):
+class ChecksumMismatch(DataError):
     """A downloaded file whose sha256 or size is not the manifest's (refused, nothing kept)."""
+
+    def __init__(self, name: str, why: str):
+        super().__init__(f"refused {name}: {why}; nothing written (a changed upstream file or a wrong --base-url)")
 
 
 def download(url: str, target: Path, sha256: str, size: int, timeout_s: float = 30.0,
-             progress: Callable[[int], object] | None = None) -> None:
+             progress: Callable[[int], object] | None = None, name: str = "") -> None:
     """url → target, verified; a temp file beside the target, renamed into place only when it matches.
-    `progress(n)` is called with each block's size (a byte bar)."""
+    `progress(n)` is called with each block's size (a byte bar); `name` is the file in a refusal
+    (the manifest's path; the target's name when not given)."""
     import requests
 
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -198,13 +202,13 @@ def download(url: str, target: Path, sha256: str, size: int, timeout_s: float = 
                 for block in r.iter_content(CHUNK):
                     n += len(block)
                     if n > size:  # never write more than the manifest says the file holds
-                        raise ChecksumMismatch(f"{url} is larger than the {size} bytes the manifest gives")
+                        raise ChecksumMismatch(name or target.name, f"{url} is larger than the {size} bytes the manifest gives")
                     h.update(block)
                     out.write(block)
                     if progress is not None:
                         progress(len(block))
         if n != size or h.hexdigest() != sha256:
-            raise ChecksumMismatch(f"{url}: sha256 {h.hexdigest()[:12]}… ({n} bytes) is not the manifest's "
+            raise ChecksumMismatch(name or target.name, f"{url}: sha256 {h.hexdigest()[:12]}… ({n} bytes) is not the manifest's "
                                    f"{sha256[:12]}… ({size} bytes)")
         os.chmod(tmp, 0o644)
         os.replace(tmp, target)
@@ -256,10 +260,7 @@ def fetch(manifest: Manifest, names: list[str], root: Path, base_url: str | None
             continue
         url = source_url(entry, base_url)
         try:
-            download(url, target, entry["sha256"], entry["size"], progress=progress)
-        except ChecksumMismatch as e:
-            raise DataError(f"refused {entry['path']}: {e}; nothing written (a changed upstream file or a "
-                         "wrong --base-url)") from None
+            download(url, target, entry["sha256"], entry["size"], progress=progress, name=entry["path"])
         except requests.RequestException as e:
             layout = f"<base>/{entry['path']}, the data dir's layout"
             hint = (f"check the mirror (--base-url / {BASE_URL_ENV}): it must serve {layout}" if base_url else

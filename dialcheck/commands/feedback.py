@@ -55,15 +55,12 @@ def register(sub) -> None:
 
 def open_store(arg: str | None, settings):
     from schemas.settings.stream import feedback_off
-    from streams.feedback_store import FeedbackStore, StoreUnavailable
+    from streams.feedback_store import FeedbackStore
 
     target = arg or settings.stream.feedback_store
     if feedback_off(target):
         raise UsageError("the feedback store is off (DIALCHECK_FEEDBACK_STORE=off): name one with --store")
-    try:
-        return FeedbackStore(target)
-    except StoreUnavailable as e:
-        raise UsageError(str(e)) from None
+    return FeedbackStore(target)  # StoreUnavailable: one line (dialcheck/errors.py)
 
 
 # -- reading the file ------------------------------------------------------------------------------

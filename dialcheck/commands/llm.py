@@ -38,7 +38,7 @@ def register(sub) -> None:
 
 def serve(args: argparse.Namespace) -> int:
     from dialcheck.errors import UsageError, check_port_free
-    from workers.llm.local_server import LocalLLMServer, LocalModelMissing, LocalChatModel
+    from workers.llm.local_server import LocalLLMServer, LocalChatModel
 
     check_port_free(args.host, args.port, "--port")
     if not args.port:  # 0: a free one, chosen now so the URL printed is the one served
@@ -47,10 +47,7 @@ def serve(args: argparse.Namespace) -> int:
         args.port = free_port()
     if args.max_tokens_cap < 1:
         raise UsageError("--max-tokens-cap must be at least 1")
-    try:
-        model = LocalChatModel(threads=args.threads)
-    except LocalModelMissing as e:
-        raise UsageError(str(e)) from None
+    model = LocalChatModel(threads=args.threads)
     server = LocalLLMServer(model, max_tokens_cap=args.max_tokens_cap)
     print(f"local LLM {server.model_id} loaded in {model.load_s:.0f} s from {model.path}\n"
           f"  DIALCHECK_LLM_URL=http://{args.host}:{args.port}/v1", flush=True)
@@ -88,12 +85,9 @@ def yardstick(args: argparse.Namespace) -> int:
     server = None
     url = args.url
     if not url:
-        from workers.llm.local_server import LocalChatModel, LocalLLMServer, LocalModelMissing
+        from workers.llm.local_server import LocalChatModel, LocalLLMServer
 
-        try:
-            server = LocalLLMServer(LocalChatModel(threads=args.threads))
-        except LocalModelMissing as e:
-            raise UsageError(str(e)) from None
+        server = LocalLLMServer(LocalChatModel(threads=args.threads))
         url = server.start()
         print(f"[llm] local model loaded in {server.chat_model.load_s:.0f} s", file=sys.stderr)
     # a slow local model on shared cores: generous per-request and batch waits (the run measures

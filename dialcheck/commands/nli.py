@@ -207,7 +207,7 @@ def run_adopt(args) -> int:
 
     from dialcheck.errors import UsageError
     from schemas.settings import load_settings
-    from lab.nli.adopt import AdoptError, adopt
+    from lab.nli.adopt import adopt
 
     s = load_settings(data={"dir": args.data_dir})
     if args.limit_per_set is not None and args.limit_per_set < 1:
@@ -217,13 +217,10 @@ def run_adopt(args) -> int:
                          f"({args.limit_per_set}) or lower --folds")
     if not Path(args.hf_dir).is_dir():
         raise UsageError(f"no such checkpoint directory: {args.hf_dir}")
-    try:
-        record = adopt(args.hf_dir, args.out, s.data.dir, int8=args.int8, refit=not args.skip_refit,
-                       limit_per_set=args.limit_per_set, valid_limit=args.valid_limit, max_length=args.max_length,
-                       folds=args.folds, tune_cache=args.tune_cache, name=args.name,
-                       log=lambda m: print(m, file=sys.stderr))
-    except AdoptError as e:
-        raise UsageError(str(e)) from None
+    record = adopt(args.hf_dir, args.out, s.data.dir, int8=args.int8, refit=not args.skip_refit,
+                   limit_per_set=args.limit_per_set, valid_limit=args.valid_limit, max_length=args.max_length,
+                   folds=args.folds, tune_cache=args.tune_cache, name=args.name,
+                   log=lambda m: print(m, file=sys.stderr))
     if args.triton_repo or args.gpu_repo:
         sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # infra/ lives at the repo root
     if args.triton_repo:

@@ -44,31 +44,23 @@ def _readable(path: str, what: str) -> None:
 
 
 def read_rows(paths) -> list[dict]:
-    """Every row of every run file, checked; a bad line is a UsageError naming FILE:LINE."""
-    from dialcheck.errors import UsageError
-    from lab.evaluation.scoring import RunFileError, read_run_file
+    """Every row of every run file, checked; a bad line is a RunFileError naming FILE:LINE."""
+    from lab.evaluation.scoring import read_run_file
 
     rows = []
     for p in paths:
         _readable(p, "run file")
-        try:
-            rows += read_run_file(p)
-        except RunFileError as e:
-            raise UsageError(str(e)) from None
+        rows += read_run_file(p)
     return rows
 
 
 def load_gold(path: str, limit: int | None = None) -> list:
-    """The gold records, each line checked first (unknown labels, deep or binary lines: UsageError)."""
-    from dialcheck.errors import UsageError
+    """The gold records, each line checked first (unknown labels, deep or binary lines: RunFileError)."""
     from schemas.items import load_dialfact
-    from lab.evaluation.scoring import RunFileError, check_gold_file
+    from lab.evaluation.scoring import check_gold_file
 
     _readable(path, "--gold")
-    try:
-        check_gold_file(path)
-    except RunFileError as e:
-        raise UsageError(str(e)) from None
+    check_gold_file(path)
     return load_dialfact(path, limit)
 
 

@@ -30,7 +30,7 @@ def run(args: argparse.Namespace) -> int:
     check_port_free(args.host, args.http_port, "--http-port")  # a taken port: one line, before tritonserver starts
     check_port_free(args.host, args.grpc_port, "--grpc-port")
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # infra/ lives at the repo root
-    from infra.triton_server import DEFAULT_REPOSITORY, TritonServer, TritonStartError
+    from infra.triton_server import DEFAULT_REPOSITORY, TritonServer
 
     server = TritonServer(args.model_repository or DEFAULT_REPOSITORY,
                           models=[m for m in args.models.split(",") if m] or None, host=args.host,
@@ -42,11 +42,7 @@ def run(args: argparse.Namespace) -> int:
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
-    try:
-        server.start(args.startup_timeout)
-    except TritonStartError as e:
-        print(f"serve-models: {e}", file=sys.stderr)
-        return 1
+    server.start(args.startup_timeout)  # TritonStartError: one line, exit 2 (dialcheck/errors.py)
     print(f"Triton ready (log: {server.log_path})\n  DIALCHECK_MODELS={server.grpc_url}\n  or DIALCHECK_MODELS={server.http_url}",
           flush=True)
     try:

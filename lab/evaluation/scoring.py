@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Iterable, Sequence
 
 from schemas import LABELS
+from schemas.errors import DialcheckError
 from schemas.items import response_claim_id
 from schemas.protocols import PROTOCOLS
 
@@ -234,7 +235,7 @@ def check_reference(result: dict, reference: dict) -> list[str]:
 MAX_JSON_DEPTH = 32  # a verdict row nests 4 deep; DialFact records 3
 
 
-class RunFileError(ValueError):
+class RunFileError(DialcheckError, ValueError):
     """A run or gold file dialcheck cannot score: the message is 'FILE:LINE: reason' (or 'FILE: reason')."""
 
 

@@ -54,6 +54,8 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from schemas.errors import DialcheckError
+
 from .judged import JudgedPair, dedupe, folds_by_group, target_counts
 
 WEIGHTS = (0.25, 0.5, 0.75, 1.0)  # share of the tuned weights (0 is the shipped model)
@@ -63,13 +65,13 @@ BOOTSTRAP = 1000  # conversation resamples of the paired AUC gain
 CACHE = Path("artifacts/adapt/pairs.sqlite")  # the shipped model's yardstick and probe probabilities
 
 
-class AdaptRefused(Exception):
-    """Too few labels, or the gate failed: `line` says why in one line; `report` is adapt.json's content
-    (None when nothing was measured)."""
+class AdaptRefused(DialcheckError):
+    """Too few labels, or the gate failed: the message says why in one line; `report` is adapt.json's
+    content (None when nothing was measured)."""
 
     def __init__(self, line: str, report: dict | None = None):
         super().__init__(line)
-        self.line, self.report = line, report
+        self.report = report
 
 
 @dataclass

@@ -37,6 +37,7 @@ from pathlib import Path
 import numpy as np
 
 from schemas.protocols import NLI_LABELS
+from schemas.errors import DialcheckError
 
 MAX_LENGTH_CAP = 512
 NEG = -1e4  # logit of a column a two-way model does not have (same constant as nli_base.predict)
@@ -56,7 +57,7 @@ SAMPLE_PAIRS = [("A man plays a guitar on stage.", "Someone makes music."),
                 ("She was born in 1970.", "Her brother likes football and plays every weekend with friends.")]
 
 
-class AdoptError(ValueError):
+class AdoptError(DialcheckError, ValueError):
     """A checkpoint dialcheck cannot adopt as it is; the message is one line naming the fix."""
 
 

@@ -30,6 +30,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Sequence
 
+from schemas.errors import DialcheckError
+
 TARGETS = ("entailment", "not_entailment", "contradiction", "not_contradiction")
 # (badge label, judgement) → target; anything else is dropped
 JUDGED_TARGETS = {("SUPPORTS", "right"): "entailment", ("SUPPORTS", "wrong"): "not_entailment",
@@ -121,7 +123,7 @@ def pairs_sha1(pairs: Iterable[JudgedPair]) -> str:
     return h.hexdigest()
 
 
-class LabelsError(ValueError):
+class LabelsError(DialcheckError, ValueError):
     """A labels file or store that gives no usable pair; the message is one line."""
 
 

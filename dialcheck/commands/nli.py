@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from dataclasses import asdict
+from pathlib import Path
 
 
 DATA_DIR_HELP = "the data dir (default: DIALCHECK_DATA_DIR, else ../shared/data, else the fetch dir)"
@@ -83,6 +84,12 @@ def register(sub) -> None:
     q.add_argument("--all-matmuls", action="store_true",
                    help="quantize the feed-forward output projections too (faster, further from fp32)")
     q.set_defaults(func=run_quantize)
+    st = nsub.add_parser("stamp", help="declare a model's decision and display valid for a model made from it "
+                         "(int8, a release), so the worker accepts it")
+    st.add_argument("--model-dir", required=True, help="the new model directory (its calibration.json names its version)")
+    st.add_argument("--from", dest="source", default=None,
+                    help="the model it was made from (default: DIALCHECK_NLI_MODEL_DIR): whose decision and display")
+    st.set_defaults(func=run_stamp)
     a = nsub.add_parser("adopt", help="any HF NLI checkpoint (DeBERTa, RoBERTa, BERT) → an artifact with its own decision")
     a.add_argument("hf_dir", help="a Hugging Face sequence-classification NLI checkpoint directory")
     a.add_argument("--out", required=True, help="the artifact dir to write (use it as DIALCHECK_NLI_MODEL_DIR)")
@@ -141,7 +148,9 @@ def run_release(args) -> int:
     from lab.nli.release import release
 
     s = load_settings(data={"dir": args.data_dir})
-    print(json.dumps(release(args.checkpoint, args.out or s.models.nli_model_dir, s.data.dir), indent=1))
+    out = args.out or s.models.nli_model_dir
+    print(json.dumps(release(args.checkpoint, out, s.data.dir), indent=1))
+    print(_acceptable_line(out))
     return 0
 
 
@@ -170,7 +179,28 @@ def run_quantize(args) -> int:
                                   args.calibration_pairs, args.report_pairs,
                                   keep_ffn_output_fp32=not args.all_matmuls)
     print(json.dumps(report, indent=1))
-    print(f"use it with DIALCHECK_NLI_MODEL_DIR={args.out} (verdicts differ from the fp32 artifact)")
+    print(_acceptable_line(args.out, s.models.nli_model_dir))
+    return 0
+
+
+def _acceptable_line(model_dir, source=None) -> str:
+    from lab.nli.stamp import acceptable_line
+
+    return acceptable_line(model_dir, source)
+
+
+def run_stamp(args) -> int:
+    from dialcheck.errors import UsageError
+    from dialcheck.model_switch import acceptable
+    from lab.nli.stamp import stamp
+    from schemas.settings import load_settings
+
+    if not (Path(args.model_dir) / "calibration.json").is_file():
+        raise UsageError(f"--model-dir {args.model_dir}: no calibration.json (not an NLI model directory)")
+    source = args.source or load_settings().models.nli_model_dir
+    written = stamp(args.model_dir, source)
+    print(f"stamped {', '.join(p.name for p in written)} of {source} for {args.model_dir}")
+    print(f"checked as the worker would: {acceptable(Path(args.model_dir))}")
     return 0
 
 
@@ -237,6 +267,9 @@ def run_adopt(args) -> int:
         print(f"adopted {record['version']} (fingerprint {record['fingerprint']}) → {args.out}")
         if record.get("decision"):
             print(f"use it: DIALCHECK_NLI_MODEL_DIR={args.out} dialcheck check ...  (its decision.json and display.json come with it)")
+        else:
+            print(f"the worker refuses {args.out} until a decision is fitted for it: `dialcheck tune fit --method guarded "
+                  f"--model-dir {args.out} --out {args.out}/decision.json`")
         if record.get("triton_repo"):
             print(f"serve it: dialcheck serve-models --model-repository {record['triton_repo']}  (then --models triton://HOST:PORT)")
     return 0

@@ -31,6 +31,7 @@ from .feedback import FeedbackWorker
 from .feedback_store import FeedbackStore
 from .knowledge import KNOWLEDGE_TABLE, KnowledgeWorker
 from .kafka.app import KafkaApp
+from .kafka.internals import rebalancing, wait_recovered
 from .kafka_config import faust_broker_kwargs, faust_client_kwargs
 from .observability import Observability
 from .outbox import Outage, StoreWriter
@@ -129,7 +130,7 @@ def create_app(settings: Settings, checker: Checker, store: FeedbackStore | None
         worker.install_scrubber()
         if reload.install(asyncio.get_running_loop(), checker, worker.scrub):  # SIGHUP: re-read model and display
             reload.write_pid_file(st.pid_file)
-        await app.tables.recovery.completed.wait()
+        await wait_recovered(app)
         worker.install_scrubber()
         print(f"{READY_MARKER}: app={st.app_id} broker={worker.scrub(settings.kafka.bootstrap)} "
               f"broker_kind={kind} conversations={len(table)}", flush=True)
@@ -139,7 +140,7 @@ def create_app(settings: Settings, checker: Checker, store: FeedbackStore | None
         """Evict idle and least recently active conversations (owned partitions only, not while
         rebalancing), then print the status line if it changed."""
         owned = worker.owned_partitions()
-        if not app.rebalancing:
+        if not rebalancing(app):
             worker.sweep(owned)
         if (line := worker.new_status(owned)) is not None:
             print(line, flush=True)

@@ -190,8 +190,10 @@ class Observability:
 
     # state read by the HTTP thread
     def recovered(self) -> bool:
+        from .kafka.internals import recovered  # not at import: dialcheck's preflight imports this module
+
         try:
-            return bool(self.app is not None and self.app.tables.recovery.completed.is_set())
+            return bool(self.app is not None and recovered(self.app))
         except AttributeError:
             return False
 

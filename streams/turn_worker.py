@@ -32,6 +32,7 @@ from schemas.settings import Settings
 
 from .checking import DaemonExecutor, bound, check_safely, error_verdict, safe_verdict, validate_event
 from .context import Recency, add_turn, oldest_beyond, parse_roles, should_check, wants_check
+from .kafka.internals import owned_partitions
 from .knowledge import KnowledgeWorker, conversation_idle, given_evidence
 from .observability import Observability
 from .outbox import Counters, Outbox, StoreWriter
@@ -168,7 +169,7 @@ class TurnWorker:
     # -- partitions ---------------------------------------------------------------------------
     def owned_partitions(self) -> set[int]:
         topic = self.settings.kafka.topic_turns
-        return {tp.partition for tp in self.app.assignor.assigned_actives() if tp.topic == topic}
+        return owned_partitions(self.app, topic)
 
     def _partition(self, key: bytes) -> int:
         return partition_of(key, self.settings.kafka.topic_partitions)

@@ -4,9 +4,11 @@ is still there. Why: a Faust or aiokafka upgrade that moves one of them must fai
 rather than as a lost turn in a broker test (or not at all)."""
 from __future__ import annotations
 
+import asyncio
 import inspect
 import re
 from importlib.metadata import version
+from types import SimpleNamespace
 
 import pytest
 
@@ -21,12 +23,78 @@ def _pinned(dist: str) -> str:
     return re.search(rf'"{re.escape(dist)}(?:\[[^\]]*\])?==([^"]+)"', text).group(1)
 
 
-@pytest.mark.parametrize("dist", ["faust-streaming", "aiokafka", "mode-streaming"])
+@pytest.mark.parametrize("dist", ["faust-streaming", "aiokafka"])
 def test_the_installed_versions_are_the_pinned_ones(dist):
-    if dist == "mode-streaming":  # pulled in by faust-streaming, not pinned by us: read its source below
-        assert version(dist)
-        return
     assert version(dist) == _pinned(dist), f"{dist} changed: re-read streams/kafka/internals.py, then this pin"
+
+
+def test_modes_resume_still_clears_queued_events_and_ours_keeps_the_input_turns():
+    """Point 3, on mode-streaming (pulled in by faust-streaming, not pinned by us): its flow control
+    clears every managed queue on resume; KeepInputFlowControl keeps the input topics' events. When
+    mode keeps them itself, the override can go."""
+    from mode.utils.queues import FlowControlEvent, FlowControlQueue
+
+    async def left_after_resume(flow_control) -> list[str]:
+        queue = FlowControlQueue(flow_control=flow_control, clear_on_resume=True)
+        for topic in ("chat.turns", "a-changelog", "chat.turns"):
+            queue.put_nowait(SimpleNamespace(message=SimpleNamespace(topic=topic)))
+        flow_control.resume()
+        return [queue.get_nowait().message.topic for _ in range(queue.qsize())]
+
+    assert asyncio.run(left_after_resume(FlowControlEvent())) == []
+    assert asyncio.run(left_after_resume(internals.KeepInputFlowControl({"chat.turns"}))) == ["chat.turns"] * 2
+
+
+def _in_an_app(check):
+    """check(app) inside a running loop, on a real faust.App (in-memory transport, no broker)."""
+    import faust
+
+    async def run():
+        return await check(faust.App("dialcheck-contract", broker="memory://", store="memory://"))
+
+    return asyncio.run(run())
+
+
+def test_rebalancing_holds_from_a_rebalances_start_to_its_end():
+    """The worker sweeps idle conversations only when no rebalance is moving partitions."""
+    async def check(app):
+        seen = [internals.rebalancing(app)]
+        app.on_rebalance_start()
+        seen.append(internals.rebalancing(app))
+        app.on_rebalance_end()
+        return seen + [internals.rebalancing(app)]
+
+    assert _in_an_app(check) == [False, True, False]
+
+
+def test_owned_partitions_are_the_topics_active_ones_of_fausts_assignment():
+    """The assignment as Faust's assignor receives it from the group: a standby partition is not owned."""
+    from aiokafka.coordinator.protocol import ConsumerProtocolMemberAssignment
+    from faust.assignor.client_assignment import ClientAssignment, ClientMetadata
+
+    async def check(app):
+        assignor = app.assignor
+        before = internals.owned_partitions(app, "chat.turns")
+        given = ClientAssignment(actives={"chat.turns": [0, 2], "other": [1]}, standbys={"chat.turns": [1]})
+        meta = ClientMetadata(assignment=given, url=str(assignor._url), changelog_distribution={}, topic_groups={})
+        assignor.on_assignment(ConsumerProtocolMemberAssignment(0, [("chat.turns", [0, 2]), ("other", [1])],
+                                                                assignor._compress(meta.dumps())))
+        return before, internals.owned_partitions(app, "chat.turns")
+
+    assert _in_an_app(check) == (set(), {0, 2})
+
+
+def test_recovered_follows_the_end_of_fausts_table_recovery():
+    """/readyz and the ready line wait for the tables' recovery; `wait_recovered` returns only then."""
+    async def check(app):
+        waiting = asyncio.ensure_future(internals.wait_recovered(app))
+        await asyncio.sleep(0.05)
+        before = (internals.recovered(app), waiting.done())
+        app.tables.recovery.completed.set()  # what Faust's Recovery does when every table is read
+        await asyncio.wait_for(waiting, timeout=5)
+        return before, internals.recovered(app)
+
+    assert _in_an_app(check) == ((False, False), True)
 
 
 @pytest.mark.parametrize("owner,name", internals.RELIED_ON,
@@ -73,3 +141,14 @@ def test_take_steps_is_still_modelled_on_fausts_take_events():
     for call in ("_enable_passive(", "add_processor(", "_processors.remove(", "enable_acks = False", "self.ack(event)"):
         assert call in src, call
     assert "_active_agens" in inspect.getsource(faust.Stream)
+
+
+UNDOCUMENTED = re.compile(r"\.(?:tables\.recovery|assignor\.|rebalancing\b|_consumer\b|flow_control\b)")
+
+
+def test_fausts_undocumented_attributes_are_read_in_streams_kafka_only():
+    """The app's state goes through streams/kafka/internals.py, so an upgrade is re-read in one place."""
+    found = [f"{path.relative_to(REPO_ROOT)}:{n}" for package in ("streams", "dialcheck", "workers", "lab")
+             for path in sorted((REPO_ROOT / package).rglob("*.py")) if "kafka" not in path.relative_to(REPO_ROOT).parts
+             for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if UNDOCUMENTED.search(line)]
+    assert not found, found

@@ -49,7 +49,10 @@ Everything else on the Kafka side uses Faust's own seams: the App's `Settings` c
    are context, so steps of 256 records held 42-52 turns to check and ended in part-filled model
    batches; and `take_events` waited its full `within` after every burst and before a lone turn.
 Also read here for /metrics (`consumer_lags`): the consumer's read and committed offsets, for which Faust
-keeps no public accessor.
+keeps no public accessor. And the app's state the worker acts on (`recovered`, `wait_recovered`,
+`rebalancing`, `owned_partitions`): public attributes of faust.App that Faust's documentation never
+names (`app.tables.recovery.completed`, `app.rebalancing`, `app.assignor.assigned_actives()`), so
+they are read here, listed in `RELIED_ON`, and their behaviour is pinned by the contract test.
 
 8. No terminal spinner (`QuietWorker`): to advance its spinner on every log record, faust.Worker sets
    the root logger to DEBUG, so every debug line of aiokafka and Faust (one per produce request) was
@@ -67,6 +70,9 @@ from aiokafka import AIOKafkaConsumer
 from aiokafka.consumer import fetcher as aiokafka_fetcher
 from aiokafka.errors import CorruptRecordException
 from aiokafka.structs import ConsumerRecord
+from faust.assignor import PartitionAssignor
+from faust.tables.manager import TableManager
+from faust.tables.recovery import Recovery
 from faust.transport.drivers import TRANSPORTS
 from faust.transport.drivers import aiokafka as faust_aiokafka
 from faust.types.tuples import ack_lock
@@ -82,9 +88,9 @@ H_UNDECODABLE_LAST = "dialcheck.undecodable.last"  # marker record: the batch's 
 log = logging.getLogger("dialcheck.transport")
 take_log = logging.getLogger("dialcheck.stream")
 
-# (owner, name) for every private name used below, an attribute of the owner or set on `self` in its
-# source: tests/test_kafka_contract.py checks each against the installed versions, so an upgrade that
-# moves one fails there first.
+# (owner, name) for every private or undocumented name used below, an attribute of the owner or set on
+# `self` in its source: tests/test_kafka_contract.py checks each against the installed versions, so an
+# upgrade that moves one fails there first.
 RELIED_ON: tuple[tuple[Any, str], ...] = (
     (FlowControlEvent, "_suspend"), (FlowControlEvent, "_resume"), (FlowControlEvent, "_queues"),
     (asyncio.Queue, "_queue"),
@@ -100,6 +106,8 @@ RELIED_ON: tuple[tuple[Any, str], ...] = (
     (faust.Stream, "_enable_passive"), (faust.Stream, "_processors"), (faust.Stream, "_active_agens"),
     (AIOKafkaConsumer, "_fetch_max_wait_ms"), (AIOKafkaConsumer, "_value_deserializer"),
     (faust.Worker, "on_setup_root_logger"), (faust.Worker, "spinner"), (faust.App, "_consumer"),
+    (faust.App, "tables"), (TableManager, "recovery"), (Recovery, "completed"), (faust.App, "rebalancing"),
+    (faust.App, "assignor"), (PartitionAssignor, "assigned_actives"),
 )
 
 
@@ -483,3 +491,24 @@ def consumer_lags(app) -> list[tuple[Any, int]]:
             read += 1
         out.append((tp, max(0, int(high) - int(read))))
     return out
+
+
+# -- the app's state the worker acts on ---------------------------------------------------------------
+def recovered(app) -> bool:
+    """True once Faust finished recovering the tables from their changelogs (/readyz, the ready line)."""
+    return app.tables.recovery.completed.is_set()
+
+
+async def wait_recovered(app) -> None:
+    """Returns once `recovered(app)`: the table holds every conversation this worker owns."""
+    await app.tables.recovery.completed.wait()
+
+
+def rebalancing(app) -> bool:
+    """True from a rebalance's start to its end: partitions may change hands meanwhile."""
+    return bool(app.rebalancing)
+
+
+def owned_partitions(app, topic: str) -> set[int]:
+    """The partitions of `topic` assigned to this worker as active (a standby's are not its own)."""
+    return {tp.partition for tp in app.assignor.assigned_actives() if tp.topic == topic}

@@ -543,7 +543,7 @@ def stress_sentences() -> set[str]:
     out = set()
     texts = [r["text"] for r in starter_records(load_settings().retrieval.starter_dir)]
     probes = Path(__file__).resolve().parents[1] / "probes"
-    for name in ("stress_pairs.jsonl", "stress_issue.jsonl"):
+    for name in ("stress_pairs.jsonl", "stress_examples.jsonl"):
         texts += [json.loads(ln)["evidence"] for ln in (probes / name).read_text().splitlines() if ln.strip()]
     for t in texts:
         out.update(s.strip().rstrip(".").lower() for s in t.split(". "))

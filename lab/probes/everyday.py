@@ -13,7 +13,7 @@ for it (the default index, R4G surface), so `dialcheck adapt` can guard the prob
 without an index (lab/nli/adapt_run.py `everyday_claims`).
 
 Why a probe of our own: the yardstick's sets have no such claims (none is about an everyday fact
-with a near-miss passage in the index), and the issue found false ones supported by passages about
+with a near-miss passage in the index), and users found false ones supported by passages about
 something else ("Albert Einstein was born in France." from the Albert Camus passage)."""
 from __future__ import annotations
 

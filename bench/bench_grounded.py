@@ -1,5 +1,5 @@
 """Benchmark (not a test): grounded turns beside E2E turns through the one default Pipeline a worker
-runs, in the same process, on the same DialFact records (issue 64, item 10).
+runs, in the same process, on the same DialFact records.
 
     python bench/bench_grounded.py [--limit 200] [--batch 16] [--knowledge-docs 8] [--json]
 

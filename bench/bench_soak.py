@@ -10,7 +10,7 @@ Checker of bench/soak_standin.py: this measures the stream, not the NLP.
     nice -n 5 python bench/bench_soak.py --turns 10000 --kills 5 --rate 150 --json
 
 `--knowledge-docs K` first sends K documents of `--knowledge-chars` characters per conversation on
-chat.knowledge (grounded turns, issue 64): the knowledge table's memory is the peak worker memory
+chat.knowledge (grounded turns): the knowledge table's memory is the peak worker memory
 beside a run without (`--turns-per-conversation 1 --turns 10000`: 10,000 conversations), and
 `wrong_knowledge` counts checked turns not given exactly their own conversation's documents (must be 0).
 """

@@ -1,6 +1,6 @@
 """The chat-response attribution sets (BEGIN dev, FaithDial's audit) written as DialFact-format JSONL,
 so that `dialcheck eval --protocol fv`, `dialcheck replay --protocol fv` and `dialcheck demo --protocol fv`
-read them like DialFact (issue 64: a grounded reply checked in the stream against what eval gives).
+read them like DialFact (a grounded reply checked in the stream against what eval gives).
 
 Why through lab/tuning/datasets.py: the yardstick already reads these files (which rows count, which
 are left out, how labels map); a second reader would drift from it. Knowledge → `evidence_list`,

@@ -1,4 +1,4 @@
-"""Stream against batch for grounded turns (issue 64, "Done when"): DialFact-format records replayed
+"""Stream against batch for grounded turns: DialFact-format records replayed
 with `dialcheck replay --protocol fv` through a default worker should get, verdict for verdict, the
 label and the shown badge `dialcheck eval --protocol fv` gives on the same file, and every verdict's
 evidence should be its own turn's passages (source "turn", texts from that record).

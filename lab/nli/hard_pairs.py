@@ -144,7 +144,7 @@ def nearest_page_pairs(records: Sequence[PageClaim], rng: random.Random, per_pag
     text: same type, different entity) → neutral. The sentence must not name the claim's subject
     (no word of its title that the other title lacks), and a page whose title contains the other's
     (a song and its singer) is never a neighbour. `random_page`: an unrelated page instead
-    (the issue's page-swap probe)."""
+    (the page-swap probe: a claim beside an unrelated page)."""
     from sklearn.feature_extraction.text import TfidfVectorizer
     from sklearn.neighbors import NearestNeighbors
 
@@ -183,7 +183,7 @@ def nearest_page_pairs(records: Sequence[PageClaim], rng: random.Random, per_pag
             cands = [sents[other][j] for j in rows]
             if not cands:
                 continue
-            if random_page:  # two sentences of the unrelated page, like the issue's swap probe
+            if random_page:  # two sentences of the unrelated page, like the page-swap probe
                 s = " ".join(clean_claim(x) for x in rng.sample(cands, min(2, len(cands))))
             else:
                 if other not in sent_mats:
@@ -384,7 +384,7 @@ def silent_probe_pairs(root: str | Path, per_kind: int = 400, seed: int = 7) -> 
 
 def page_swap_probe_pairs(root: str | Path, n: int = 400, seed: int = 11) -> list[NLIPair]:
     """Evaluation only (FoolMeTwice dev is an evaluation set, never a source of hard pairs): each
-    claim with two retrieved sentences of another, unrelated Wikipedia page, like the issue's
+    claim with two retrieved sentences of another, unrelated Wikipedia page, like the
     page-swap probe on FoolMeTwice test. Neutral by construction; a different domain and claim
     style from the VitaminC-built probe, so it checks that the lesson transfers."""
     rng = random.Random(seed)

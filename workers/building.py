@@ -143,6 +143,15 @@ class Chain:
 
 
 @dataclass(frozen=True)
+class Chains:
+    """What one batch reads, swapped as one: the protocol's chain and, in an e2e Pipeline, `grounded`:
+    protocol fv's chain on the same NLI model, for the items that carry the passages to check
+    against (grounded turns, CheckItem.gold_evidence); None in an fv or ir Pipeline."""
+    main: Chain
+    grounded: Chain | None = None
+
+
+@dataclass(frozen=True)
 class Builder:
     """What stays for the Pipeline's life (encoder, index, protocol, surface, caches, hooks); `chain`
     builds the part a reload replaces."""
@@ -168,6 +177,11 @@ class Builder:
         encoder = encoder if not n or isinstance(encoder, CachedEncoder) else CachedEncoder(encoder, n)
         return cls(protocol, surface, encoder, searcher, surface_builder or memoize(surfaces_of, n),
                    hooks or PipelineHooks())
+
+    def grounded(self) -> "Builder | None":
+        """An e2e builder's twin for grounded items: protocol fv (its decision and display files, its
+        stages), the same encoder, caches and hooks, no index; None for other protocols."""
+        return replace(self, protocol="fv", searcher=None) if self.protocol == "e2e" else None
 
     def chain(self, settings: Settings, nli: NLIModel, required_display: bool = False) -> Chain:
         """The decision and display for `nli` (each checked against its version: DecisionModelMismatch),

@@ -19,14 +19,17 @@ from __future__ import annotations
 
 import time
 
+from dataclasses import replace
+
 from schemas import Verdict
 from schemas.items import CheckItem
+from schemas.verdict import ClaimSpan
 from schemas.protocols import PROTOCOLS, RETRIEVAL_PROTOCOLS, Encoder, NLIModel, Searcher, TurnResult
 from schemas.settings import Settings
 from schemas.secrets import Scrubber
 
 from . import reloading
-from .building import Builder, Chain, PipelineHooks
+from .building import Builder, Chain, Chains, PipelineHooks
 from .caches import cache_stats
 from .chain import run_stages
 from .decision import DecisionMethod
@@ -36,7 +39,7 @@ from .overlap import OverlapRunner
 from .retrieval.factory import load_searcher
 from .state import ClaimState, Stage
 from .surfaces.pronouns import cached_parse
-from .verdict import assemble, turn_summary
+from .verdict import assemble, turn_summary, with_note
 
 # checked once by from_settings so lazy loading happens there (a pronoun: R4 and the gate run too)
 WARM_UP = CheckItem("dialcheck-warm-up", "0", ["Do you know where Elvis Presley was born?"],
@@ -45,23 +48,41 @@ WARM_UP = CheckItem("dialcheck-warm-up", "0", ["Do you know where Elvis Presley 
 
 __all__ = ["CheckItem", "ClaimState", "Pipeline", "PipelineHooks", "PROTOCOLS", "TurnResult"]
 
+UNGROUNDED = "no evidence given and no conversation knowledge (grounded-only worker: DIALCHECK_GROUNDED_ONLY)"
+
+
+def undecided(passages: int) -> str:
+    """status.reason of a grounded claim its passages do not decide (attribution: NOT ENOUGH INFO)."""
+    return f"not decided by the {passages} given passage{'' if passages == 1 else 's'}"
+
 
 class Pipeline:
     """A Checker: `check_turns(list[CheckItem]) -> list[TurnResult]`, the call the stream worker,
-    `dialcheck check` and `dialcheck eval` all make. `surface` None: the settings' `claims.surface`."""
+    `dialcheck check` and `dialcheck eval` all make. `surface` None: the settings' `claims.surface`.
+
+    An e2e Pipeline takes mixed traffic: an item that carries its passages (`gold_evidence`: a
+    grounded turn) is checked by a second chain built for protocol fv on the same models (its
+    decision and display files, the same stages `check --protocol fv` runs), any other by retrieval;
+    with `grounding.only` there is no index, and an item without passages gets NOT ENOUGH INFO."""
 
     def __init__(self, settings: Settings, nli: NLIModel, encoder: Encoder, searcher: Searcher | None = None,
                  protocol: str = "e2e", surface: str | None = None, surface_builder=None,
                  hooks: PipelineHooks | None = None):
         self._builder = Builder.of(settings, encoder, searcher, protocol, surface or settings.claims.surface,
                                    surface_builder, hooks)
-        self._chain: Chain = self._builder.chain(settings, nli)
+        self._grounded_builder = self._builder.grounded()
+        self._chains = Chains(self._builder.chain(settings, nli),
+                              self._grounded_builder.chain(settings, nli) if self._grounded_builder else None)
         self._overlap = OverlapRunner(settings.perf.overlap_parts, settings.stages.check_contracts)
         # status reasons quote backends' errors (URLs, passwords): for the publish boundaries (`_verdict`)
         self.scrub = Scrubber.from_settings(settings)
         self.load_ms: dict[str, float] = {}  # from_settings: models, index and warm-up milliseconds
 
     # what the chain in use reads (a reload replaces them together)
+    @property
+    def _chain(self) -> Chain:
+        return self._chains.main
+
     @property
     def settings(self) -> Settings:
         return self._chain.settings
@@ -110,22 +131,35 @@ class Pipeline:
     # ---- reloading (workers/reloading.py; the worker's SIGHUP) ----------------------------------
     def reload(self) -> str:
         """Re-read the NLI model directory (`models.nli_model_dir`), the decision and the display
-        together and use them from the next batch; ReloadRefused (the running set kept) for a
-        missing, broken or mismatched directory. Returns what is now in use, in words."""
-        self._chain = reloading.reload_model(self._builder, self._chain)
-        return reloading.model_in_words(self._builder, self._chain)
+        together (for the grounded chain too) and use them from the next batch; ReloadRefused (the
+        running set kept) for a missing, broken or mismatched directory. What is now in use, in words."""
+        return self._reload_model(None)
 
     def reload_model(self, model_dir: str) -> str:
         """`reload` from another model directory."""
-        self._chain = reloading.reload_model(self._builder, self._chain, model_dir)
+        return self._reload_model(model_dir)
+
+    def _reload_model(self, model_dir: str | None) -> str:
+        builders, chains = self._builders_and_chains()
+        self._chains = Chains(*reloading.reload_models(builders, chains, model_dir))
         return reloading.model_in_words(self._builder, self._chain)
 
     def reload_display(self, display_params: str | None = None) -> str:
         """Re-read the display file alone (`decision.display_params`, overwritten in place by an
         operator, or `display_params` to point at another file), checked against the running NLI
-        model; ReloadRefused (the policy in use kept) otherwise. The policy now in use, in words."""
-        self._chain = reloading.reload_display(self._builder, self._chain, display_params)
+        model; ReloadRefused (the policy in use kept) otherwise. The grounded chain re-reads protocol
+        fv's display file (`display_params` names the e2e one). The policy now in use, in words."""
+        main = reloading.reload_display(self._builder, self._chains.main, display_params)
+        grounded = self._chains.grounded
+        if grounded is not None:
+            grounded = reloading.reload_display(self._grounded_builder, grounded)
+        self._chains = Chains(main, grounded)
         return self.display_in_use()
+
+    def _builders_and_chains(self) -> tuple[list[Builder], list[Chain]]:
+        if self._chains.grounded is None:
+            return [self._builder], [self._chains.main]
+        return [self._builder, self._grounded_builder], [self._chains.main, self._chains.grounded]
 
     def display_in_use(self) -> str:
         """The display policy in use, in words."""
@@ -141,7 +175,8 @@ class Pipeline:
         t0 = time.perf_counter()
         nli, encoder = load_models(settings)
         t1 = time.perf_counter()
-        searcher = load_searcher(settings, encoder) if protocol in RETRIEVAL_PROTOCOLS else None
+        grounded_only = protocol == "e2e" and settings.grounding.only  # no index built or loaded
+        searcher = load_searcher(settings, encoder) if protocol in RETRIEVAL_PROTOCOLS and not grounded_only else None
         t2 = time.perf_counter()
         pipe = cls(settings, nli, encoder, searcher, protocol, surface)
         pipe.load_ms = {"models": round((t1 - t0) * 1000, 1), "index": round((t2 - t1) * 1000, 1),
@@ -156,7 +191,7 @@ class Pipeline:
         pipe = self if base == self.surface and not self.settings.llm.edit else Pipeline(
             self.settings.updated(llm={"edit": False}), self.nli, self.encoder, self.searcher, self.protocol, base,
             self.surface_builder)
-        pipe.check_turns([WARM_UP])
+        pipe.check_turns([WARM_UP, *([replace(WARM_UP, gold_evidence=None)] if pipe.searcher is not None else [])])
         return round((time.perf_counter() - t) * 1000, 1)
 
     def with_options(self, protocol: str | None = None, surface: str | None = None) -> "Pipeline":
@@ -176,33 +211,93 @@ class Pipeline:
         """Per item, a TurnResult with every verdict to publish: with `claims.segment` a turn of
         several claims gets one verdict per claim (own claim_id) and then the turn summary (the
         turn's claim_id, the worst label — REFUTES > SUPPORTS > NEI — its rationale saying so);
-        otherwise the one verdict of the turn. `states` are the claims' stage fields (IR metrics,
-        tuning); under the IR protocol no label is decided. The display policy is read once, here."""
-        chain = self._chain
-        if not chain.settings.claims.segment or self.protocol == "ir":
-            return [TurnResult(st.item, [self._verdict(st, chain)], [st]) for st in self._run(items, chain)]
-        from .segment import capped, segment, turn_label
+        otherwise the one verdict of the turn. Each verdict's `claim_span` is where its claim stands
+        in the turn's text (the summary's: all of it). `states` are the claims' stage fields (IR
+        metrics, tuning); under the IR protocol no label is decided. The chains are read once, here."""
+        chains = self._chains
+        whole = [ClaimSpan(0, len(it.claim)) for it in items]
+        if not chains.main.settings.claims.segment or self.protocol == "ir":
+            return [TurnResult(st.item, [replace(v, claim_span=span)], [st])
+                    for (st, v), span in zip(self._check_claims(items, chains), whole)]
+        from .segment import ATTRIBUTION, SEVERITY, capped, order_in_words, segment, turn_label
 
-        flat, owner, segs = [], [], []
+        flat, owner, spans, segs = [], [], [], []
         for i, it in enumerate(items):
-            claims = segment(it.claim, chain.settings.claims.max_claims_per_turn)  # capped: the rest in `note`
+            claims = segment(it.claim, chains.main.settings.claims.max_claims_per_turn)  # capped: the rest in `note`
             segs.append(claims)
+            lead = len(it.claim) - len(it.claim.lstrip())  # segment() reads the stripped text
             for seg in claims:
-                flat.append(CheckItem(it.conversation_id, it.turn_id, list(it.context), seg.text, it.gold_evidence))
+                flat.append(replace(it, context=list(it.context), claim=seg.text))
                 owner.append(i)
-        states = self._run(flat, chain) if flat else []
-        per_item: list[list[ClaimState]] = [[] for _ in items]
-        for i, st in zip(owner, states):
-            per_item[i].append(st)
+                spans.append(whole[i] if len(claims) == 1 else ClaimSpan(lead + seg.start, lead + seg.end))
+        checked = self._check_claims(flat, chains) if flat else []
+        per_item: list[list[tuple[ClaimState, Verdict]]] = [[] for _ in items]
+        for i, (st, v), span in zip(owner, checked, spans):
+            per_item[i].append((st, replace(v, claim_span=span)))
         out = []
-        for item, claims, sts in zip(items, segs, per_item):
-            verdicts = [self._verdict(st, chain) for st in sts]
+        for item, claims, done, span in zip(items, segs, per_item, whole):
+            sts, verdicts = [st for st, _ in done], [v for _, v in done]
             note = getattr(claims, "note", None)
             if len(verdicts) <= 1 and not note:
-                out.append(TurnResult(item, verdicts or [self._verdict(ClaimState(item), chain)], sts))
+                if not verdicts:
+                    st, v = self._check_claims([item], chains, run=False)[0]
+                    sts, verdicts = [st], [v]
+                out.append(TurnResult(item, [replace(verdicts[0], claim_span=span)], sts))
                 continue
-            summary = turn_summary(item, verdicts, turn_label(v.label for v in verdicts))
-            out.append(TurnResult(item, verdicts + [capped(summary, claims)], sts, note))
+            severity = ATTRIBUTION if item.gold_evidence is not None else SEVERITY
+            summary = turn_summary(item, verdicts, turn_label((v.label for v in verdicts), severity),
+                                   order_in_words(severity))
+            out.append(TurnResult(item, verdicts + [replace(capped(summary, claims), claim_span=span)], sts, note))
+        return out
+
+    def _check_claims(self, items: list[CheckItem], chains: Chains, run: bool = True) -> list[tuple[ClaimState, Verdict]]:
+        """Each claim's state and verdict, in order: a claim with its passages by the grounded chain
+        (in an e2e Pipeline; an fv Pipeline's own chain is one), the rest by the main chain, or NOT
+        ENOUGH INFO in a grounded-only Pipeline. `run` False: nothing checked (a turn with no claim)."""
+        grounded = chains.grounded if chains.grounded is not None else (
+            chains.main if self.protocol == "fv" else None)
+        only = chains.grounded is not None and chains.main.settings.grounding.only
+        routes = [grounded if grounded is not None and it.gold_evidence is not None else None if only else chains.main
+                  for it in items]
+        states: list[ClaimState | None] = [None] * len(items)
+        for chain in {id(c): c for c in routes if c is not None}.values():
+            at = [i for i, c in enumerate(routes) if c is chain]
+            ran = self._run([items[i] for i in at], chain) if run else [ClaimState(items[i]) for i in at]
+            for i, st in zip(at, ran):
+                states[i] = st
+        out = []
+        for it, chain, st in zip(items, routes, states):
+            if chain is None:
+                st = ClaimState(it)
+                out.append((st, with_note(self._verdict(st, chains.main), UNGROUNDED, replace_reason=True)))
+            else:
+                out.append((st, self._verdict(st, chain)))
+        out = self._attributed(out, grounded, chains)
+        return [(st, with_note(v, st.item.evidence_note) if st.item.evidence_note else v) for st, v in out]
+
+    def _attributed(self, checked: list[tuple[ClaimState, Verdict]], grounded: Chain | None,
+                    chains: Chains) -> list[tuple[ClaimState, Verdict]]:
+        """Attribution: a grounded claim its passages leave undecided (NOT ENOUGH INFO, checked, no
+        outage) says so; with `grounding.fallback` (and an index) it is checked against the index
+        instead, its verdict saying why. A claim not checked (a question, another language) keeps
+        its own reason."""
+        if grounded is None:
+            return checked
+        undecided_at = [i for i, (st, v) in enumerate(checked)
+                        if st.item.gold_evidence is not None and v.label == "NOT ENOUGH INFO"
+                        and not st.problems and not st.skip_reason]
+        fallback = chains.main.settings.grounding.fallback and self.searcher is not None and chains.grounded is not None
+        out = list(checked)
+        if fallback and undecided_at:
+            again = self._run([replace(checked[i][0].item, gold_evidence=None) for i in undecided_at], chains.main)
+            for i, st in zip(undecided_at, again):
+                given = len(checked[i][0].item.gold_evidence)
+                out[i] = (st, with_note(self._verdict(st, chains.main),
+                                        f"{undecided(given)}: checked against the index instead (DIALCHECK_GROUNDED_FALLBACK)"))
+            return out
+        for i in undecided_at:
+            st, v = checked[i]
+            out[i] = (st, with_note(v, undecided(len(st.item.gold_evidence))))
         return out
 
     def _run(self, items: list[CheckItem], chain: Chain) -> list[ClaimState]:

@@ -46,21 +46,32 @@ def checked_nli(nli) -> None:
 def reload_model(builder: Builder, running: Chain, model_dir: str | None = None) -> Chain:
     """The chain on the NLI model in `model_dir` (default: the configured directory, re-read), with
     the decision and display that directory means, loaded and checked; ReloadRefused otherwise."""
+    return reload_models([builder], [running], model_dir)[0]
+
+
+def reload_models(builders: list[Builder], running: list[Chain], model_dir: str | None = None) -> list[Chain]:
+    """`reload_model` for chains that share one NLI model (an e2e Pipeline's own chain and its
+    grounded fv chain): the model is loaded and probed once, each builder's decision and display
+    loaded for it; all are returned, or ReloadRefused and none."""
     with _one_at_a_time:
-        where = model_dir or running.settings.models.nli_model_dir
-        kept = f"the running model {getattr(running.nli, 'version', '?')} kept"
+        first = running[0]
+        where = model_dir or first.settings.models.nli_model_dir
+        kept = f"the running model {getattr(first.nli, 'version', '?')} kept"
         try:
-            settings: Settings = running.settings.updated(models={"nli_model_dir": where})
+            settings: Settings = first.settings.updated(models={"nli_model_dir": where})
             nli = load_nli(settings)
             checked_nli(nli)
         except Exception as e:  # noqa: BLE001 - a model's files can fail in any library's way; nothing is swapped
             raise _why(e, f"the NLI model directory {where}", kept) from e
-        try:
-            return builder.chain(settings, nli, required_display=True)
-        except BROKEN as e:
-            files = f"its decision ({decision_path(settings.decision, builder.protocol)}) or display " \
-                    f"({display_file(settings.decision, builder.protocol)})"
-            raise _why(e, files, kept) from e
+        chains = []
+        for builder in builders:
+            try:
+                chains.append(builder.chain(settings, nli, required_display=True))
+            except BROKEN as e:
+                files = f"its decision ({decision_path(settings.decision, builder.protocol)}) or display " \
+                        f"({display_file(settings.decision, builder.protocol)})"
+                raise _why(e, files, kept) from e
+        return chains
 
 
 def reload_display(builder: Builder, running: Chain, display_params: str | None = None) -> Chain:

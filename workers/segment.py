@@ -12,6 +12,14 @@ from typing import Iterable, Sequence
 from schemas import claim_id
 
 SEVERITY = {"REFUTES": 2, "SUPPORTS": 1, "NOT ENOUGH INFO": 0}  # the turn shows its worst claim
+# a grounded turn (checked against the passages its assistant was given) is supported only when every
+# claim is: a claim its passages do not decide makes the turn NOT ENOUGH INFO (attribution)
+ATTRIBUTION = {"REFUTES": 2, "NOT ENOUGH INFO": 1, "SUPPORTS": 0}
+
+
+def order_in_words(severity: dict[str, int]) -> str:
+    """"REFUTES > SUPPORTS > NOT ENOUGH INFO": the turn summary's rationale names its order."""
+    return " > ".join(sorted(severity, key=lambda lab: -severity[lab]))
 _SPLIT_CC = {"and", "but"}
 _MIN_WORDS = 3
 
@@ -86,13 +94,12 @@ def capped(turn_verdict, claims) -> object:
     note = getattr(claims, "note", None)
     if not note:
         return turn_verdict
-    from dataclasses import replace
+    from .verdict import with_note
 
-    status = replace(turn_verdict.status, reason="; ".join(r for r in (turn_verdict.status.reason, note) if r))
-    why = dict(turn_verdict.rationale or {})
-    why["numbers"] = {**why.get("numbers", {}), "unchecked_claims": getattr(claims, "unchecked", 0) or None}
-    why["summary"] = f"{why.get('summary', '')} Not all of the turn was checked: {note}.".strip()
-    return replace(turn_verdict, status=status, rationale=why)
+    noted = with_note(turn_verdict, note, f"Not all of the turn was checked: {note}.")
+    noted.rationale["numbers"] = {**noted.rationale.get("numbers", {}),
+                                  "unchecked_claims": getattr(claims, "unchecked", 0) or None}
+    return noted
 
 
 def segment(turn: str, max_claims: int | None = None) -> TurnSegments:
@@ -136,7 +143,8 @@ def segment(turn: str, max_claims: int | None = None) -> TurnSegments:
     return out
 
 
-def turn_label(labels: Iterable[str]) -> str:
-    """Worst label wins: any REFUTES → REFUTES; else any SUPPORTS → SUPPORTS; else NOT ENOUGH INFO."""
+def turn_label(labels: Iterable[str], severity: dict[str, int] = SEVERITY) -> str:
+    """Worst label wins: any REFUTES → REFUTES; else any SUPPORTS → SUPPORTS; else NOT ENOUGH INFO
+    (`severity` ATTRIBUTION, a grounded turn: any NOT ENOUGH INFO before SUPPORTS)."""
     labels = list(labels)
-    return max(labels, key=lambda lab: SEVERITY[lab]) if labels else "NOT ENOUGH INFO"
+    return max(labels, key=lambda lab: severity[lab]) if labels else "NOT ENOUGH INFO"

@@ -23,7 +23,7 @@ from typing import Callable
 import numpy as np
 
 from schemas import Surface
-from schemas.items import CheckItem
+from schemas.items import CheckItem, GivenPassage
 from schemas.protocols import Encoder, ModelUnavailable, NLIModel, Passage, Searcher
 from schemas.settings import GateSettings, RetrievalSettings, WindowSettings
 
@@ -221,12 +221,22 @@ class RetrieveStage(BaseStage):
 
 @component(reads=("item",), writes=("passages",), batched=False, can=("beside_nli",))
 class GoldEvidenceStage(BaseStage):
-    """FV protocol: the record's gold evidence is the verifier's passages."""
+    """FV protocol: the record's gold evidence, or a grounded turn's given passages, are the verifier's passages."""
     name = "evidence"
 
     def run(self, states: list[ClaimState]) -> None:
         for s in states:
-            s.passages = [Passage(f"gold:{i}", t, x, doc_id=t) for i, (t, x) in enumerate(s.item.gold_evidence or [])]
+            s.passages = [given_passage(i, g) for i, g in enumerate(s.item.gold_evidence or [])]
+
+
+def given_passage(i: int, given: tuple[str, str] | GivenPassage) -> Passage:
+    """A given passage as the verifier reads it: a DialFact (title, text) pair, or a GivenPassage
+    whose id (else `gold:<i>`), title ("" when none) and url go on to the verdict's evidence."""
+    if isinstance(given, GivenPassage):
+        return Passage(given.id or f"gold:{i}", given.title or "", given.text, doc_id=given.id or given.title or "",
+                       url=given.url)
+    title, text = given
+    return Passage(f"gold:{i}", title, text, doc_id=title)
 
 
 @component(reads=("item", "fv_surface", "passages", "surfaces"),

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from schemas import LABELS, Evidence, Status, Surface, Verdict, claim_id
-from schemas.items import CheckItem
+from schemas.items import CheckItem, GivenPassage
 from schemas.protocols import CONTRADICTION, ENTAILMENT, NEUTRAL
 
 from .decision import NO_EVIDENCE
@@ -40,7 +40,8 @@ def assemble(st: ClaimState, ctx: VerdictContext) -> Verdict:
         p = st.passages[w.window.passage_index]
         evidence.append(Evidence(p.id, p.title, p.text, w.window.text, float(p.score) if p.score else None,
                                  round(w.window.prescore, 4), float(w.probs[ENTAILMENT]),
-                                 float(w.probs[NEUTRAL]), float(w.probs[CONTRADICTION]), p.url))
+                                 float(w.probs[NEUTRAL]), float(w.probs[CONTRADICTION]), p.url,
+                                 passage_source(st, w.window.passage_index, ctx.protocol)))
     if label not in LABELS:  # a decision method or judge that made up a label: refused, not published
         raise ValueError(f"decision label {label!r} is not one of {LABELS} (rule {getattr(d, 'rule', None)!r})")
     decided = d if best is not None else None  # a decision on a window read
@@ -56,6 +57,27 @@ def assemble(st: ClaimState, ctx: VerdictContext) -> Verdict:
                    status=state, display=display,
                    uncovered=list(basis.uncovered) if basis is not None and basis.uncovered else None,
                    mismatches=checks.mismatches() if checks is not None else None)
+
+
+def passage_source(st: ClaimState, index: int, protocol: str) -> str:
+    """Where the verifier's passage `index` came from (evidence `source`, schema 2.4): retrieved
+    ("index") unless the protocol reads given passages (fv: the item's `gold_evidence`, in order),
+    then the GivenPassage's own source; a DialFact (title, text) pair was given with its turn."""
+    if protocol != "fv":
+        return "index"
+    given = st.item.gold_evidence or []
+    passage = given[index] if 0 <= index < len(given) else None
+    return passage.source if isinstance(passage, GivenPassage) else "turn"
+
+
+def with_note(v: Verdict, reason: str, summary: str | None = None, replace_reason: bool = False) -> Verdict:
+    """The verdict saying `reason` in status.reason (after what it said, or instead with
+    `replace_reason`) and `summary` (default: the reason as a sentence) at the end of its rationale's
+    summary: how a grounded check, a cut or a cap is told without changing what was decided."""
+    said = None if replace_reason else v.status.reason
+    why = dict(v.rationale or {})
+    why["summary"] = f"{why.get('summary', '')} {summary or reason[:1].upper() + reason[1:] + '.'}".strip()
+    return replace(v, status=replace(v.status, reason="; ".join(r for r in (said, reason) if r)), rationale=why)
 
 
 def status(st: ClaimState, protocol: str, evidence: str = "none") -> Status:
@@ -113,12 +135,13 @@ def rationale(st: ClaimState, label: str, best, ctx: VerdictContext) -> dict:
     return {"rule": rule, "numbers": numbers, "window": window, "summary": summary, **st.notes}
 
 
-def turn_summary(item: CheckItem, claims: list[Verdict], label: str) -> Verdict:
-    """The turn's own verdict over its claims' verdicts: the worst label, that claim's evidence and
-    display (the same label, probabilities and status, so the same hint)."""
+def turn_summary(item: CheckItem, claims: list[Verdict], label: str,
+                 order: str = "REFUTES > SUPPORTS > NOT ENOUGH INFO") -> Verdict:
+    """The turn's own verdict over its claims' verdicts: the worst label (by `order`, in words), that
+    claim's evidence and display (the same label, probabilities and status, so the same hint)."""
     worst = next(v for v in claims if v.label == label)
     why = {"rule": "turn-summary", "numbers": {"claims": len(claims)}, "window": (worst.rationale or {}).get("window"),
-           "summary": f"{label}: the worst of {len(claims)} claims (REFUTES > SUPPORTS > NOT ENOUGH INFO); "
+           "summary": f"{label}: the worst of {len(claims)} claims ({order}); "
                       f"claim ids {', '.join(v.claim_id for v in claims)}."}
     return replace(worst, claim=item.claim, surface=Surface("r0", item.claim), label=label,
                    claim_id=claim_id(item.conversation_id, item.turn_id, item.claim), rationale=why)

@@ -109,3 +109,12 @@ def test_the_event_byte_limit_still_refuses_a_giant_record():
 
 def test_an_empty_list_is_a_turn_grounded_on_nothing():
     assert parse_turn(_turn([])).evidence == ()
+
+
+def test_a_long_unpunctuated_passage_is_read_in_windows_to_its_end():
+    from workers.windows import MAX_WINDOW_WORDS, windows
+
+    words = [f"w{i}" for i in range(5 * MAX_WINDOW_WORDS + 7)]
+    got = windows(" ".join(words))
+    singles = [w for w in got if len(w.split()) <= MAX_WINDOW_WORDS]
+    assert " ".join(singles).split() == words  # every word, in order, in a window the NLI reads whole

@@ -1,5 +1,6 @@
-"""The structured checks of a decided claim against the windows its label rests on: typed slots
-(slots.py), its relations (structure.py) and its subject (`subject_named`).
+"""The structured checks of a decided claim against the windows its label rests on: the checks
+registered in registry.py (components/: typed slots, the claim's subject, its relations), asked
+through one `Checks` per claim and window set.
 
 Why: a SUPPORTS badge must mean the fact, not the words. The NLI model entails a claim
 whose words the evidence covers whatever their roles, and a year close in characters. These checks
@@ -15,33 +16,49 @@ asks it of every SUPPORTS (+2.7 ms CPU a claim on the yardstick's FV claims, doc
 it the display only of a SUPPORTS it would otherwise show; the verdict reports it once asked."""
 from __future__ import annotations
 
-from functools import lru_cache
-
 from schemas.verdict import Mismatch
 
-from .slots import SlotCheck, compare
-from .sufficiency import _window_terms, subject_terms
-from .structure import StructureCheck, check as structure_check
-
+from .registry import DecisionCheck, Effect, Relabel, registered, switched_on
+from .slots import SlotCheck
+from .structure import StructureCheck
 
 class Checks:
-    """The checks of one claim against the windows its label rests on (texts as the decision read them)."""
+    """The registered checks (registry.py) of one claim against the windows its label rests on
+    (texts as the decision read them; `titled`: each with its passage title, as the slots read them).
+    Each check's finding is worked out on first use and kept."""
 
-    def __init__(self, claim: str, texts: tuple[str, ...], titled: tuple[str, ...], subject: bool | None):
-        self.claim, self.texts, self.titled, self.subject = claim, texts, titled, subject
-        self.slots: tuple[SlotCheck, ...] = compare(claim, titled)  # cheap: regular expressions
-        self._structure: StructureCheck | None = None
+    def __init__(self, claim: str, texts: tuple[str, ...], titled: tuple[str, ...]):
+        self.claim, self.texts, self.titled = claim, texts, titled
+        self._found: dict[str, object] = {}
+
+    def finding(self, name: str) -> object:
+        """The named check's finding (worked out now if not yet)."""
+        if name not in self._found:
+            check = next(c for c in registered() if c.name == name)
+            self._found[name] = check.find(self)
+        return self._found[name]
+
+    def found(self, name: str) -> object | None:
+        """The named check's finding if it ran, else None (asking would run it)."""
+        return self._found.get(name)
+
+    @property
+    def slots(self) -> tuple[SlotCheck, ...]:
+        return self.finding("slot")
+
+    @property
+    def subject(self) -> bool | None:
+        """Do the windows name the claim's subject (None: not a named subject, not asked)?"""
+        return self.finding("subject")
 
     @property
     def structure(self) -> StructureCheck:
         """The structural check (parsed on first use)."""
-        if self._structure is None:
-            self._structure = structure_check(self.claim, self.texts)
-        return self._structure
+        return self.finding("structure")
 
     @property
     def structure_ran(self) -> bool:
-        return self._structure is not None
+        return "structure" in self._found
 
     @property
     def clash(self) -> SlotCheck | None:
@@ -54,33 +71,37 @@ class Checks:
 
     @property
     def agreed(self) -> bool:
-        """Every check agrees: each slot stated, the subject named, the relations held (parsed here if
-        not yet). The cheap ones first, so the parse runs only when they pass."""
-        return self.slots_agree and self.subject is not False and self.structure.agreed
+        """Every check agrees, asked in the registry's order (the cheap ones first, so the parse runs
+        only when they pass)."""
+        return all(c.agrees(self) for c in registered() if c.vetoes_badge)
+
+    def disagreeing(self) -> list[tuple[DecisionCheck, Mismatch]]:
+        """Each mismatch with the check that found it (a check that has not run reports nothing)."""
+        return [(c, m) for c in registered() for m in c.mismatches(self)]
 
     def unstated(self) -> str:
         """What the claim states that the windows do not, as the rationale's note says it (the first
         check that disagreed; asked after `agreed` is False)."""
-        for m in self.mismatches():
-            if m.check == "slot":
-                said = f' (it says "{m.evidence}")' if m.evidence else ""
-                return f'the claim\'s {m.type} "{m.span}"{said}'
-            if m.check == "subject":
-                return "the claim's subject"
-            said = f" (it has {m.evidence})" if m.evidence else ""
-            return f"the claim's relation {m.span}{said}"
-        return "all the claim states"
+        first = next(iter(self.disagreeing()), None)
+        return first[0].describe(first[1]) if first is not None else "all the claim states"
 
     def mismatches(self) -> list[Mismatch]:
         """What did not agree, for the verdict (the structural check only where it ran)."""
-        out = [Mismatch("slot", s.slot.type, s.slot.text, s.status, s.evidence or None)
-               for s in self.slots if s.status != "stated"]
-        if self.subject is False:
-            out.append(Mismatch("subject", "subject", self.claim, "differs", None))
-        if self._structure is not None and self._structure.failed is not None:
-            f = self._structure.failed
-            out.append(Mismatch("structure", f.role, f.text(), "differs", self._structure.evidence or None))
-        return out
+        return [m for _, m in self.disagreeing()]
+
+    def relabel(self, params, topical: bool, checked: bool) -> Relabel | None:
+        """The label change the checks ask of a SUPPORTS under these guarded parameters: a refutation
+        first (the evidence states it otherwise), then with `checked` any disagreement withdraws it,
+        then a check's own withdrawal (the registry's order within each)."""
+        switched = [c for c in registered() if switched_on(c, params)]
+        for effect in (Effect.REFUTES, Effect.WITHDRAW):
+            if effect is Effect.WITHDRAW and checked and not self.agreed:
+                return Relabel(Effect.WITHDRAW, f"The evidence does not state {self.unstated()}.", "checks_disagree")
+            for c in (c for c in switched if c.effect is effect):
+                found = c.relabel(self, topical)
+                if found is not None:
+                    return found
+        return None
 
 
 def window_text(ev, i: int, sep: str = " ") -> str:
@@ -101,34 +122,4 @@ def checks_of(ev, windows: tuple[int, ...]) -> Checks | None:
     claim = ev.topic or ev.claim
     texts = tuple(ev.window_texts[i] for i in windows)
     titled = tuple(window_text(ev, i, ". ") for i in windows)
-    return Checks(claim, texts, titled, subject_named(claim, titled))
-
-
-def subject_named(claim: str, texts: tuple[str, ...]) -> bool | None:
-    """Do the texts name the claim's subject? Asked only of a subject with a name or number in it
-    ("Kyoto", "The 1998 final"): a pronoun or a common noun ("it", "the club") is not checkable
-    here (None); the subject is named when one of its names is there (a window often names a
-    person by a part of their name)."""
-    terms = subject_terms(claim)
-    if not terms:
-        return None
-    # a name: an anchor, or a proper noun at the start of the sentence (key_terms counts those as words)
-    proper = _proper_terms(claim)
-    anchors = {t for kind, t in terms if kind == "anchor" or t in proper}
-    if not anchors:
-        return None
-    present = set()
-    for t in texts:
-        words, nums = _window_terms(t)
-        present |= words | nums
-    return bool(anchors & present)
-
-
-@lru_cache(maxsize=65536)
-def _proper_terms(claim: str) -> frozenset:
-    """The normalised words of the claim's proper nouns, once per claim: the parse cache is off
-    unless settings turn it on, and a claim's checks are built for every decision of it."""
-    from ..surfaces.pronouns import parse
-    from ..windows import normalise
-
-    return frozenset(x for tok in parse(claim) if tok.pos_ == "PROPN" for x in normalise(tok.lower_))
+    return Checks(claim, texts, titled)

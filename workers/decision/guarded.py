@@ -35,6 +35,7 @@ from schemas import LABELS
 from schemas.protocols import CONTRADICTION, ENTAILMENT
 
 from .checks import Checks, checks_of, window_text
+from .registry import Effect, names
 from .rule import label_probs
 from .sufficiency import ON_TOPIC, claim_terms, uncovered
 
@@ -81,6 +82,8 @@ class GuardedParams:
     # structure.py's precise test) is NOT ENOUGH INFO — `checked` narrowed to a clash, silence left to the
     # display; not fitted (shipped on in decision.json; the display is fitted on the decisions before it)
     relation_clash: bool = False
+    # registered checks (registry.py) whose label effect is on, for a check without a field of its own above
+    checks_on: tuple[str, ...] = ()
 
     levels: ClassVar[dict] = COVER_LEVELS
     scopes: ClassVar[dict] = COVER_SCOPES
@@ -92,6 +95,10 @@ class GuardedParams:
         if self.cover_scope not in self.scopes:
             raise ValueError(f"guarded cover_scope {self.cover_scope!r} not in {tuple(self.scopes)} "
                              "(the measured, unshipped scopes: lab/tuning/variants.py)")
+        object.__setattr__(self, "checks_on", tuple(self.checks_on))  # decision.json stores a list
+        unknown = sorted(set(self.checks_on) - set(names()))
+        if unknown:
+            raise ValueError(f"guarded checks_on {unknown} are not registered checks {names()}")
 
     @classmethod
     def from_dict(cls, d: dict) -> "GuardedParams":
@@ -180,6 +187,14 @@ class Guarded:
     @property
     def label(self) -> str:
         return LABELS[self.code]
+
+
+def _relabelled(effect: Effect, probs: dict) -> tuple[int, dict]:
+    """A SUPPORTS a check relabels: REFUTES with the window's support for the rest read as
+    contradiction (it states the claim's slot otherwise), or withdrawn to NOT ENOUGH INFO."""
+    if effect is Effect.REFUTES:
+        return R, {"SUPPORTS": probs["REFUTES"], "REFUTES": probs["SUPPORTS"], "NOT ENOUGH INFO": probs["NOT ENOUGH INFO"]}
+    return NEI, _support_withdrawn(probs)
 
 
 def _support_withdrawn(probs: dict) -> dict:
@@ -285,27 +300,11 @@ class GuardedRule:
         elif code == NEI and on_topic < p.on_topic:
             note = (f"The windows read are off the claim's topic (coverage {on_topic:.2f} < {p.on_topic:g}), "
                     "so their contradiction cannot refute it.")
-        clash = checks.clash if checks is not None and code == S and p.slots else None
-        if clash is not None and on_topic >= p.on_topic:
-            # the window entails the rest of the claim and states this slot otherwise: contradiction
-            # evidence, as strong as the window's support for the rest (its entailment)
-            code = R
-            probs = {"SUPPORTS": probs["REFUTES"], "REFUTES": probs["SUPPORTS"], "NOT ENOUGH INFO": probs["NOT ENOUGH INFO"]}
-            numbers["slot_clash"] = True
-            note = (f"The evidence states the claim's {clash.slot.type} \"{clash.slot.text}\" as "
-                    f"\"{clash.evidence}\"; the rest of the claim it supports.")
-        elif code == S and p.checked and checks is not None and not checks.agreed:
-            # the window's words cover the claim, but not who did what, the subject or the value it states
-            code, probs = NEI, _support_withdrawn(probs)
-            numbers["checks_disagree"] = True
-            note = f"The evidence does not state {checks.unstated()}."
-        elif code == S and p.relation_clash and checks is not None and checks.structure.precise is not None:
-            # the window's words cover the claim, but it gives one of the claim's relations to another word
-            # (the structural check's precise test; the display's veto reads the broad one, which it implies)
-            code, probs = NEI, _support_withdrawn(probs)
-            numbers["relation_clash"] = True
-            f = checks.structure.precise
-            note = f"The evidence relates the claim's words otherwise: {f.evidence}, not {f.failed.text()}."
+        relabel = checks.relabel(p, on_topic >= p.on_topic, p.checked) if checks is not None and code == S else None
+        if relabel is not None:
+            code, probs = _relabelled(relabel.effect, probs)
+            numbers[relabel.flag] = True
+            note = relabel.note
         elif code == NEI and p.clash_refutes:
             found = self.clashing(ev)
             if found is not None:

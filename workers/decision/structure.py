@@ -29,7 +29,8 @@ standing for a name, no part of a name, ...) is what the decision's `relation_cl
 veto hides more; the label changes only where the parse is least likely to be wrong."""
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
+from enum import StrEnum
 from functools import lru_cache
 
 CONTENT = frozenset({"NOUN", "PROPN", "VERB", "ADJ", "NUM"})
@@ -39,9 +40,6 @@ PREDICATES = frozenset({"attr", "acomp", "oprd"})
 ATTACHED = frozenset({"amod", "compound", "nmod", "nummod"})
 MODIFIERS = frozenset({"amod", "compound", "nmod", "nummod", "flat", "poss"})
 CLOSE = frozenset({"amod", "compound", "nmod", "flat", "appos"})  # a word this close to a noun is not another one
-AGENT, PATIENT, ATTACH, OF, PREP, THEME, BE = "agent", "patient", "attached", "of", "prep", "theme", "be"
-ATTACHMENTS = frozenset({ATTACH, OF, PREP, BE})  # held by one another: a parser's choice among them is no evidence
-ROLES_HELD = {AGENT: {AGENT, THEME}, PATIENT: {PATIENT, THEME}, THEME: {AGENT, PATIENT, THEME}}
 PLACES = frozenset({"GPE", "LOC"})  # "Phoenix, Arizona": the state is where, not what, Phoenix is
 # verbs whose subject and object may be exchanged without changing the fact ("Panama borders
 # Colombia" / "bordered by Costa Rica"): for the precise test another word in a role of theirs is no rival
@@ -49,12 +47,41 @@ SYMMETRIC = frozenset({"meet", "marry", "border", "neighbor", "neighbour", "adjo
                        "touch", "divorce", "date", "fight", "battle", "befriend", "collaborate"})
 
 
+class Role(StrEnum):
+    """A content edge's relation: the verdict's structure mismatch `type`."""
+    AGENT = "agent"  # who does it: the active subject, the passive "by" object
+    PATIENT = "patient"  # to whom or what: the object, the passive subject
+    THEME = "theme"  # an intransitive verb's subject, held by either of the two above
+    ATTACH = "attached"  # an adjective, compound or modifier on its noun
+    OF = "of"  # "a of b", "b's a"
+    PREP = "prep"  # a preposition's object on its head
+    BE = "be"  # a copula's subject and predicate, an apposition
+
+
+class RivalKind(StrEnum):
+    """How the evidence gave the claim's relation to another word (`StructureCheck.rival`)."""
+    REPLACED = "replaced"  # a named participant replaced, the rest of the statement kept
+    AGENT = "agent"  # the verb's agent is someone else
+    THEME = "theme"  # "the Orinoco flows through Venezuela"
+    SWAPPED = "swapped"  # the same two words, the roles swapped
+    PATIENT = "patient"  # "herbs are dried" for "spices are dried"
+    PREDICATE = "predicate"  # the predicate said of another ("Tokyo is the capital")
+    OF = "of"  # "the capital of X" for "the capital of Y"
+    PLACE = "place"  # "died in Princeton" for "born in Princeton"
+    POSSESSED = "possessed"  # broad only: the name owns another name in a window silent on the relation
+
+
+AGENT, PATIENT, ATTACH, OF, PREP, THEME, BE = Role.AGENT, Role.PATIENT, Role.ATTACH, Role.OF, Role.PREP, Role.THEME, Role.BE
+ATTACHMENTS = frozenset({ATTACH, OF, PREP, BE})  # held by one another: a parser's choice among them is no evidence
+ROLES_HELD = {AGENT: {AGENT, THEME}, PATIENT: {PATIENT, THEME}, THEME: {AGENT, PATIENT, THEME}}
+
+
 @dataclass(frozen=True)
 class Edge:
-    role: str
+    role: Role
     head: str  # the words as written (what the verdict names)
     dep: str
-    kind: str = ""  # an evidence edge that rivals the claim's: how (`_competitor`); "" for a claim edge
+    kind: RivalKind | str = ""  # an evidence edge that rivals the claim's: how (`_competitor`); "" for a claim edge
 
     def text(self) -> str:
         return {AGENT: f"{self.dep} → {self.head} (who does it)", PATIENT: f"{self.head} → {self.dep} (to whom/what)",
@@ -84,8 +111,7 @@ class StructureCheck:
 
     @property
     def rival(self) -> str:
-        """How the relation went to another word: swapped, replaced, agent, theme, patient, predicate, of, place,
-        possessed (broad only: the name owns another name in a window silent on the relation)."""
+        """How the relation went to another word (a `RivalKind`); "" when none."""
         return self.other.kind if self.other is not None else ""
 
 
@@ -115,41 +141,27 @@ def _subject(verb):
     return s
 
 
-def edges(doc) -> list[tuple[str, object, object]]:
+def edges(doc) -> list[tuple[Role, object, object]]:
     """(role, head token, dependent token) of every content edge of a parse."""
-    out = []
+    out: list[tuple[Role, object, object]] = []
 
-    def add(role, h, d):
-        if h is None or d is None:
+    def add(role: Role, head, dep):
+        if head is None or dep is None:
             return
-        h, d = _resolve(h), _resolve(d)
-        if h.i == d.i or h.pos_ not in CONTENT or d.pos_ not in CONTENT | {"PRON"}:
+        head, dep = _resolve(head), _resolve(dep)
+        if head.i == dep.i or head.pos_ not in CONTENT or dep.pos_ not in CONTENT | {"PRON"}:
             return
-        for dd in [d, *d.conjuncts]:
-            if dd.pos_ in CONTENT or dd.pos_ == "PRON":
-                out.append((role, h, dd))
+        for conjunct in [dep, *dep.conjuncts]:
+            if conjunct.pos_ in CONTENT or conjunct.pos_ == "PRON":
+                out.append((role, head, conjunct))
                 # a name's other parts stand for it ("Ramón Tapia Zapata won": Tapia won)
-                out.extend((role, h, part) for part in dd.children
-                           if dd.pos_ == "PROPN" and part.pos_ == "PROPN" and part.dep_ in ("compound", "flat"))
+                out.extend((role, head, part) for part in conjunct.children
+                           if conjunct.pos_ == "PROPN" and part.pos_ == "PROPN" and part.dep_ in ("compound", "flat"))
 
     for tok in doc:
         dep, head = tok.dep_, tok.head
         if dep in SUBJECTS:
-            if _copular(head):  # "Kyoto is the capital", "Tokyo became the capital"
-                for pred in (c for c in head.children if c.dep_ in PREDICATES):
-                    add(BE, pred, tok)
-            elif head.pos_ == "AUX":  # "Berlin is in Germany": the subject is what the preposition attaches to
-                for prep in (c for c in head.children if c.dep_ == "prep"):
-                    for obj in (c for c in prep.children if c.dep_ == "pobj"):
-                        add(PREP, tok, obj)
-            else:
-                for verb in [head, *(c for c in head.conjuncts if c.pos_ == head.pos_ and _subject(c) is None)]:
-                    # an intransitive verb's subject may be its transitive object ("the audience increased" /
-                    # "radio increased the audience"): a theme, held by either role
-                    transitive = any(c.dep_ in ("dobj", "dative", "ccomp", "xcomp") for c in verb.children)
-                    add(AGENT if transitive else THEME, verb, tok)
-                for x in (c for c in head.children if c.dep_ == "xcomp" and _subject(c) is tok):
-                    add(AGENT, x, tok)
+            _subject_edges(tok, add)
         elif dep == "nsubjpass":
             add(PATIENT, head, tok)
         elif dep in ("dobj", "dative"):
@@ -176,11 +188,123 @@ def edges(doc) -> list[tuple[str, object, object]]:
     return out
 
 
+def _subject_edges(tok, add) -> None:
+    """The edges of a subject: of a copula's predicate, of a preposition after "is", of its verbs."""
+    head = tok.head
+    if _copular(head):  # "Kyoto is the capital", "Tokyo became the capital"
+        for pred in (c for c in head.children if c.dep_ in PREDICATES):
+            add(BE, pred, tok)
+    elif head.pos_ == "AUX":  # "Berlin is in Germany": the subject is what the preposition attaches to
+        for prep in (c for c in head.children if c.dep_ == "prep"):
+            for obj in (c for c in prep.children if c.dep_ == "pobj"):
+                add(PREP, tok, obj)
+    else:
+        for verb in [head, *(c for c in head.conjuncts if c.pos_ == head.pos_ and _subject(c) is None)]:
+            # an intransitive verb's subject may be its transitive object ("the audience increased" /
+            # "radio increased the audience"): a theme, held by either role
+            transitive = any(c.dep_ in ("dobj", "dative", "ccomp", "xcomp") for c in verb.children)
+            add(AGENT if transitive else THEME, verb, tok)
+        for x in (c for c in head.children if c.dep_ == "xcomp" and _subject(c) is tok):
+            add(AGENT, x, tok)
+
+
 @lru_cache(maxsize=16384)
 def _claim_edges(text: str):
     from ..surfaces.pronouns import parse
 
     return edges(parse(text))
+
+
+@dataclass
+class EvidenceGraph:
+    """The evidence texts' parses read together: their content edges, each content word's tokens,
+    the word pairs that share a sentence. A token is (text number, token)."""
+    relation: dict = field(default_factory=dict)  # (head id, dep id) → the first role between them
+    roles: dict = field(default_factory=dict)  # (head id, dep id) → every role between them
+    pronoun_roles: dict = field(default_factory=dict)  # head id → roles a pronoun takes on it ("its capital")
+    edges: list = field(default_factory=list)  # (role, (k, head token), (k, dep token)), pronouns left out
+    by_word: dict = field(default_factory=dict)  # a content word → its tokens
+    together: set = field(default_factory=set)  # (word, word) stated in one sentence
+    near: dict = field(default_factory=dict)  # token id → its neighbours by any edge
+
+    @classmethod
+    def of(cls, texts: tuple[str, ...]) -> "EvidenceGraph":
+        from ..surfaces.pronouns import parse
+
+        graph = cls()
+        for k, doc in enumerate(parse(t) for t in texts if t.strip()):
+            graph._add(k, doc)
+        for head_id, dep_id in graph.relation:
+            graph.near.setdefault(head_id, set()).add(dep_id)
+            graph.near.setdefault(dep_id, set()).add(head_id)
+        return graph
+
+    def _add(self, k: int, doc) -> None:
+        for role, head, dep in edges(doc):
+            head_id, dep_id = (k, head.i), (k, dep.i)
+            if dep.pos_ == "PRON":  # "its capital", "he died in ...": the pronoun may stand for any noun there
+                self.pronoun_roles.setdefault(head_id, set()).add(role)
+                continue
+            self.relation.setdefault((head_id, dep_id), role)
+            self.roles.setdefault((head_id, dep_id), set()).add(role)
+            self.edges.append((role, (k, head), (k, dep)))
+        for tok in doc:
+            if tok.pos_ in CONTENT:
+                self.by_word.setdefault(_word(tok), []).append((k, tok))
+        # only edges whose two words occur together in one evidence sentence are asked: words the
+        # evidence states apart are not a relation it denies
+        for sent in doc.sents:
+            words = {_word(t) for t in sent if t.pos_ in CONTENT}
+            self.together |= {(a, b) for a in words for b in words}
+
+    def asks(self, role: Role, head, dep) -> bool:
+        """Is this claim edge asked: its words in one evidence sentence, or a named participant's
+        anywhere ("The legislative capital is Eswatini": a page names its subject in one sentence and
+        says what else is the capital in another)?"""
+        return (_word(head), _word(dep)) in self.together \
+            or (_named(role, head, dep) and _word(head) in self.by_word and _word(dep) in self.by_word)
+
+    def holds(self, role: Role, a, b) -> bool:
+        """Does the evidence relate these two aligned tokens by this role?"""
+        (ka, tok_a), (kb, tok_b) = a, b
+        if ka != kb:
+            return False
+        ia, ib = (ka, tok_a.i), (ka, tok_b.i)
+        if role in ATTACHMENTS:  # undirected, and "X of Y" may be read as any attachment ("Oxford University")
+            if (ia, ib) in self.relation or (ib, ia) in self.relation:
+                return True
+            if tok_a.head.i == tok_b.head.i and tok_a.dep_ in MODIFIERS and tok_b.dep_ in MODIFIERS:
+                return True  # two modifiers of one noun: "Ramón Tapia Zapata", "the dark pigment eumelanin"
+            if role == PREP and (any(tok_b.dep_ == "pobj" and (m, ib) in self.relation for m in self.near.get(ia, ()))
+                                 or any(tok_a.dep_ == "pobj" and (m, ia) in self.relation for m in self.near.get(ib, ()))):
+                return True  # a preposition's attachment is the parser's guess: to the verb or its object
+        elif ROLES_HELD.get(role, {role}) & self.roles.get((ia, ib), set()):
+            return True
+        return bool(ROLES_HELD.get(role, {role}) & self.pronoun_roles.get(ia, set()))  # "its capital": a pronoun there
+
+    def consistent(self, claim_edges: list) -> bool:
+        """Is there one reading of the evidence (each claim word aligned to one evidence token of its
+        word) that holds all these claim edges? A backtracking search over the alignments."""
+        order = list(dict.fromkeys(t.i for _, h, d in claim_edges for t in (h, d)))
+        token_of = {t.i: t for _, h, d in claim_edges for t in (h, d)}
+        aligned: dict[int, tuple] = {}
+
+        def fits(i: int) -> bool:
+            return all(self.holds(r, aligned[h.i], aligned[d.i]) for r, h, d in claim_edges
+                       if h.i in aligned and d.i in aligned and i in (h.i, d.i))
+
+        def search(n: int) -> bool:
+            if n == len(order):
+                return True
+            i = order[n]
+            for candidate in self.by_word[_word(token_of[i])]:
+                aligned[i] = candidate
+                if fits(i) and search(n + 1):
+                    return True
+            aligned.pop(i, None)
+            return False
+
+        return search(0)
 
 
 def check(claim: str, evidence: tuple[str, ...]) -> StructureCheck:
@@ -194,143 +318,71 @@ def check(claim: str, evidence: tuple[str, ...]) -> StructureCheck:
     Without (2) the evidence relates the words in a way the parse does not show (a nominalisation, a
     modifier chain, a preposition attached elsewhere): measured on the yardstick's right badges,
     that is mostly the parser, not the claim."""
-    from ..surfaces.pronouns import parse
-
-    cedges = _claim_edges(claim)
-    if not cedges:
+    claim_edges = _claim_edges(claim)
+    if not claim_edges:
         return StructureCheck(0, None)
-    docs = [parse(t) for t in evidence if t.strip()]
-    graph: dict = {}
-    eedges: list = []  # (role, (k, head token), (k, dep token)) of the evidence
-    by_word: dict[str, list] = {}
-    for k, doc in enumerate(docs):
-        for role, h, d in edges(doc):
-            hi, di = (k, h.i), (k, d.i)
-            if d.pos_ == "PRON":  # "its capital", "he died in ...": the pronoun may stand for any noun there
-                graph.setdefault(("pronoun", hi), set()).add(role)
-                continue
-            graph.setdefault((hi, di), role)
-            graph.setdefault(("roles", hi, di), set()).add(role)
-            eedges.append((role, (k, h), (k, d)))
-        for tok in doc:
-            if tok.pos_ in CONTENT:
-                by_word.setdefault(_word(tok), []).append((k, tok))
-    # only edges whose two words occur together in one evidence sentence: words the evidence states
-    # apart are not a relation it denies (and a paraphrase with other words is the NLI model's job)
-    together = set()
-    for k, doc in enumerate(docs):
-        for sent in doc.sents:
-            words = {_word(t) for t in sent if t.pos_ in CONTENT}
-            together |= {(a, b) for a in words for b in words}
-    # ... or a named subject of a predicate ("The legislative capital is Eswatini"): a page names its
-    # subject in one sentence and says what else is the capital in another
-    # ... or a named participant: "Jalisco has the highest density" where a page says it of Guadalajara
-    asked = [(role, h, d) for role, h, d in cedges if (_word(h), _word(d)) in together
-             or (_named(role, h, d) and _word(h) in by_word and _word(d) in by_word)]
+    graph = EvidenceGraph.of(evidence)
+    asked = [(role, head, dep) for role, head, dep in claim_edges if graph.asks(role, head, dep)]
     if not asked:
-        return _held(0, cedges, eedges, by_word)
-    near: dict = {}  # token → its neighbours in the evidence graph (any edge)
-    for key in graph:
-        if key[0] not in ("roles", "pronoun"):
-            a, b = key
-            near.setdefault(a, set()).add(b)
-            near.setdefault(b, set()).add(a)
-
-    def holds(role, a, b) -> bool:
-        (ka, ta), (kb, tb) = a, b
-        if ka != kb:
-            return False
-        ia, ib = (ka, ta.i), (ka, tb.i)
-        if role in ATTACHMENTS:  # undirected, and "X of Y" may be read as any attachment ("Oxford University")
-            if (ia, ib) in graph or (ib, ia) in graph:
-                return True
-            if ta.head.i == tb.head.i and ta.dep_ in MODIFIERS and tb.dep_ in MODIFIERS:
-                return True  # two modifiers of one noun: "Ramón Tapia Zapata", "the dark pigment eumelanin"
-            if role == PREP and (any(tb.dep_ == "pobj" and (m, ib) in graph for m in near.get(ia, ()))
-                                 or any(ta.dep_ == "pobj" and (m, ia) in graph for m in near.get(ib, ()))):
-                return True  # a preposition's attachment is the parser's guess: to the verb or its object
-        elif ROLES_HELD.get(role, {role}) & graph.get(("roles", ia, ib), set()):
-            return True
-        return bool(ROLES_HELD.get(role, {role}) & graph.get(("pronoun", ia), set()))  # "its capital": a pronoun there
-
-    def consistent(edges_: list) -> bool:
-        words = list(dict.fromkeys(t.i for _, h, d in edges_ for t in (h, d)))
-        tok_of = {t.i: t for _, h, d in edges_ for t in (h, d)}
-        assign: dict[int, tuple] = {}
-
-        def ok(i) -> bool:
-            return all(holds(r, assign[h.i], assign[d.i]) for r, h, d in edges_
-                       if h.i in assign and d.i in assign and i in (h.i, d.i))
-
-        def search(n: int) -> bool:
-            if n == len(words):
-                return True
-            i = words[n]
-            for cand in by_word[_word(tok_of[i])]:
-                assign[i] = cand
-                if ok(i) and search(n + 1):
-                    return True
-            assign.pop(i, None)
-            return False
-
-        return search(0)
-
-    if consistent(asked):
-        return _held(len(asked), cedges, eedges, by_word)
-
-    def rival(role, h, d, precise: bool) -> Edge | None:
-        claim_args = {_word(x) for _, hh, x in cedges if hh.i == h.i and x.i != d.i}
-        if precise and role == BE and (_place_appos(h, d) or d.pos_ not in ("NOUN", "PROPN", "PRON")):
-            return None  # a place named beside its place; a number or a word read as a subject
-        if precise and role == PREP and consistent([(role, h, d)]):
-            return None  # the evidence states this place itself ("transferred to Kent State ... graduated from Kent State")
-        other = _competitor(role, h, d, eedges, claim_args, precise)
-        if other is None and role == BE and h.pos_ == "PROPN" and d.pos_ == "NOUN" and d.dep_ in SUBJECTS \
-                and not _indefinite(d):  # "the capital is West Africa": the evidence names Porto-Novo the capital
-            other = _competitor(BE, d, h, eedges, claim_args, precise)
-        return other
-
+        return _held(0, claim_edges, graph.edges, graph.by_word)
+    if graph.consistent(asked):
+        return _held(len(asked), claim_edges, graph.edges, graph.by_word)
     found = None  # the broad finding: the first edge with a rival (what the display's veto and the verdict read)
-    for role, h, d in asked:
-        other = rival(role, h, d, False)
+    for role, head, dep in asked:
+        other = _rival(role, head, dep, claim_edges, graph, precise=False)
         if other is None:
             continue
         if found is None:
-            found = StructureCheck(len(asked), Edge(role, h.text, d.text), other)
-        sharp = rival(role, h, d, True)  # asked only where the broad test found one: a subset by construction
+            found = StructureCheck(len(asked), Edge(role, head.text, dep.text), other)
+        sharp = _rival(role, head, dep, claim_edges, graph, precise=True)  # asked only where the broad test found one
         if sharp is not None:
-            precise = StructureCheck(len(asked), Edge(role, h.text, d.text), sharp)
-            return replace(found, precise=precise)
+            return replace(found, precise=StructureCheck(len(asked), Edge(role, head.text, dep.text), sharp))
     return found or StructureCheck(len(asked), None)  # None: not held as parsed, but given to nothing else
 
 
-def _held(asked: int, cedges: list, eedges: list, by_word: dict) -> StructureCheck:
+def _rival(role: Role, head, dep, claim_edges: list, graph: EvidenceGraph, precise: bool) -> Edge | None:
+    """The evidence edge that gives this claim edge's relation to another word (`_competitor`), with
+    the precise test's own exclusions."""
+    claim_args = {_word(x) for _, h, x in claim_edges if h.i == head.i and x.i != dep.i}
+    if precise and role == BE and (_place_appos(head, dep) or dep.pos_ not in ("NOUN", "PROPN", "PRON")):
+        return None  # a place named beside its place; a number or a word read as a subject
+    if precise and role == PREP and graph.consistent([(role, head, dep)]):
+        return None  # the evidence states this place itself ("transferred to Kent State ... graduated from Kent State")
+    other = _competitor(role, head, dep, graph.edges, claim_args, precise)
+    if other is None and role == BE and head.pos_ == "PROPN" and dep.pos_ == "NOUN" and dep.dep_ in SUBJECTS \
+            and not _indefinite(dep):  # "the capital is West Africa": the evidence names Porto-Novo the capital
+        other = _competitor(BE, dep, head, graph.edges, claim_args, precise)
+    return other
+
+
+def _held(asked: int, claim_edges: list, evidence_edges: list, by_word: dict) -> StructureCheck:
     """The edges asked hold (or none could be asked): agreed, unless the claim's name is the owner of
     another name there (`_owned_elsewhere`, which asks one relation of its own)."""
-    owned = _owned_elsewhere(cedges, eedges, by_word)
+    owned = _owned_elsewhere(claim_edges, evidence_edges, by_word)
     return StructureCheck(max(asked, 1), *owned) if owned else StructureCheck(asked, None)
 
 
-def _owned_elsewhere(cedges: list, eedges: list, by_word: dict) -> tuple[Edge, Edge] | None:
+def _owned_elsewhere(claim_edges: list, evidence_edges: list, by_word: dict) -> tuple[Edge, Edge] | None:
     """"George Orwell wrote Brave New World" against "… George Orwell's Nineteen Eighty-Four": the claim
     relates a name to another name by a verb the evidence does not have, and the evidence has the
     first name only as the possessor of a third name, never beside the claim's. A broad finding (the
     display's veto; `precise` stays None, so the label is untouched): the window is silent on the
     claim's relation and gives the name's work, team or title to another."""
-    for role, h, d in cedges:
-        if role not in (AGENT, THEME) or h.pos_ != "VERB" or _word(h) in by_word or d.pos_ != "PROPN":
+    for role, verb, doer in claim_edges:
+        if role not in (AGENT, THEME) or verb.pos_ != "VERB" or _word(verb) in by_word or doer.pos_ != "PROPN":
             continue
-        objects = [x for r, v, x in cedges if v.i == h.i and r == PATIENT and x.pos_ == "PROPN"]
+        objects = [x for r, v, x in claim_edges if v.i == verb.i and r == PATIENT and x.pos_ == "PROPN"]
         if not objects:
             continue
         theirs = set().union(*(_name(x) for x in objects))
-        mine = _name(d)
+        mine = _name(doer)
         related = any(_word(a) in mine and _word(b) in theirs or _word(b) in mine and _word(a) in theirs
-                      for _, (_, a), (_, b) in eedges)
-        for r, (_, owned), (_, owner) in eedges:
+                      for _, (_, a), (_, b) in evidence_edges)
+        for r, (_, owned), (_, owner) in evidence_edges:
             if r == OF and owner.dep_ == "poss" and _word(owner) in mine and owned.pos_ == "PROPN" \
                     and not related and not (_name(owned) & (theirs | mine)):
-                return Edge(role, h.text, d.text), Edge(OF, _name_text(owned), _name_text(owner), "possessed")
+                return (Edge(role, verb.text, doer.text),
+                        Edge(OF, _name_text(owned), _name_text(owner), RivalKind.POSSESSED))
     return None
 
 
@@ -346,9 +398,9 @@ def _verbal(tok) -> bool:
     return tok.pos_ in ("VERB", "AUX") or (tok.dep_ == "conj" and tok.head.pos_ == "VERB")
 
 
-def _has_prep(verb, eedges: list) -> bool:
+def _has_prep(verb, evidence_edges: list) -> bool:
     """Has this verb a place or time of its own ("born in Ulm and died in Princeton")?"""
-    return any(r == PREP and eh.i == verb.i and eh.doc is verb.doc for r, (_, eh), _ in eedges)
+    return any(r == PREP and head.i == verb.i and head.doc is verb.doc for r, (_, head), _ in evidence_edges)
 
 
 def _indefinite(tok) -> bool:
@@ -356,15 +408,15 @@ def _indefinite(tok) -> bool:
     return any(c.dep_ == "det" and c.lower_ in ("a", "an") for c in tok.children)
 
 
-def _named(role: str, h, d) -> bool:
+def _named(role: Role, head, dep) -> bool:
     """A relation with a named participant: asked wherever the evidence has both words, not only in
     one sentence (a page names an entity in one sentence and says the same of another in the next)."""
-    return (d.pos_ == "PROPN" and role in (BE, AGENT, THEME, PATIENT)) or (role == BE and h.pos_ == "PROPN")
+    return (dep.pos_ == "PROPN" and role in (BE, AGENT, THEME, PATIENT)) or (role == BE and head.pos_ == "PROPN")
 
 
-def _place_appos(h, d) -> bool:
+def _place_appos(head, dep) -> bool:
     """"Phoenix, Arizona": a place named beside its place, not an identity."""
-    return d.dep_ == "appos" and d.pos_ == h.pos_ == "PROPN" and d.ent_type_ in PLACES
+    return dep.dep_ == "appos" and dep.pos_ == head.pos_ == "PROPN" and dep.ent_type_ in PLACES
 
 
 def _name_head(tok):
@@ -383,7 +435,7 @@ def _name(tok) -> set[str]:
     return {_word(top)} | {_word(c) for c in top.children if c.dep_ in ("compound", "flat") and c.pos_ == "PROPN"}
 
 
-def _competitor(role: str, h, d, eedges: list, claim_args: frozenset | set = frozenset(),
+def _competitor(role: Role, head, dep, evidence_edges: list, claim_args: frozenset | set = frozenset(),
                 precise: bool = False) -> Edge | None:
     """An evidence edge that gives the claim edge's relation to another word, or None.
 
@@ -400,85 +452,143 @@ def _competitor(role: str, h, d, eedges: list, claim_args: frozenset | set = fro
     that is only part of the claim's head's name ("the American Falls"), nor the rival's own "of"
     complement, nor a word that is only part of a longer name there; "of" only on a common noun
     ("Lamb of God" is a name); no place apposition ("Phoenix, Arizona") as a rival predicate."""
-    hw, dw = _word(h), _word(d)
-    if precise and role in (AGENT, PATIENT, THEME) and hw in SYMMETRIC:
+    if precise and role in (AGENT, PATIENT, THEME) and _word(head) in SYMMETRIC:
         return None
-    same = (_name(d) if precise else {dw}) | {_word(y) for r, (_, x), (_, y) in eedges if r == BE and _word(x) == dw} \
-        | {_word(x) for r, (_, x), (_, y) in eedges if r == BE and _word(y) == dw}
-    same |= {_word(y) for r, (_, x), (_, y) in eedges if r in (OF, ATTACH) and _word(x) in same}  # "a type of dance"
+    return _Competition(role, head, dep, evidence_edges, frozenset(claim_args), precise).first()
 
-    def other(tok, named: bool = False) -> bool:
+
+class _Competition:
+    """One claim edge (role, head, dep) against the evidence's edges: `first` is the first evidence
+    edge that gives its relation to another word, each `RivalKind` asked by a method of its own."""
+
+    def __init__(self, role: Role, head, dep, evidence_edges: list, claim_args: frozenset, precise: bool):
+        self.role, self.head, self.dep, self.precise = role, head, dep, precise
+        self.evidence_edges, self.claim_args = evidence_edges, claim_args
+        self.head_word, self.dep_word = _word(head), _word(dep)
+        self.same = self._same_as_dep()
+        self.named = role == BE and dep.pos_ == "PROPN"  # a named subject: a named rival anywhere in the evidence
+
+    def _same_as_dep(self) -> set[str]:
+        """Words the evidence says are the claim's dependent word (or a part of its name, precise): no rival."""
+        dep_word, edges_ = self.dep_word, self.evidence_edges
+        same = (_name(self.dep) if self.precise else {dep_word}) \
+            | {_word(y) for r, (_, x), (_, y) in edges_ if r == BE and _word(x) == dep_word} \
+            | {_word(x) for r, (_, x), (_, y) in edges_ if r == BE and _word(y) == dep_word}
+        return same | {_word(y) for r, (_, x), (_, y) in edges_ if r in (OF, ATTACH) and _word(x) in same}  # "a type of dance"
+
+    def first(self) -> Edge | None:
+        for rel, ev_head, ev_dep in self.evidence_edges:
+            ev_head, ev_dep = ev_head[1], ev_dep[1]
+            if self.precise and rel == BE and (_place_appos(ev_head, ev_dep) or _place_appos(ev_dep, ev_head)):
+                continue
+            found = self.replaced(rel, ev_head, ev_dep)
+            if found is not None:
+                return found
+            if not self.beside(ev_head) and not (self.named and rel == BE):
+                continue
+            for kind in (self.agent, self.theme, self.swapped, self.patient, self.predicate, self.of, self.place):
+                found = kind(rel, ev_head, ev_dep)
+                if found is not None:
+                    return found
+        return None
+
+    def other(self, tok, named: bool = False) -> bool:
         """Not the claim's word, nor one close to it: a part of its name, its conjunct, the noun it
         modifies ("gray hair", "bowl game", "Ramón Tapia Zapata", "the government of Iran")."""
-        if _word(tok) in same or _word(tok) == hw or tok.pos_ not in ("NOUN", "PROPN"):
+        if _word(tok) in self.same or _word(tok) == self.head_word or tok.pos_ not in ("NOUN", "PROPN"):
             return False
         if named and tok.pos_ != "PROPN":
             return False
         part = tok.dep_ in ("compound", "flat") and tok.pos_ == tok.head.pos_ == "PROPN"
         # ... but "the Cenozoic Era" for the claim's common noun "era": a name of that kind names another one
-        kind = part and _word(tok.head) == hw and h.pos_ == "NOUN"
-        if precise and not kind and tok.dep_ in CLOSE and _word(tok.head) == hw \
+        kind = part and _word(tok.head) == self.head_word and self.head.pos_ == "NOUN"
+        if self.precise and not kind and tok.dep_ in CLOSE and _word(tok.head) == self.head_word \
                 and (tok.dep_ != "appos" or tok.head.pos_ == "PROPN"):
             return False  # a part of the name the relation is about (not "the capital, Berlin,": that names another)
-        if precise and not kind and part:
+        if self.precise and not kind and part:
             return False  # a part of a longer name ("American" of "the North American Hockey League")
         near = [*tok.children, *tok.conjuncts, tok.head, *tok.head.children]
-        if precise:  # ... and the rival's own "of" complement ("the government of Iran" for Iran)
+        if self.precise:  # ... and the rival's own "of" complement ("the government of Iran" for Iran)
             near += [g for c in tok.children if c.dep_ == "prep" and c.lower_ == "of" for g in c.children]
-        return not any(_word(t) == dw and (t in tok.conjuncts or t.dep_ in CLOSE | {"pobj", "poss"}
-                                           or tok.dep_ in CLOSE) for t in near)
+        return not any(_word(t) == self.dep_word and (t in tok.conjuncts or t.dep_ in CLOSE | {"pobj", "poss"}
+                                                      or tok.dep_ in CLOSE) for t in near)
 
-    def beside(tok) -> bool:
+    def beside(self, tok) -> bool:
         """Is the claim's word in this evidence sentence too (the rival and the word side by side)?"""
-        return any(_word(t) == dw for t in tok.sent)
+        return any(_word(t) == self.dep_word for t in tok.sent)
 
-    named = role == BE and d.pos_ == "PROPN"  # a named subject: a named rival anywhere in the evidence
-
-    def relates(eh, word) -> bool:
+    def relates(self, ev_head, word: str) -> bool:
         """Does the evidence's verb relate this word already, in any role (then nothing was replaced)?"""
-        return any(_word(y) == word for _, (_, x), (_, y) in eedges if x.i == eh.i and x.doc is eh.doc)
+        return any(_word(y) == word for _, (_, x), (_, y) in self.evidence_edges if x.i == ev_head.i and x.doc is ev_head.doc)
 
-    def shares(eh, ed) -> bool:
+    def shares(self, ev_head, ev_dep) -> bool:
         """Does the evidence's verb relate another of the claim verb's words too ("Guadalajara has the
         highest density" for "Jalisco has the highest density")? Then it is the same statement."""
-        return any(_word(y) in claim_args for r2, (_, x), (_, y) in eedges
-                   if x.i == eh.i and x.doc is eh.doc and y.i != ed.i)
+        return any(_word(y) in self.claim_args for _, (_, x), (_, y) in self.evidence_edges
+                   if x.i == ev_head.i and x.doc is ev_head.doc and y.i != ev_dep.i)
 
-    for r, (_, eh), (_, ed) in eedges:
-        if precise and r == BE and (_place_appos(eh, ed) or _place_appos(ed, eh)):
-            continue
-        if role in (AGENT, THEME, PATIENT) and d.pos_ == "PROPN" and r in ROLES_HELD[role] and _word(eh) == hw \
-                and other(ed, named=True) and shares(eh, ed) and not relates(eh, dw):
-            return Edge(r, eh.text, ed.text, "replaced")  # a named participant replaced, the rest of the statement kept
-        if not beside(eh) and not (named and r == BE):
-            continue
-        if r == role == AGENT and _word(eh) == hw and other(ed, named=precise and d.pos_ == "PROPN"):
-            # the verb's agent is someone else (precise: a name's rival is a name; "the couple had" may be Wagner's)
-            return Edge(r, eh.text, ed.text, "agent")
-        if role == THEME and r in ROLES_HELD[THEME] and _word(eh) == hw and d.pos_ == "PROPN" and other(ed, named=True):
-            return Edge(r, eh.text, ed.text, "theme")  # "the Orinoco flows through Venezuela"
-        if role in (AGENT, PATIENT) and r in (AGENT, PATIENT) and r != role and _word(eh) == hw and _word(ed) == dw \
-                and not (precise and (ed.dep_ in ("compound", "flat") and d.dep_ not in ("compound", "flat")
-                                      or (ed.pos_ == "PROPN") != (d.pos_ == "PROPN"))):
-            # (precise: not where the word is only part of a longer name there, "the Phoenix Metropolitan
-            # Area includes" is not "Phoenix includes"; nor a name for a common noun, "the Puppy Bowl mimics
-            # a bowl game")
-            return Edge(r, eh.text, ed.text, "swapped")  # the same two words, the roles swapped
-        if r == role == PATIENT and _name_dep(d) == _name_dep(ed) == "nsubjpass" and _word(eh) == hw \
-                and other(ed, named=precise and d.pos_ == "PROPN"):
-            return Edge(r, eh.text, ed.text, "patient")  # "herbs are dried" for "spices are dried"
-        if role == BE and r == BE and (_indefinite(h) or not (_indefinite(eh) or _indefinite(ed))):
-            # the predicate said of another ("Tokyo is the capital"; "the style is a synthesis ..., but
-            # rapping is frequent": a class said of another beside the claim's word, not of it)
-            for pred, subj in ((eh, ed), (ed, eh)):
-                if _word(pred) == hw and other(subj, named=named and not beside(eh)):
-                    return Edge(BE, pred.text, subj.text, "predicate")
-        if role == OF and r == OF and d.pos_ == "PROPN" and _word(eh) == hw and other(ed, named=True) \
-                and not (precise and h.pos_ != "NOUN"):  # precise: a relation noun ("capital of"), not a name
-            return Edge(OF, eh.text, ed.text, "of")  # "the capital of X" for "the capital of Y"
-        if role == PREP and r == PREP and _verbal(h) and d.pos_ == "PROPN" and _word(ed) == dw \
-                and _word(eh) != hw and _verbal(eh) and not any(_word(c) == hw and not _has_prep(c, eedges)
-                                                                for c in eh.conjuncts):
-            # "died in Princeton" for "born in Princeton"; not "originated and evolved in the US"
-            return Edge(PREP, eh.text, ed.text, "place")
-    return None
+    def _named_rival(self) -> bool:
+        """Precise: a name's rival must be a name ("the couple had" may be Wagner's)."""
+        return self.precise and self.dep.pos_ == "PROPN"
+
+    def replaced(self, rel, ev_head, ev_dep) -> Edge | None:
+        """A named participant replaced, the rest of the statement kept (asked in any sentence)."""
+        if self.role in (AGENT, THEME, PATIENT) and self.dep.pos_ == "PROPN" and rel in ROLES_HELD[self.role] \
+                and _word(ev_head) == self.head_word and self.other(ev_dep, named=True) \
+                and self.shares(ev_head, ev_dep) and not self.relates(ev_head, self.dep_word):
+            return Edge(rel, ev_head.text, ev_dep.text, RivalKind.REPLACED)
+        return None
+
+    def agent(self, rel, ev_head, ev_dep) -> Edge | None:
+        if rel == self.role == AGENT and _word(ev_head) == self.head_word and self.other(ev_dep, named=self._named_rival()):
+            return Edge(rel, ev_head.text, ev_dep.text, RivalKind.AGENT)
+        return None
+
+    def theme(self, rel, ev_head, ev_dep) -> Edge | None:
+        if self.role == THEME and rel in ROLES_HELD[THEME] and _word(ev_head) == self.head_word \
+                and self.dep.pos_ == "PROPN" and self.other(ev_dep, named=True):
+            return Edge(rel, ev_head.text, ev_dep.text, RivalKind.THEME)
+        return None
+
+    def swapped(self, rel, ev_head, ev_dep) -> Edge | None:
+        """The same two words, the roles swapped (precise: not where the word is only part of a longer
+        name there, "the Phoenix Metropolitan Area includes" is not "Phoenix includes"; nor a name for
+        a common noun, "the Puppy Bowl mimics a bowl game")."""
+        dep = self.dep
+        if self.role in (AGENT, PATIENT) and rel in (AGENT, PATIENT) and rel != self.role \
+                and _word(ev_head) == self.head_word and _word(ev_dep) == self.dep_word \
+                and not (self.precise and (ev_dep.dep_ in ("compound", "flat") and dep.dep_ not in ("compound", "flat")
+                                           or (ev_dep.pos_ == "PROPN") != (dep.pos_ == "PROPN"))):
+            return Edge(rel, ev_head.text, ev_dep.text, RivalKind.SWAPPED)
+        return None
+
+    def patient(self, rel, ev_head, ev_dep) -> Edge | None:
+        if rel == self.role == PATIENT and _name_dep(self.dep) == _name_dep(ev_dep) == "nsubjpass" \
+                and _word(ev_head) == self.head_word and self.other(ev_dep, named=self._named_rival()):
+            return Edge(rel, ev_head.text, ev_dep.text, RivalKind.PATIENT)
+        return None
+
+    def predicate(self, rel, ev_head, ev_dep) -> Edge | None:
+        """The predicate said of another ("Tokyo is the capital"; "the style is a synthesis ..., but
+        rapping is frequent": a class said of another beside the claim's word, not of it)."""
+        if not (self.role == BE and rel == BE and (_indefinite(self.head) or not (_indefinite(ev_head) or _indefinite(ev_dep)))):
+            return None
+        for pred, subj in ((ev_head, ev_dep), (ev_dep, ev_head)):
+            if _word(pred) == self.head_word and self.other(subj, named=self.named and not self.beside(ev_head)):
+                return Edge(BE, pred.text, subj.text, RivalKind.PREDICATE)
+        return None
+
+    def of(self, rel, ev_head, ev_dep) -> Edge | None:
+        """"The capital of X" for "the capital of Y" (precise: a relation noun, not a name)."""
+        if self.role == OF and rel == OF and self.dep.pos_ == "PROPN" and _word(ev_head) == self.head_word \
+                and self.other(ev_dep, named=True) and not (self.precise and self.head.pos_ != "NOUN"):
+            return Edge(OF, ev_head.text, ev_dep.text, RivalKind.OF)
+        return None
+
+    def place(self, rel, ev_head, ev_dep) -> Edge | None:
+        """"Died in Princeton" for "born in Princeton"; not "originated and evolved in the US"."""
+        if self.role == PREP and rel == PREP and _verbal(self.head) and self.dep.pos_ == "PROPN" \
+                and _word(ev_dep) == self.dep_word and _word(ev_head) != self.head_word and _verbal(ev_head) \
+                and not any(_word(c) == self.head_word and not _has_prep(c, self.evidence_edges) for c in ev_head.conjuncts):
+            return Edge(PREP, ev_head.text, ev_dep.text, RivalKind.PLACE)
+        return None

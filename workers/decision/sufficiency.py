@@ -51,7 +51,8 @@ def key_terms(text: str) -> tuple[frozenset, frozenset, frozenset]:
 
 
 @lru_cache(maxsize=262144)
-def _window_terms(text: str) -> tuple[frozenset, frozenset]:
+def window_terms(text: str) -> tuple[frozenset, frozenset]:
+    """(normalised words, numbers) of a window's text, once per text: what coverage and the subject check read."""
     return frozenset(normalise(text)), frozenset(_num(t) for t in TERM.findall(text) if t[0].isdigit())
 
 
@@ -64,7 +65,7 @@ def coverage(claim: str, window: str, title: str = "") -> tuple[float, bool]:
     """(share of the claim's key terms the window or title covers, whether a claim number is
     stated differently in the window). A claim with no key terms is fully covered."""
     anchors, content, numbers = key_terms(claim)
-    words, nums = _window_terms(f"{title} {window}" if title else window)
+    words, nums = window_terms(f"{title} {window}" if title else window)
     conflict = False
     hit = 2 * len(anchors & words) + len(content & words)
     for n in numbers:
@@ -135,7 +136,7 @@ def subject_covered(topic: str, window: str, title: str = "") -> bool:
         return False
     if not terms:
         return True
-    words, nums = _window_terms(f"{title} {window}" if title else window)
+    words, nums = window_terms(f"{title} {window}" if title else window)
     present = words | nums
     if any(kind == "anchor" and t not in present for kind, t in terms):
         return False
@@ -208,7 +209,7 @@ def uncovered(claim: str, texts: tuple[str, ...]) -> tuple[list[str], bool]:
     name or a number of its own leaves that term here."""
     words, nums = set(), set()
     for t in texts:
-        w, n = _window_terms(t)
+        w, n = window_terms(t)
         words |= w
         nums |= n
     missing, conflict = [], False

@@ -1,0 +1,1 @@
+"""The registered decision checks, one module each (registry.py imports every module here)."""

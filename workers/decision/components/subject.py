@@ -1,0 +1,60 @@
+"""The claim's named subject: do the windows name it? A window about something else that happens to
+entail the claim's words is no evidence for it (the display's veto; `checked` withdraws it)."""
+from __future__ import annotations
+
+from functools import lru_cache
+
+from schemas.verdict import Mismatch
+
+from ..registry import DecisionCheck, register
+from ..sufficiency import subject_terms, window_terms
+
+
+@register
+class SubjectCheck(DecisionCheck):
+    name = "subject"
+    runs = "every decided claim with a name or number in its subject (word sets, microseconds)"
+    types = ("subject",)
+    order = 20
+
+    def find(self, checks) -> bool | None:
+        return subject_named(checks.claim, checks.titled)
+
+    def agrees(self, checks) -> bool:
+        return checks.subject is not False
+
+    def mismatches(self, checks) -> list[Mismatch]:
+        return [Mismatch(self.name, "subject", checks.claim, "differs", None)] if checks.subject is False else []
+
+    def describe(self, mismatch: Mismatch) -> str:
+        return "the claim's subject"
+
+
+def subject_named(claim: str, texts: tuple[str, ...]) -> bool | None:
+    """Do the texts name the claim's subject? Asked only of a subject with a name or number in it
+    ("Kyoto", "The 1998 final"): a pronoun or a common noun ("it", "the club") is not checkable
+    here (None); the subject is named when one of its names is there (a window often names a
+    person by a part of their name)."""
+    terms = subject_terms(claim)
+    if not terms:
+        return None
+    # a name: an anchor, or a proper noun at the start of the sentence (key_terms counts those as words)
+    proper = proper_terms(claim)
+    anchors = {t for kind, t in terms if kind == "anchor" or t in proper}
+    if not anchors:
+        return None
+    present = set()
+    for t in texts:
+        words, nums = window_terms(t)
+        present |= words | nums
+    return bool(anchors & present)
+
+
+@lru_cache(maxsize=65536)
+def proper_terms(claim: str) -> frozenset:
+    """The normalised words of the claim's proper nouns, once per claim: the parse cache is off
+    unless settings turn it on, and a claim's checks are built for every decision of it."""
+    from ...surfaces.pronouns import parse
+    from ...windows import normalise
+
+    return frozenset(x for tok in parse(claim) if tok.pos_ == "PROPN" for x in normalise(tok.lower_))

@@ -5,7 +5,8 @@ chat app that does not run Kafka needs a cheap way to ask for one verdict. The r
 the stream's rules for a turn (dialcheck/check_input.py, shared with the Python API): each text (the
 claim and every context turn) goes through `schemas.turn.parse_turn` with the stream's limits
 (DIALCHECK_MAX_TEXT_CHARS, MAX_EVENT_BYTES for the whole body, JSON depth 16, no duplicate keys), at
-most DIALCHECK_CONTEXT_TURNS context turns.
+most DIALCHECK_CONTEXT_TURNS context turns; `evidence` (a grounded turn's passages, strings or objects)
+as a chat turn's (schemas/evidence.py): given, it is checked against instead of retrieving.
 The response is the published verdict (schemas/verdict.schema.json), scrubbed like every verdict
 that leaves the process; an error is `{"error": ..., "code": ...}` with a 4xx status and never
 echoes a secret. Bound to 127.0.0.1 unless --host says otherwise.

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 import orjson
 
 from schemas.errors import DialcheckError, InvalidEvent, Reason
+from schemas.evidence import EvidenceLimits, parse_evidence
 from schemas.items import CheckItem
 from schemas.limits import MAX_JSON_DEPTH
 from schemas.settings import Settings
@@ -42,11 +43,18 @@ class Limits:
     max_text_chars: int
     max_body_bytes: int
     max_context_turns: int
+    evidence: EvidenceLimits = field(default_factory=EvidenceLimits)  # how much given evidence is read
 
     @classmethod
     def of(cls, settings: Settings) -> "Limits":
         st = settings.stream
-        return cls(st.max_text_chars, st.max_event_bytes, st.context_turns)
+        return cls(st.max_text_chars, st.max_event_bytes, st.context_turns, EvidenceLimits.of(settings.grounding))
+
+
+def _refused(e: InvalidEvent, name: str | None = None) -> InvalidInput:
+    """A contract's refusal as a request's: 413 for too large, else 400; `name` prefixed when given."""
+    status = 413 if e.code == Reason.TOO_LARGE else 400
+    return InvalidInput(status, e.code.value, f"{name}: {e.reason}" if name else e.reason)
 
 
 def clean_text(value, name: str, limits: Limits, speaker: str = "user") -> str:
@@ -58,8 +66,7 @@ def clean_text(value, name: str, limits: Limits, speaker: str = "user") -> str:
     try:
         return parse_turn(turn, limits.max_text_chars).text
     except InvalidEvent as e:
-        status = 413 if e.code == Reason.TOO_LARGE else 400
-        raise InvalidInput(status, e.code.value, f"{name}: {e.reason}") from None
+        raise _refused(e, name) from None
 
 
 def texts(values, name: str, limits: Limits, unit: str, what: str) -> list[str]:
@@ -83,20 +90,26 @@ def check_item(obj: Mapping[str, Any], limits: Limits, protocol: str, turn_id: s
         raise InvalidInput(400, Reason.SCHEMA.value, "no claim: the body needs \"claim\"")
     claim = clean_text(obj["claim"], "claim", limits, "assistant")
     context = texts(obj.get("context", []), "context", limits, "turns", "turns (strings), oldest first")
-    evidence = obj.get("evidence")
-    if protocol == "fv":
-        if evidence is None or (isinstance(evidence, (list, tuple)) and not evidence):
-            raise InvalidInput(400, Reason.SCHEMA.value, "this checker checks against given evidence (protocol fv): "
-                               "add \"evidence\": [\"...\"]")
-        evidence = [("evidence", t) for t in texts(evidence, "evidence", limits, "texts", "evidence texts (strings)")]
-    elif evidence is not None:
-        raise InvalidInput(400, Reason.SCHEMA.value, "this checker retrieves the evidence (protocol e2e): "
-                           "leave out \"evidence\", or use protocol fv")
+    evidence, note = given_evidence(obj.get("evidence"), limits)
+    if protocol == "fv" and not evidence:
+        raise InvalidInput(400, Reason.SCHEMA.value, "this checker checks against given evidence (protocol fv): "
+                           "add \"evidence\": [\"...\"]")
     conversation = obj.get("conversation_id", "api")
     if not isinstance(conversation, str) or not conversation.strip() or len(conversation) > 256:
         raise InvalidInput(400, Reason.INVALID_FIELD.value,
                            "conversation_id must be a non-empty string of at most 256 characters")
-    return CheckItem(conversation, turn_id or f"api-{time.time_ns()}", context, claim, evidence or None)
+    return CheckItem(conversation, turn_id or f"api-{time.time_ns()}", context, claim, evidence, evidence_note=note)
+
+
+def given_evidence(raw, limits: Limits) -> tuple[list | None, str | None]:
+    """A request's `evidence` → its passages (None: none given, the checker retrieves) and what the
+    limits left unread, or InvalidInput; a tuple is taken as a list (a Python caller's)."""
+    if raw is None:
+        return None, None
+    try:
+        return parse_evidence(list(raw) if isinstance(raw, tuple) else raw, limits.evidence)
+    except InvalidEvent as e:
+        raise _refused(e) from None
 
 
 def parse_request(raw: bytes, limits: Limits, protocol: str, turn_id: str | None = None) -> CheckItem:

@@ -53,7 +53,9 @@ class Checker:
     def load(cls, protocol: str = "e2e", surface: str | None = None,
              settings: Settings | Mapping[str, Any] | None = None) -> "Checker":
         """Load the models (and, for protocol "e2e", the passage index: built on first use) once.
-        protocol "e2e": the evidence is retrieved; "fv": each check gives its evidence.
+        protocol "e2e": the evidence is retrieved, unless a check gives its own (grounded: checked as
+        "fv" checks); "fv": each check gives its evidence. With settings {"grounding": {"only": True}}
+        no index is loaded and a check without evidence is NOT ENOUGH INFO.
         surface: the claim surface checked (None: DIALCHECK_SURFACE, as the stream)."""
         from schemas.protocols import SURFACES
 
@@ -62,7 +64,7 @@ class Checker:
         if surface is not None and surface not in SURFACES:
             raise InvalidInput(400, Reason.SCHEMA.value, f"unknown surface {surface!r}: choose from {', '.join(SURFACES)}")
         s = _settings(settings)
-        if protocol != "fv":  # the index is built on first use: its source files must be there
+        if protocol != "fv" and not s.grounding.only:  # the index is built on first use: its source files must be there
             from dialcheck.commands.data import require_index_sources
 
             require_index_sources(s)
@@ -76,10 +78,13 @@ class Checker:
         report = getattr(self._pipe, "load_report", None)
         return report() if callable(report) else ""
 
-    def check(self, claim: str, *, evidence: Sequence[str] | None = None, context: Sequence[str] = ()) -> Verdict:
+    def check(self, claim: str, *, evidence: Sequence[str | Mapping[str, Any]] | None = None,
+              context: Sequence[str] = ()) -> Verdict:
         """One claim → its verdict. `context`: the conversation's previous turns, oldest first (they
-        resolve pronouns, as in the stream); `evidence`: texts to check against (protocol "fv" only).
-        Invalid input raises InvalidInput (a ValueError) with one short line."""
+        resolve pronouns, as in the stream); `evidence`: the passages to check against instead of
+        retrieving (a grounded turn's: strings or {"text", "title", "url", "id"}, schemas/evidence.py;
+        the verdict's evidence keeps their id, title and url, `source` "turn"). Invalid input raises
+        InvalidInput (a ValueError) with one short line."""
         fields = {"claim": claim, "context": context if isinstance(context, str) else list(context), **({} if evidence is None else {"evidence": evidence})}
         return self._checked([self._item(fields)])[0]
 

@@ -17,6 +17,7 @@ import time
 import pytest
 
 from dialcheck.api import BadRequest, Limits, parse_request
+from schemas.items import GivenPassage
 
 LIMITS = Limits(max_text_chars=50, max_body_bytes=2000, max_context_turns=3)
 
@@ -35,7 +36,7 @@ def test_a_request_is_read_like_a_turn():
     assert item.claim == "Paris is the capital of ffrance." and item.context == ["Where is Paris?"]  # NFKC, invisibles out
     assert item.gold_evidence is None and item.conversation_id == "api"
     fv = parse_request(json.dumps({"claim": "x is y", "evidence": ["x is y."]}).encode(), LIMITS, "fv")
-    assert fv.gold_evidence == [("evidence", "x is y.")]
+    assert fv.gold_evidence == [GivenPassage("x is y.")]
 
 
 @pytest.mark.unit
@@ -54,7 +55,8 @@ def test_a_request_is_read_like_a_turn():
     ({"claim": "x", "context": "a"}, 400, "schema", "context must be a list"),
     ({"claim": "x", "context": ["a", "b", "c", "d"]}, 413, "too_large", "context has 4 turns > 3"),
     ({"claim": "x", "context": ["a", None]}, 400, "schema", "context[1] must be a string"),
-    ({"claim": "x", "evidence": ["e"]}, 400, "schema", "retrieves the evidence"),
+    ({"claim": "x", "evidence": "e"}, 400, "schema", "evidence must be a list of passages"),
+    ({"claim": "x", "evidence": [{"text": "e", "colour": 1}]}, 400, "schema", "evidence[0]: unknown key 'colour'"),
     ({"claim": "x", "conversation_id": ""}, 400, "invalid_field", "conversation_id"),
 ])
 def test_hostile_input_is_one_clear_error(body, status, code, says):
@@ -140,6 +142,25 @@ def test_check_server_prints_what_a_local_check_prints(server, capsys):
     assert v["claim"] == "Paris is the capital of France." and not leaks(out)
     assert main(["check", "--server", url, "--claim", "x" * 5000]) == 2
     assert "the server refused the claim (HTTP 413)" in capsys.readouterr().err
+
+
+@pytest.mark.model
+def test_a_grounded_request_and_check_evidence_objects_get_source_and_claim_span(server, capsys):
+    """One contract everywhere (issue 64): evidence objects through the CLI to the same server, checked
+    against the passage given (its search backend is down: no retrieval), its url and source kept."""
+    from dialcheck.cli import main
+
+    url, _ = server
+    passage = json.dumps({"text": "Elvis Presley was born on January 8, 1935, in Tupelo, Mississippi.",
+                          "url": "https://help.example.com/elvis", "id": "kb-1"})
+    assert main(["check", "--server", url, "--claim", "Elvis was born in 1942.", "--evidence", passage,
+                 "--format", "json"]) == 0
+    v = json.loads(capsys.readouterr().out)
+    assert v["label"] == "REFUTES" and v["status"]["state"] == "ok"
+    assert [(e["passage_id"], e["url"], e["source"]) for e in v["evidence"]][0] == ("kb-1", "https://help.example.com/elvis", "turn")
+    assert v["claim_span"] == {"start": 0, "end": len("Elvis was born in 1942.")}
+    assert main(["check", "--server", url, "--claim", "x", "--evidence", '{"title": "no text"}']) == 2
+    assert "--evidence: evidence[0]: an object passage needs \"text\"" in capsys.readouterr().err
 
 
 @pytest.mark.unit

@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Iterable, Iterator
+from functools import lru_cache
+from typing import Iterable, Iterator, NamedTuple
 
 from dialcheck.errors import UsageError
 
 BATCH = 16  # claims per pipeline call from a file or a pipe (a terminal's stdin: one at a time)
 TONE_MARK = {"supported": "✔", "disputed": "✘", "unverified": "?"}
-PLACEHOLDER_TITLE = "evidence"  # the title `--evidence TEXT` gets
+PLACEHOLDER_TITLE = "evidence"  # the title given texts had before evidence objects ("" now): old verdicts
 SKIP_KIND = {"question": "it is a question", "greeting": "it is a greeting", "thanks": "it thanks someone",
              "reaction": "it is a reaction", "personal": "it is about the speaker's own opinion or life"}
 
@@ -34,9 +35,13 @@ def register(sub) -> None:
                                   "or JSON lines, one such object a line")
     p.add_argument("--context", action="append", default=[], help="a context turn (repeatable, oldest first)")
     p.add_argument("--claim", help="the claim (response) to check")
-    p.add_argument("--protocol", choices=["e2e", "fv"], default="e2e",
-                   help="e2e: retrieve evidence from the passage index (default); fv: check against --evidence")
-    p.add_argument("--evidence", action="append", default=[], help="gold evidence text (protocol fv)")
+    p.add_argument("--protocol", choices=["e2e", "fv"], default=None,
+                   help="e2e: retrieve evidence from the passage index; fv: check against --evidence. Default: fv "
+                        "when every claim gives its evidence (no index loaded), else e2e (a claim with evidence is "
+                        "still checked against it)")
+    p.add_argument("--evidence", action="append", default=[],
+                   help="a passage to check against instead of retrieving (repeatable): its text, or a JSON object "
+                        '{"text": ..., "title": ..., "url": ..., "id": ...} as a chat turn\'s evidence')
     p.add_argument("--surface", default=None,
                    help="the claim surface checked: r0 (as written) .. r4 (pronouns resolved), r4g (R1-R4 behind "
                         "the gate); default DIALCHECK_SURFACE (r0), as the stream")
@@ -56,7 +61,48 @@ def register(sub) -> None:
 
 
 # ---- input ----------------------------------------------------------------------------------
-Claim = tuple  # (where, context, claim, evidence, links): where names the file and line for messages
+class Claim(NamedTuple):
+    """One claim to check; `where` names the file and line for messages."""
+    where: str
+    context: list
+    claim: str
+    evidence: list | None  # GivenPassage (schemas/evidence.py) or DialFact (title, text) pairs; None: retrieve
+    links: dict
+    evidence_note: str | None = None  # what the evidence limits left unread
+
+
+@lru_cache(maxsize=1)
+def _evidence_limits():
+    """How much given evidence is read (DIALCHECK_EVIDENCE_MAX_*), as the stream reads a turn's."""
+    from schemas.evidence import EvidenceLimits
+    from schemas.settings import load_settings
+
+    return EvidenceLimits.of(load_settings().grounding)
+
+
+def _given(raw, where: str) -> tuple[list | None, str | None]:
+    """Evidence as a chat turn gives it (strings or objects, schemas/evidence.py) → passages and the
+    limits' note; None: none given. A wrong shape is one line naming the claim and the passage."""
+    from schemas.errors import InvalidEvent
+    from schemas.evidence import parse_evidence
+
+    if raw is None or raw == []:
+        return None, None
+    try:
+        return parse_evidence(raw, _evidence_limits())
+    except InvalidEvent as e:
+        raise UsageError(f"{where}: {e.reason}") from None
+
+
+def _evidence_arg(value: str):
+    """One --evidence: a text, or a JSON object passage when it starts with '{'."""
+    if not value.lstrip().startswith("{"):
+        return value
+    try:
+        return json.loads(value)
+    except json.JSONDecodeError as e:
+        raise UsageError(f"--evidence {value[:40]!r}: not a JSON object ({e.msg}); give the passage's text, "
+                         'or {"text": ..., "url": ...}') from None
 
 
 def _from_object(obj, where: str) -> Claim:
@@ -72,12 +118,11 @@ def _from_object(obj, where: str) -> Claim:
     if not isinstance(claim, str) or not claim.strip():
         raise UsageError(f"{where}: no claim ('claim', or a DialFact record's 'response')")
     try:
-        evidence = ([(str(e[0]), str(e[2])) for e in obj.get("evidence_list", []) if len(e) >= 3]
-                    or [(PLACEHOLDER_TITLE, str(e)) for e in obj.get("evidence", [])])
+        dialfact = [(str(e[0]), str(e[2])) for e in obj.get("evidence_list", []) if len(e) >= 3]
     except TypeError:
-        raise UsageError(f"{where}: 'evidence' must be a list of texts "
-                         "('evidence_list': DialFact's [title, url, text] triples)") from None
-    return where, [c.strip() for c in context], claim.strip(), evidence, _links(obj)
+        raise UsageError(f"{where}: 'evidence_list' must hold DialFact's [title, url, text] triples") from None
+    evidence, note = (dialfact, None) if dialfact else _given(obj.get("evidence"), where)
+    return Claim(where, [c.strip() for c in context], claim.strip(), evidence, _links(obj), note)
 
 
 def _links(obj) -> dict[str, str]:
@@ -115,7 +160,7 @@ def _read_file(path: str) -> list[Claim]:
     return out
 
 
-def _stdin_claims(lines: Iterable[str], context: list[str], evidence: list) -> Iterator[Claim]:
+def _stdin_claims(lines: Iterable[str], context: list[str], evidence: tuple) -> Iterator[Claim]:
     """A line starting with '{' is a JSON object; any other non-empty line is a claim (with the
     --context and --evidence given on the command line)."""
     for n, line in enumerate(lines, 1):
@@ -124,7 +169,7 @@ def _stdin_claims(lines: Iterable[str], context: list[str], evidence: list) -> I
             continue
         where = f"stdin:{n}"
         yield _from_object(_json_line(line, where), where) if line.startswith("{") else \
-            (where, list(context), line, list(evidence), {})
+            Claim(where, list(context), line, evidence[0], {}, evidence[1])
 
 
 def _stdin_is_a_pipe() -> bool:
@@ -146,13 +191,13 @@ def _claims(args) -> tuple[Iterable[Claim], bool]:
     named = [n for n, on in given if on]
     if len(named) > 1:
         raise UsageError(f"give one of --claim, --file or '-' (stdin), not {' and '.join(named)}")
-    evidence = [(PLACEHOLDER_TITLE, e) for e in args.evidence]
+    evidence = _given([_evidence_arg(e) for e in args.evidence], "--evidence")
     if args.file:
         return _read_file(args.file), False
     if args.claim is not None:
         if not args.claim.strip():
             raise UsageError("the claim is empty (--claim TEXT)")
-        return [("--claim", list(args.context), args.claim.strip(), evidence, {})], False
+        return [Claim("--claim", list(args.context), args.claim.strip(), evidence[0], {}, evidence[1])], False
     if args.source == "-" or _stdin_is_a_pipe():
         if _isatty(sys.stdin):
             return _stdin_claims(sys.stdin, args.context, evidence), True
@@ -184,10 +229,17 @@ def _batches(claims: Iterable[Claim], size: int) -> Iterator[list[Claim]]:
         yield batch
 
 
-def _require_evidence(claim: Claim, protocol: str) -> None:
-    if protocol == "fv" and not claim[3]:
-        raise UsageError(f"{claim[0]}: --protocol fv checks the claim against evidence you give: add --evidence TEXT "
+def _require_evidence(claim: Claim, protocol: str | None) -> None:
+    if protocol == "fv" and not claim.evidence:
+        raise UsageError(f"{claim.where}: --protocol fv checks the claim against evidence you give: add --evidence TEXT "
                          "(or 'evidence' in the JSON), or use --protocol e2e to retrieve it")
+
+
+def _protocol(args, claims, interactive: bool) -> str:
+    """--protocol, else fv when every claim gives its evidence (no index needed), else e2e."""
+    if args.protocol:
+        return args.protocol
+    return "fv" if not interactive and all(c.evidence for c in claims) else "e2e"
 
 
 # ---- run ------------------------------------------------------------------------------------
@@ -203,29 +255,30 @@ def run(args) -> int:
             _require_evidence(c, args.protocol)
     if args.server:
         return _run_remote(args, claims, interactive)
+    protocol = _protocol(args, claims, interactive)
     settings = load_settings(models={"backend": args.models})  # a bad setting or --models: before any data check
-    if args.protocol != "fv":  # no index yet and no data to build it from: one line naming `dialcheck data fetch`
+    if protocol != "fv" and not settings.grounding.only:  # no index and no data to build it from: one line
         from dialcheck.commands.data import require_index_sources
 
         require_index_sources(settings)
     fmt = args.format or ("text" if sys.stdout.isatty() else "json")
     with Status("loading models (NLI, encoder and spaCy: once for every claim)"):
-        pipe = load_checker(settings, protocol=args.protocol, surface=args.surface)
+        pipe = load_checker(settings, protocol=protocol, surface=args.surface)
     if pipe.load_report():
         print(pipe.load_report(), file=sys.stderr)
     n = 0
     for batch in _batches(claims, 1 if interactive else BATCH):
         for c in batch:
-            _require_evidence(c, args.protocol)
-        items = [CheckItem("cli", str(n + i + 1), context, claim, evidence if args.protocol == "fv" else None)
-                 for i, (_, context, claim, evidence, _links) in enumerate(batch)]
+            _require_evidence(c, protocol)
+        items = [CheckItem("cli", str(n + i + 1), c.context, c.claim, c.evidence, evidence_note=c.evidence_note)
+                 for i, c in enumerate(batch)]
         with Status(f"checking {len(items)} claim(s)" if n or len(items) > 1 else "checking"):
             verdicts = [pipe.scrub.verdict(_turn_verdict(t)) for t in pipe.check_turns(items)]
         for c, v in zip(batch, verdicts):
             if fmt == "json":
                 print(v.to_json().decode())
             else:
-                print(("\n" if n else "") + format_text(_with_links(v, c[4]), verbose=args.verbose))
+                print(("\n" if n else "") + format_text(_with_links(v, c.links), verbose=args.verbose))
             n += 1
         sys.stdout.flush()
     return 0
@@ -242,8 +295,8 @@ def _run_remote(args, claims, interactive: bool) -> int:
         raise UsageError(f"--server {args.server}: expected http://HOST:PORT (a running `dialcheck serve-api`)")
     fmt = args.format or ("text" if sys.stdout.isatty() else "json")
     session = requests.Session()
-    for n, (where, context, claim, evidence, links) in enumerate(claims):
-        body = {"claim": claim, "context": context, **({"evidence": [t for _, t in evidence]} if evidence else {})}
+    for n, (where, context, claim, evidence, links, _note) in enumerate(claims):
+        body = {"claim": claim, "context": context, **({"evidence": _evidence_body(evidence)} if evidence else {})}
         try:
             r = session.post(url, json=body, timeout=(10, 600))
         except requests.RequestException as e:
@@ -265,6 +318,13 @@ def _run_remote(args, claims, interactive: bool) -> int:
             print(("\n" if n else "") + format_text(_with_links(v, links), verbose=args.verbose))
         sys.stdout.flush()
     return 0
+
+
+def _evidence_body(evidence: list) -> list[dict]:
+    """The claim's passages as a /check body gives them (DialFact pairs as titled objects)."""
+    from schemas.evidence import evidence_json
+
+    return [{"text": e[1], "title": e[0]} if isinstance(e, tuple) else evidence_json([e])[0] for e in evidence]
 
 
 def _with_links(v, links: dict[str, str]):
@@ -342,7 +402,7 @@ def display_line(v) -> str:
 
 
 def _passage(title: str) -> str:
-    return "the evidence you gave" if title == PLACEHOLDER_TITLE else f"the passage '{title}'"
+    return "the evidence you gave" if title in ("", PLACEHOLDER_TITLE) else f"the passage '{title}'"
 
 
 def about_the_claim(v, window: dict, title: str) -> bool:
@@ -355,7 +415,7 @@ def about_the_claim(v, window: dict, title: str) -> bool:
     deciding = next((e for e in v.evidence if e.passage_id == window.get("passage_id")), None)
     text = (deciding.window or deciding.text) if deciding is not None else window.get("text", "")
     topic = v.surface.text if v.surface is not None and v.surface.text else v.claim
-    return subject_covered(topic, text or "", "" if title == PLACEHOLDER_TITLE else title)
+    return subject_covered(topic, text or "", "" if title in ("", PLACEHOLDER_TITLE) else title)
 
 
 def plain_why(v) -> list[str]:
@@ -373,8 +433,12 @@ def plain_why(v) -> list[str]:
                 else "Not checked: the turn states no fact to check."]
     if rule == "turn-summary":
         k = (r.get("numbers") or {}).get("claims", 0)
-        what = {"REFUTES": "one of them is disputed", "SUPPORTS": "none is disputed and at least one is supported",
-                "NOT ENOUGH INFO": "none of them could be confirmed"}.get(v.label, "")
+        grounded = "NOT ENOUGH INFO > SUPPORTS" in (r.get("summary") or "")  # attribution: all must be backed
+        what = {"REFUTES": "one of them is disputed",
+                "SUPPORTS": "every one is backed by the evidence" if grounded else
+                            "none is disputed and at least one is supported",
+                "NOT ENOUGH INFO": "not every one is backed by the evidence" if grounded else
+                                   "none of them could be confirmed"}.get(v.label, "")
         return [f"This turn makes {k} claims; {what}." if what else f"This turn makes {k} claims."]
     if rule == "no-evidence" or not v.evidence:
         return ["No passage was found to check this against."]
@@ -422,7 +486,7 @@ def fold_evidence(evidence: list) -> list[tuple[object, int, str | None]]:
 
 def _link(e, url: str | None = None) -> str:
     url = url or getattr(e, "url", None)
-    title = "the evidence you gave" if e.title == PLACEHOLDER_TITLE else e.title
+    title = "the evidence you gave" if e.title in ("", PLACEHOLDER_TITLE) else e.title
     return f"{title} — {url}" if url else title
 
 

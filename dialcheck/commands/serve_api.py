@@ -15,7 +15,8 @@ def register(sub) -> None:
                    help="address to bind (default 127.0.0.1: this machine only; 0.0.0.0 exposes it to the network)")
     p.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT}; 0: any free one)")
     p.add_argument("--protocol", choices=["e2e", "fv"], default="e2e",
-                   help="e2e: retrieve evidence from the passage index (default); fv: each request gives \"evidence\"")
+                   help="e2e: retrieve evidence from the passage index (default), unless a request gives \"evidence\" "
+                        "(a grounded turn's passages: checked as fv checks); fv: each request gives \"evidence\"")
     p.add_argument("--surface", default=None, help="the claim surface checked (default DIALCHECK_SURFACE, r0: as the stream)")
     p.add_argument("--models", default=None, help="'local' or triton://HOST:PORT (default: DIALCHECK_MODELS)")
     p.set_defaults(func=run)
@@ -30,7 +31,7 @@ def run(args) -> int:
     check_surface(args.surface)
     settings = load_settings(models={"backend": args.models})
     check_port_free(args.host, args.port, "--port")  # before minutes of loading
-    if args.protocol != "fv":  # the embedded index is built on first use (load_searcher): its sources first
+    if args.protocol != "fv" and not settings.grounding.only:  # the index is built on first use: its sources first
         from dialcheck.commands.data import require_index_sources
 
         require_index_sources(settings)

@@ -146,7 +146,7 @@ def test_check_server_prints_what_a_local_check_prints(server, capsys):
 
 @pytest.mark.model
 def test_a_grounded_request_and_check_evidence_objects_get_source_and_claim_span(server, capsys):
-    """One contract everywhere (issue 64): evidence objects through the CLI to the same server, checked
+    """One contract everywhere (grounded turns): evidence objects through the CLI to the same server, checked
     against the passage given (its search backend is down: no retrieval), its url and source kept."""
     from dialcheck.cli import main
 

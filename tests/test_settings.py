@@ -84,9 +84,12 @@ def test_settings_repr_masks_secrets(monkeypatch):
 
 def _model_folder(tmp_path, display: bool = True):
     """A folder as `dialcheck nli adopt` leaves it, as far as settings read it: decision.json (and
-    display.json) beside the model files; settings never load the model."""
+    display.json) beside the model files; settings never load the model, but check its files are
+    there (config.json: a Hugging Face checkpoint's)."""
     d = tmp_path / "adopted-nli"
     d.mkdir()
+    (tmp_path / "config.json").write_text("{}")  # the test uses tmp_path as a model dir without a decision
+    (d / "config.json").write_text("{}")
     (d / "decision.json").write_text("{}")
     if display:
         (d / "display.json").write_text("{}")

@@ -34,6 +34,29 @@ def existing_path(value: str, kind: str, what: str) -> str:
     return value
 
 
+def creatable_path(value: str, kind: str, what: str) -> str:
+    """`value` when it names an existing `kind` (file or directory) or one that can be made in a folder
+    that exists and is writable; else the one-line reason. Why: a missing folder was made at the
+    filesystem root, and a path that could not be made failed only after the models had loaded."""
+    import os
+
+    from pydantic_core import PydanticCustomError
+
+    p = Path(value).expanduser()
+    if p.exists():
+        ok = p.is_dir() if kind == "directory" else p.is_file()
+        if not ok:
+            raise PydanticCustomError("path", "not a {kind}: {what}", {"kind": kind, "what": what})
+        return value
+    parent = p.parent
+    if not parent.is_dir():
+        reason = f"{parent} is not a directory" if parent.exists() else f"no such directory {parent}"
+        raise PydanticCustomError("path", "{reason} (make it first): {what}", {"reason": reason, "what": what})
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise PydanticCustomError("path", "{parent} is not writable: {what}", {"parent": str(parent), "what": what})
+    return value
+
+
 class SettingsInvalid(DialcheckError, ValueError):
     """A setting that cannot be used; the message is one line naming the variable."""
 

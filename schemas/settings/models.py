@@ -1,11 +1,30 @@
 """The models: in-process ONNX Runtime or a Triton server, the NLI model dir, the encoder."""
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Literal
 
 from pydantic import field_validator
 
 from schemas.settings.base import REPO_ROOT, Section, env, existing_path
+
+
+def model_dir_complete(d: Path) -> None:
+    """An NLI model directory's files, checked before anything loads: one line naming what is missing
+    (a tokenizer missing was a 47-line traceback from transformers)."""
+    from pydantic_core import PydanticCustomError
+
+    if (d / "model.onnx").is_file():
+        tok = d / "tokenizer"
+        if not tok.is_dir() or not any((tok / n).is_file() for n in TOKENIZER_FILES):
+            raise PydanticCustomError("path", "{d} has model.onnx but no tokenizer (tokenizer/ with one of {names})",
+                                      {"d": str(d), "names": ", ".join(TOKENIZER_FILES)})
+    elif not (d / "config.json").is_file():
+        raise PydanticCustomError("path", "{d} holds no model.onnx (a dialcheck artifact) and no config.json (a Hugging "
+                                  "Face checkpoint)", {"d": str(d)})
+
+
+TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "spm.model", "sentencepiece.bpe.model", "vocab.json")
 
 
 class ModelSettings(Section):
@@ -36,8 +55,11 @@ class ModelSettings(Section):
 
     @field_validator("nli_model_dir")
     @classmethod
-    def _nli_dir_exists(cls, v: str) -> str:
-        return existing_path(v, "directory", "the NLI model dir holds model.onnx and its tokenizer")
+    def _nli_dir_exists(cls, v: str, info) -> str:
+        existing_path(v, "directory", "the NLI model dir holds model.onnx and its tokenizer")
+        if info.data.get("backend", "local") == "local":
+            model_dir_complete(Path(v).expanduser())
+        return v
 
     @field_validator("nli_torch_dir")
     @classmethod

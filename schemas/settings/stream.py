@@ -6,7 +6,12 @@ from typing import Literal
 
 from schemas.limits import MAX_JSON_DEPTH, MAX_REASON_BYTES, MAX_TEXT_CHARS
 from schemas.retry import ATTEMPTS, BACKOFF_S, MAX_BACKOFF_S
-from schemas.settings.base import REPO_ROOT, Section, env
+from pydantic import field_validator
+
+from schemas.settings.base import REPO_ROOT, Section, creatable_path, env
+
+
+DEFAULT_FEEDBACK_STORE = str(REPO_ROOT / "artifacts" / "feedback.sqlite3")
 
 
 def feedback_off(where: str) -> bool:
@@ -105,7 +110,7 @@ class StreamSettings(Section):
                                       "Claim ids `dialcheck verdicts --follow` remembers for dedup.", ge=1,
                                       le=100000000)
     # feedback on verdicts: users' right / wrong judgements, the evidence for the live precision of the badges
-    feedback_store: str = env("FEEDBACK_STORE", str(REPO_ROOT / "artifacts" / "feedback.sqlite3"),
+    feedback_store: str = env("FEEDBACK_STORE", DEFAULT_FEEDBACK_STORE,
                               "Where the worker keeps chat.feedback judgements and the verdicts they judge: a SQLite "
                               "file, a postgresql:// URL (needs psycopg 3), or 'off' (no feedback agent).", min_length=1)
     feedback_busy_timeout_s: float = env("FEEDBACK_BUSY_TIMEOUT_S", 30.0,
@@ -115,3 +120,21 @@ class StreamSettings(Section):
                                   "when the interval's upper end falls below this.", gt=0, le=1)
     precision_confidence: float = env("PRECISION_CONFIDENCE", 0.9, "Confidence of the live precision's "
                                       "Clopper-Pearson interval.", gt=0, lt=1)
+
+    @field_validator("feedback_store")
+    @classmethod
+    def _feedback_store_can_be_made(cls, v: str) -> str:
+        """A SQLite path's folder must exist (the default's artifacts/ is made by the store)."""
+        if feedback_off(v) or "://" in v or v == DEFAULT_FEEDBACK_STORE:
+            return v
+        return creatable_path(v, "file", "the feedback store's SQLite file (DIALCHECK_FEEDBACK_STORE)")
+
+    @field_validator("pid_file")
+    @classmethod
+    def _pid_file_can_be_made(cls, v: str) -> str:
+        return creatable_path(v, "file", "the worker's pid file (DIALCHECK_PID_FILE)") if v else v
+
+    @field_validator("state_dir")
+    @classmethod
+    def _state_dir_can_be_made(cls, v: str) -> str:
+        return creatable_path(v, "directory", "the worker's state directory (DIALCHECK_STATE_DIR)") if v else v

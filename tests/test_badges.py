@@ -33,6 +33,7 @@ def test_uncovered_names_the_added_name_and_number_as_written():
     assert uncovered("Did you know the Eiffel Tower was completed in 1889?", (EVIDENCE,)) == ([], False)
 
 
+@pytest.mark.model  # parses with spaCy
 @pytest.mark.parametrize("claim,term", [
     ("Oh cool, the Eiffel Tower was completed in 1889 by Gustave Eiffel.", "Gustave"),
     ("The Eiffel Tower was completed in 1889 and it has 108 floors.", "108"),
@@ -50,6 +51,7 @@ def test_a_reply_that_adds_a_detail_is_not_supported_when_coverage_is_asked(clai
         assert d.label == "NOT ENOUGH INFO" and term in d.uncovered, (cover, d)
 
 
+@pytest.mark.model  # parses with spaCy
 def test_two_windows_together_may_cover_a_claim():
     claim = "The Eiffel Tower was completed in 1889 and designed by Gustave Eiffel."
     windows = ["The Eiffel Tower was completed in 1889.", "Its design is credited to Gustave Eiffel's company."]
@@ -58,6 +60,7 @@ def test_two_windows_together_may_cover_a_claim():
     assert d.label == "SUPPORTS" and d.window == 0 and d.uncovered == ()
 
 
+@pytest.mark.model  # parses with spaCy
 def test_a_same_slot_value_refutes_only_with_slot_refutes():
     ev = _ev("The Eiffel Tower was completed in 1887.", [EVIDENCE], [[0.7, 0.2, 0.1]])
     base = {"t_supports": 0.35, "t_refutes": 0.56, "on_topic": 0.5, "cover": "names", "clash_refutes": False}
@@ -69,6 +72,7 @@ def test_a_same_slot_value_refutes_only_with_slot_refutes():
         method("guarded", {**base, "slot_refutes": True})
 
 
+@pytest.mark.model  # parses with spaCy
 def test_the_dialogue_scopes_ask_a_standalone_claim_nothing_or_its_names():
     """"The Moon is made of cheese." against a Cheese passage the NLI entails: a reply in a
     conversation is held to `cover`; without context "dialogue" reads it as it stands, and
@@ -97,6 +101,7 @@ def test_the_dialogue_scopes_ask_a_standalone_claim_nothing_or_its_names():
     assert fitted.params["cover_scope"] == "dialogue+names" and fitted.predict([alone, plain]) == ["NOT ENOUGH INFO", "SUPPORTS"]
 
 
+@pytest.mark.model  # parses with spaCy
 def test_the_shipped_decision_with_a_standalone_level_from_lab():
     """lab/tuning/variants.py `with_standalone`: the shipped thresholds, standalone claims asked their
     names ("The Moon is made of cheese." against a Cheese passage is then NOT ENOUGH INFO)."""
@@ -126,6 +131,7 @@ def test_the_cli_offers_every_coverage_scope_the_rule_knows():
         build_parser().parse_args(["tune", "fit", "--cover-scope", "everywhere"])
 
 
+@pytest.mark.model  # parses with spaCy
 def test_the_fit_knows_the_coverage_guard():
     """Claims that add a name are NEI in gold: without the guard the fit cannot tell them apart
     (same entailment), with it the fitted rule gets them right."""
@@ -199,6 +205,7 @@ def test_faithdial_labels_map_as_the_data_readme_says(begin, label):
     assert faithdial_label(begin) == label
 
 
+@pytest.mark.model  # parses with spaCy
 def test_a_decision_carries_its_uncovered_terms_only_when_coverage_was_asked():
     ev = _ev("The Eiffel Tower was completed in 1889 by Gustave Eiffel.", [EVIDENCE], [[0.9, 0.08, 0.02]])
     assert method("guarded", {"t_supports": 0.35, "t_refutes": 0.56, "on_topic": 0.5}).decide(ev).uncovered == ()
@@ -298,6 +305,7 @@ def test_a_floor_held_one_standard_error_below_asks_more_of_few_badges():
         assert share_right(rows.right[m], z=1.0) >= 0.80
 
 
+@pytest.mark.model  # parses with spaCy
 @pytest.mark.parametrize("reply,thin", [("I have an iguana.", True), ("Seems so!", True),
                                         ("Iguanas are lizards.", False)])
 def test_a_reply_too_thin_to_check_is_not_supported(reply, thin):

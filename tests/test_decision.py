@@ -83,6 +83,7 @@ def test_folds_keep_each_conversation_in_one_fold():
     assert len(res["folds"]) == 5 and res["mean"] > 40  # learns the lean: chance macro-F1 is ~33
 
 
+@pytest.mark.model  # parses with spaCy
 def test_shipped_layer_loads_with_current_features():
     """The shipped decision.json loads as the typed guarded rule (its params round-trip unchanged)
     and decides as its card says: a reply must be covered, a standalone claim is read as it stands."""

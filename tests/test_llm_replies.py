@@ -30,6 +30,7 @@ WINDOWS = [("Elvis Presley", "Elvis Presley was born in Tupelo, Mississippi, in 
 JUDGE_PROMPT = judge.prompt(CONTEXT, "he moved to tennessee at 12", WINDOWS)
 
 
+@pytest.mark.model  # parses with spaCy
 @pytest.mark.parametrize("reply, kind", [
     ("Elvis Presley was born in Tupelo.", "ok"),
     ('Rewrite: "Elvis Presley was born in Tupelo."', "ok"),  # a label and quotes around it are cleaned off
@@ -134,6 +135,7 @@ def test_a_bad_reply_keeps_the_r4_path_says_why_and_is_counted(standin, reply, f
     assert COUNTS.snapshot() == {"r5": {kind: 1}}
 
 
+@pytest.mark.model  # parses with spaCy
 def test_a_good_reply_is_used_and_counted_ok(standin):
     standin.rewrites[CLAIM] = "Elvis Presley was born in Tupelo."
     from workers.llm.r5 import RewriteCache

@@ -77,6 +77,7 @@ def test_methods_and_properties_are_checked_through_the_view():
         view.label = "SUPPORTS"
 
 
+@pytest.mark.model  # parses with spaCy
 def test_the_real_stages_without_a_model_keep_to_their_declarations():
     s = _state()
     for stage in (CheckWorthyStage(frozenset({"question"})), GoldEvidenceStage()):

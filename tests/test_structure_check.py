@@ -11,7 +11,7 @@ from workers.decision import ClaimEvidence, method
 from workers.decision.structure import check
 from workers.display import DisplayPolicy, display_of
 
-pytestmark = pytest.mark.unit
+pytestmark = pytest.mark.model  # every check parses the claim and the window with spaCy
 
 COMMITTEE = "The committee fined the club for the late payment."
 KYOTO = "Kyoto was the imperial capital for more than a thousand years, while Tokyo is the capital of Japan today."

@@ -38,6 +38,7 @@ def test_a_different_year_in_the_same_slot_is_on_topic_and_a_conflict():
 GUARDED = method("guarded", {"t_supports": 0.6, "t_refutes": 0.6, "on_topic": 0.5})
 
 
+@pytest.mark.model  # parses with spaCy
 @pytest.mark.parametrize("window,title,probs,label", [
     # the Disneyland-for-Eiffel case: strong contradiction from a window about something else
     ("Disneyland Paris opened in 1992 east of the city.", "Disneyland Paris", [0.02, 0.08, 0.90], "NOT ENOUGH INFO"),
@@ -49,6 +50,7 @@ def test_guarded_rule(window, title, probs, label):
     assert GUARDED.predict([ev(EIFFEL, [window], [probs], [title])]) == [label]
 
 
+@pytest.mark.model  # parses with spaCy
 def test_no_refutes_about_another_subject_or_an_unresolved_pronoun():
     """Chicago's fair is a World's Fair with another year, but the window does not name the Eiffel
     Tower; and with the pronoun unresolved nothing can be shown to be about the claim."""
@@ -62,6 +64,7 @@ def test_no_refutes_about_another_subject_or_an_unresolved_pronoun():
     assert GUARDED.predict([unresolved]) == ["NOT ENOUGH INFO"]
 
 
+@pytest.mark.model  # parses with spaCy
 def test_a_generic_word_of_the_subject_is_not_its_name():
     from workers.decision.sufficiency import subject_covered
 
@@ -70,6 +73,7 @@ def test_a_generic_word_of_the_subject_is_not_its_name():
     assert subject_covered(EIFFEL_R4, "The tower was built for the 1887 World's Fair.", "Eiffel Tower")
 
 
+@pytest.mark.model  # parses with spaCy
 def test_subject_through_chat_wrappers():
     from workers.decision.sufficiency import subject_terms
 
@@ -77,6 +81,7 @@ def test_subject_through_chat_wrappers():
     assert subject_terms("He was born in Tupelo, Mississippi.") is None
 
 
+@pytest.mark.model  # parses with spaCy
 def test_guarded_rule_never_refutes_when_a_window_supports():
     both = ev(EIFFEL, ["The tower was built for the 1889 World's Fair.", "The tower was built for the 1887 World's Fair."],
               [[0.9, 0.05, 0.05], [0.05, 0.05, 0.9]], ["Eiffel Tower", "Eiffel Tower"])
@@ -87,6 +92,7 @@ def test_evidence_strength():
     assert strength(None, 0.5) == "none" and strength(0.2, 0.5) == "weak" and strength(0.8, 0.5) == "strong"
 
 
+@pytest.mark.model  # parses with spaCy
 def test_fit_respects_the_refutes_precision_floor():
     """Off-topic windows with high contradiction are NEI in gold; a fit that let them refute would
     fall below the floor, so the fitted on-topic level must exclude them."""
@@ -109,6 +115,7 @@ def test_fit_respects_the_refutes_precision_floor():
     assert params["on_topic"] > 0.22  # the Disneyland window's coverage
 
 
+@pytest.mark.model  # parses with spaCy
 def test_a_middle_name_is_not_required_but_first_and_last_names_are():
     # R4 writes the name as the context gives it ("Elvis Aaron Presley"); the article says "Elvis Presley"
     topic = "Elvis Aaron Presley's music career began in Seattle."

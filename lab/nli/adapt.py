@@ -13,9 +13,11 @@ once per step and fold, which is most of a CPU fine-tune's cost, and what they r
 
 Why interpolation: fine-tuned on one deployment's replies, the model learns that deployment's
 convention and loses ground elsewhere. WiSE-FT (Wortsman et al., 2022) — the adapted weights
-averaged with the shipped ones — keeps most of the gain and most of the rest; `interpolate`
-writes such a mix with lab/nli/soup.py's `average_onnx` (the weight is chosen on the hold-out
-conversations by lab/nli/adapt_run.py).
+averaged with the shipped ones — keeps most of the gain and most of the rest. `dialcheck adapt`
+mixes in torch (`TorchMixes`: scored, and exported once per mix it writes or certifies, so the
+model written is the one measured); `interpolate` averages two ONNX exports for the learning
+curve (lab/nli/adapt_curve.py). The weight is chosen on the hold-out conversations by
+lab/nli/adapt_run.py.
 
 Why replay (learning without forgetting, Li & Hoiem 2016): the judged replies alone pull the top
 layers toward one deployment's convention, and general NLI slips (SNLI test accuracy 0.738 → 0.670 at
@@ -37,8 +39,9 @@ import math
 import random
 import shutil
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -59,23 +62,23 @@ TARGET_LOSS = {"entailment": (0, 1.0), "not_entailment": (0, 0.0),
                "contradiction": (2, 1.0), "not_contradiction": (2, 0.0)}
 
 
-def model_version(model_dir: str | Path) -> str:
-    from workers.models.onnx_nli import read_calibration
-
-    return str(read_calibration(Path(model_dir)).get("version", "dialcheck-nli"))
-
-
 def _nli(model_dir: str | Path):
     from workers.models.onnx_nli import OnnxNLI
 
     return OnnxNLI(model_dir, batch_size=16, threads=THREADS, workers=1)
 
 
-def nli_probs(model_dir: str | Path, premises: Sequence[str], hypotheses: Sequence[str]) -> np.ndarray:
-    """Calibrated (entailment, neutral, contradiction) per pair, as the runtime computes them."""
+def predicted(nli, premises: Sequence[str], hypotheses: Sequence[str]) -> np.ndarray:
+    """`nli`'s calibrated (entailment, neutral, contradiction) per pair, as the runtime computes them
+    (an (0, 3) array for no pair): the one place a model's probabilities are read here."""
     if not len(premises):
         return np.zeros((0, 3))
-    return np.asarray(_nli(model_dir).predict(list(premises), list(hypotheses)), dtype=float)
+    return np.asarray(nli.predict(list(premises), list(hypotheses)), dtype=float)
+
+
+def nli_probs(model_dir: str | Path, premises: Sequence[str], hypotheses: Sequence[str]) -> np.ndarray:
+    """Calibrated (entailment, neutral, contradiction) per pair of the model in `model_dir`."""
+    return predicted(_nli(model_dir), premises, hypotheses)
 
 
 def p_supports(model_dir: str | Path, premises: Sequence[str], hypotheses: Sequence[str]) -> np.ndarray:
@@ -185,13 +188,37 @@ def fine_tune(base_dir: str | Path, pairs: Sequence[JudgedPair], *, seed: int, o
     probabilities on them (KL(base ‖ adapted), weight `replay_weight`), "gold" trains their three-way
     label (cross-entropy). `replay_note` (where they came from) goes into calibration.json's `adapt`."""
     import torch
-    from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
     from workers.models.onnx_nli import MAX_LENGTH, read_calibration
-    from .export import export_onnx, write_calibration
-    from .judged import pairs_sha1, target_counts
 
     base_dir, out = Path(base_dir), Path(out_dir)
+    _check_tune(pairs, replay_loss)
+    replay = list(replay or [])
+    cal = read_calibration(base_dir)
+    length = int(max_length or cal.get("max_length") or MAX_LENGTH)
+    torch.set_num_threads(THREADS)
+    torch.manual_seed(seed)
+    rng = random.Random(seed)
+    total = steps_for(len(pairs), epochs, max_steps, batch_size)
+    loss = _Loss(replay_weight, replay_batch, replay_loss)
+    with tempfile.TemporaryDirectory(prefix="dialcheck-adapt-") as tmp:
+        work = Path(tmp)
+        ckpt = Path(checkpoint) if checkpoint else _checkpoint(base_dir, work)
+        run = _Tuning.start(ckpt, base_dir, pairs, replay, train_layers, trunk, length,
+                            float(cal.get("temperature", 1.0)))
+        _train(run, loss, rng, total, lr, batch_size, progress)
+        out.mkdir(parents=True, exist_ok=True)
+        _save_tuned(run, work, out, export)
+    _write_tuned_calibration(out, cal, pairs, version, adapt={
+        "seed": seed, "steps": total, "lr": lr, "batch_size": batch_size, "max_length": length, "weight": 1.0,
+        "trained_layers": len(_layers(run.model)) - run.frozen, "loss": loss.describe(len(replay)),
+        "replay": ({"pairs": len(replay), "weight": replay_weight, "per_step": replay_batch, "loss": replay_loss,
+                    **(replay_note or {})} if replay else {"pairs": 0, **(replay_note or {})})})
+    return out
+
+
+def _check_tune(pairs: Sequence[JudgedPair], replay_loss: str) -> None:
+    """The caller's mistakes, before anything is loaded."""
     bad = sorted({p.target for p in pairs} - set(TARGET_LOSS))
     if bad:
         raise ValueError(f"unknown targets {bad}: one of {', '.join(TARGET_LOSS)}")
@@ -199,18 +226,48 @@ def fine_tune(base_dir: str | Path, pairs: Sequence[JudgedPair], *, seed: int, o
         raise ValueError("no pairs to fine-tune on")
     if replay_loss not in ("distill", "gold"):
         raise ValueError(f"replay_loss must be distill or gold, got {replay_loss!r}")
-    replay = list(replay or [])
-    texts = [(p.premise, p.hypothesis) for p in pairs] + [(r.premise, r.hypothesis) for r in replay]
-    n_judged = len(pairs)
-    cal = read_calibration(base_dir)
-    temperature = float(cal.get("temperature", 1.0))
-    length = int(max_length or cal.get("max_length") or MAX_LENGTH)
-    torch.set_num_threads(THREADS)
-    torch.manual_seed(seed)
-    rng = random.Random(seed)
-    with tempfile.TemporaryDirectory(prefix="dialcheck-adapt-") as tmp:
-        work = Path(tmp)
-        ckpt = Path(checkpoint) if checkpoint else _checkpoint(base_dir, work)
+
+
+@dataclass(frozen=True)
+class _Loss:
+    """The replay term's recipe (the judged pairs' binary loss and KEEP term are fixed)."""
+    replay_weight: float
+    replay_batch: int
+    replay_loss: str
+
+    def describe(self, replayed: int) -> str:
+        return ("binary cross-entropy on the judged class's calibrated probability, plus "
+                f"{KEEP} × KL keeping the base's split of the other two classes" + (
+                    f", plus {self.replay_weight} × " + (
+                        "KL(base ‖ adapted) over the three classes" if self.replay_loss == "distill"
+                        else "three-way cross-entropy on the gold labels") +
+                    f" of {self.replay_batch} general NLI pairs per step" if replayed else ""))
+
+
+@dataclass
+class _Tuning:
+    """One fine-tune's model and what its steps read: the judged pairs' texts, then the replay pairs'
+    (`texts`), their trunk output or tokens, and the columns and targets the binary loss trains."""
+    model: object
+    tok: object
+    frozen: int
+    trunk: "Trunk | None"
+    enc: object
+    texts: list
+    n_judged: int
+    cols: object
+    ys: object
+    temperature: float
+    replay: list
+
+    @classmethod
+    def start(cls, ckpt: Path, base_dir: Path, pairs: Sequence[JudgedPair], replay: list,
+              train_layers: int | None, trunk: "Trunk | None", length: int, temperature: float) -> "_Tuning":
+        """The checkpoint loaded with its embeddings and lower layers frozen, and every pair prepared."""
+        import torch
+        from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+        texts = [(p.premise, p.hypothesis) for p in pairs] + [(r.premise, r.hypothesis) for r in replay]
         tok = AutoTokenizer.from_pretrained(str(ckpt))
         model = AutoModelForSequenceClassification.from_pretrained(str(ckpt)).float()
         for param in model.base_model.embeddings.parameters():  # the vocabulary stays the shipped one:
@@ -227,98 +284,129 @@ def fine_tune(base_dir: str | Path, pairs: Sequence[JudgedPair], *, seed: int, o
             trunk.add([t[0] for t in texts], [t[1] for t in texts])
         enc = None if frozen else tok([t[0] for t in texts], [t[1] for t in texts],
                                       truncation="longest_first", max_length=length)  # the trunk tokenizes its own
-        cols = torch.tensor([TARGET_LOSS[p.target][0] for p in pairs])
-        ys = torch.tensor([TARGET_LOSS[p.target][1] for p in pairs])
-        total = steps_for(len(pairs), epochs, max_steps, batch_size)
-        opt = torch.optim.AdamW([q for q in model.parameters() if q.requires_grad], lr=lr, weight_decay=0.01)
-        warm = max(1, total // 10)
-        sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / warm) * max(0.0, (total - s) / total))
-        def logits_of(idx: list[int]):  # indices into texts: the judged pairs, then the replay pairs
-            if frozen:
-                return trunk.head(model, [texts[i] for i in idx]) / temperature
-            width = max(len(enc["input_ids"][i]) for i in idx)
-            inp = torch.zeros(len(idx), width, dtype=torch.long)
-            tt, att = torch.zeros_like(inp), torch.zeros_like(inp)
-            for r, i in enumerate(idx):
-                n = len(enc["input_ids"][i])
-                inp[r, :n] = torch.tensor(enc["input_ids"][i])
-                tt[r, :n] = torch.tensor(enc["token_type_ids"][i])
-                att[r, :n] = 1
-            return model(input_ids=inp, token_type_ids=tt, attention_mask=att).logits / temperature
+        return cls(model, tok, frozen, trunk if frozen else None, enc, texts, len(pairs),
+                   torch.tensor([TARGET_LOSS[p.target][0] for p in pairs]),
+                   torch.tensor([TARGET_LOSS[p.target][1] for p in pairs]), temperature, replay)
 
-        def others(logits, idx):  # log p of the two columns a pair's judgement does not speak about, given not its own
-            keep = torch.ones(len(idx), 3, dtype=torch.bool)
-            keep[torch.arange(len(idx)), cols[idx]] = False
-            rest = logits[keep].view(len(idx), 2)
-            return rest - torch.logsumexp(rest, dim=1, keepdim=True)
+    def logits(self, idx: list[int]):
+        """Calibrated logits of `texts[idx]` (the judged pairs, then the replay pairs)."""
+        import torch
 
-        model.eval()
-        with torch.inference_mode():  # what the base says about the other two columns, kept by the KEEP term
-            base_rest = torch.cat([others(logits_of(idx), idx) for idx in _chunks(0, n_judged)])
-            # what the base says about the replay pairs (all three columns), held by the REPLAY term
-            base_replay = torch.cat([torch.log_softmax(logits_of(idx), dim=1)
-                                     for idx in _chunks(n_judged, len(texts))]) if replay else None
-        replay_gold = torch.tensor([int(r.label) for r in replay]) if replay and replay_loss == "gold" else None
-        judged_draws, replay_draws = _Draws(len(pairs), rng), _Draws(len(replay), rng)
-        bar = _bar(total, progress, "adapt: fine-tune")
-        model.train()
-        for step in range(total):
-            idx = judged_draws.take(batch_size)
-            ridx = replay_draws.take(replay_batch) if replay else []
-            logits = logits_of(idx)
-            logp = torch.log_softmax(logits, dim=1).gather(1, cols[idx].unsqueeze(1)).squeeze(1)
-            log1m = torch.log1p(-logp.exp().clamp(max=1 - 1e-6))
-            y = ys[idx]
-            q = base_rest[idx]
-            kept = (q.exp() * (q - others(logits, idx))).sum(dim=1).mean()
-            loss = -(y * logp + (1 - y) * log1m).mean() + KEEP * kept
-            if ridx:  # a forward of its own: replay pairs are short, padded to a judged batch's width they cost 3×
-                rlogp = torch.log_softmax(logits_of([n_judged + i for i in ridx]), dim=1)  # texts: after the judged
-                if replay_gold is not None:
-                    held = torch.nn.functional.nll_loss(rlogp, replay_gold[ridx])
-                else:
-                    qb = base_replay[ridx]
-                    held = (qb.exp() * (qb - rlogp)).sum(dim=1).mean()
-                loss = loss + replay_weight * held
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            opt.step()
-            sched.step()
-            opt.zero_grad(set_to_none=True)
-            bar.update(1)
-            bar.set_postfix(loss=f"{loss.item():.3f}")
-        bar.close()
-        model.eval()
-        out.mkdir(parents=True, exist_ok=True)
-        if export:
-            model.save_pretrained(str(work / "tuned"))
-            tok.save_pretrained(str(work / "tuned"))
-            export_dir = work / "export"
-            fp32 = export_onnx(work / "tuned", export_dir)
-            shutil.move(str(fp32), out / "model.onnx")
-            if (out / "tokenizer").exists():
-                shutil.rmtree(out / "tokenizer")
-            shutil.copytree(export_dir / "tokenizer", out / "tokenizer")
-        else:
-            torch.save(model.state_dict(), out / TUNED)
+        if self.frozen:
+            return self.trunk.head(self.model, [self.texts[i] for i in idx]) / self.temperature
+        enc = self.enc
+        width = max(len(enc["input_ids"][i]) for i in idx)
+        inp = torch.zeros(len(idx), width, dtype=torch.long)
+        tt, att = torch.zeros_like(inp), torch.zeros_like(inp)
+        for r, i in enumerate(idx):
+            n = len(enc["input_ids"][i])
+            inp[r, :n] = torch.tensor(enc["input_ids"][i])
+            tt[r, :n] = torch.tensor(enc["token_type_ids"][i])
+            att[r, :n] = 1
+        return self.model(input_ids=inp, token_type_ids=tt, attention_mask=att).logits / self.temperature
+
+    def others(self, logits, idx: list[int]):
+        """log p of the two columns a pair's judgement does not speak about, given not its own."""
+        import torch
+
+        keep = torch.ones(len(idx), 3, dtype=torch.bool)
+        keep[torch.arange(len(idx)), self.cols[idx]] = False
+        rest = logits[keep].view(len(idx), 2)
+        return rest - torch.logsumexp(rest, dim=1, keepdim=True)
+
+    def base_terms(self):
+        """What the base says, before training: the judged pairs' other two columns (the KEEP term)
+        and the replay pairs' three (the REPLAY term; None without replay)."""
+        import torch
+
+        self.model.eval()
+        with torch.inference_mode():
+            rest = torch.cat([self.others(self.logits(idx), idx) for idx in _chunks(0, self.n_judged)])
+            replayed = torch.cat([torch.log_softmax(self.logits(idx), dim=1)
+                                  for idx in _chunks(self.n_judged, len(self.texts))]) if self.replay else None
+        return rest, replayed
+
+
+def _train(run: _Tuning, loss: _Loss, rng: random.Random, total: int, lr: float, batch_size: int,
+           progress: bool) -> None:
+    """`total` AdamW steps (warm-up a tenth, then linear decay) on the binary loss, the KEEP term and,
+    with replay, the REPLAY term."""
+    import torch
+
+    model = run.model
+    opt = torch.optim.AdamW([q for q in model.parameters() if q.requires_grad], lr=lr, weight_decay=0.01)
+    warm = max(1, total // 10)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / warm) * max(0.0, (total - s) / total))
+    base_rest, base_replay = run.base_terms()
+    replay_gold = torch.tensor([int(r.label) for r in run.replay]) if run.replay and loss.replay_loss == "gold" else None
+    judged_draws, replay_draws = _Draws(run.n_judged, rng), _Draws(len(run.replay), rng)
+    bar = _bar(total, progress, "adapt: fine-tune")
+    model.train()
+    for _ in range(total):
+        idx = judged_draws.take(batch_size)
+        ridx = replay_draws.take(loss.replay_batch) if run.replay else []
+        logits = run.logits(idx)
+        logp = torch.log_softmax(logits, dim=1).gather(1, run.cols[idx].unsqueeze(1)).squeeze(1)
+        log1m = torch.log1p(-logp.exp().clamp(max=1 - 1e-6))
+        y = run.ys[idx]
+        q = base_rest[idx]
+        kept = (q.exp() * (q - run.others(logits, idx))).sum(dim=1).mean()
+        step_loss = -(y * logp + (1 - y) * log1m).mean() + KEEP * kept
+        if ridx:  # a forward of its own: replay pairs are short, padded to a judged batch's width they cost 3×
+            rlogp = torch.log_softmax(run.logits([run.n_judged + i for i in ridx]), dim=1)  # texts: after the judged
+            if replay_gold is not None:
+                held = torch.nn.functional.nll_loss(rlogp, replay_gold[ridx])
+            else:
+                qb = base_replay[ridx]
+                held = (qb.exp() * (qb - rlogp)).sum(dim=1).mean()
+            step_loss = step_loss + loss.replay_weight * held
+        step_loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        sched.step()
+        opt.zero_grad(set_to_none=True)
+        bar.update(1)
+        bar.set_postfix(loss=f"{step_loss.item():.3f}")
+    bar.close()
+    model.eval()
+
+
+def _save_tuned(run: _Tuning, work: Path, out: Path, export: bool) -> None:
+    """The tuned weights into `out`: an ONNX export with its tokenizer, or (export=False) a torch state dict."""
+    import torch
+
+    if not export:
+        torch.save(run.model.state_dict(), out / TUNED)
+        return
+    _export(run.model, run.tok, work, out)
+
+
+def _export(model, tok, work: Path, out: Path) -> None:
+    """`model` as `out`/model.onnx and `out`/tokenizer/ (the one exporter every artifact here goes through)."""
+    from .export import export_onnx
+
+    model.save_pretrained(str(work / "tuned"))
+    tok.save_pretrained(str(work / "tuned"))
+    fp32 = export_onnx(work / "tuned", work / "export")
+    out.mkdir(parents=True, exist_ok=True)
+    shutil.move(str(fp32), out / "model.onnx")
+    shutil.rmtree(out / "tokenizer", ignore_errors=True)
+    shutil.copytree(work / "export" / "tokenizer", out / "tokenizer")
+
+
+def _write_tuned_calibration(out: Path, cal: dict, pairs: Sequence[JudgedPair], version: str | None,
+                             adapt: dict) -> None:
+    """calibration.json of a fine-tune: the base's temperature (and token limit), the version named after
+    the pairs, and what it was trained on and how (`adapt`)."""
+    from .export import write_calibration
+    from .judged import pairs_sha1, target_counts
+
     digest = pairs_sha1(pairs)
     base_version = str(cal.get("version", "dialcheck-nli"))
-    write_calibration(out, temperature, version or f"{base_version}+adapt-{digest[:8]}",
+    write_calibration(out, float(cal.get("temperature", 1.0)), version or f"{base_version}+adapt-{digest[:8]}",
                       **({"max_length": cal["max_length"]} if "max_length" in cal else {}),
                       adapt={"base_version": base_version, "pairs": len(pairs), "pairs_sha1": digest,
-                             "targets": target_counts(pairs), "seed": seed, "steps": total, "lr": lr,
-                             "batch_size": batch_size, "max_length": length, "weight": 1.0,
-                             "trained_layers": len(_layers(model)) - frozen,
-                             "loss": "binary cross-entropy on the judged class's calibrated probability, plus "
-                                     f"{KEEP} × KL keeping the base's split of the other two classes" + (
-                                         f", plus {replay_weight} × " + (
-                                             "KL(base ‖ adapted) over the three classes" if replay_loss == "distill"
-                                             else "three-way cross-entropy on the gold labels") +
-                                         f" of {replay_batch} general NLI pairs per step" if replay else ""),
-                             "replay": ({"pairs": len(replay), "weight": replay_weight, "per_step": replay_batch,
-                                         "loss": replay_loss, **(replay_note or {})} if replay else
-                                        {"pairs": 0, **(replay_note or {})})})
-    return out
+                             "targets": target_counts(pairs), **adapt})
 
 
 def base_export(base_dir: str | Path, out_dir: str | Path) -> Path:
@@ -351,12 +439,19 @@ def interpolate(base_dir: str | Path, tuned_dir: str | Path, weight: float, out_
     average_onnx(tuned_dir / "model.onnx", base_dir / "model.onnx", weight, out / "model.onnx")
     if out.resolve() != tuned_dir.resolve():
         shutil.copytree(tuned_dir / "tokenizer", out / "tokenizer", dirs_exist_ok=True)
-    cal = json.loads((tuned_dir / "calibration.json").read_text())
-    cal.setdefault("adapt", {})["weight"] = weight
+    write_mix_calibration(tuned_dir, out, weight, version)
+    return out
+
+
+def write_mix_calibration(tuned_dir: str | Path, out_dir: str | Path, weight: float, version: str | None = None,
+                          **adapt) -> None:
+    """calibration.json of a WiSE-FT mix: the fine-tune's, with the mix's weight (and, when given, its
+    version and what else the run knows, `adapt`): the one place a mix's `adapt.weight` is written."""
+    cal = json.loads((Path(tuned_dir) / "calibration.json").read_text())
+    cal.setdefault("adapt", {}).update({"weight": float(weight), **adapt})
     if version:
         cal["version"] = version
-    (out / "calibration.json").write_text(json.dumps(cal, indent=1))
-    return out
+    (Path(out_dir) / "calibration.json").write_text(json.dumps(cal, indent=1))
 
 
 class TorchMixes:
@@ -402,44 +497,40 @@ class TorchMixes:
         if not n:
             return np.zeros((0, 3))
         self.set_weight(float(w))
-        if self.trunk is not None and self.trunk.max_length == self.max_length:
-            self.trunk.add(premises, hypotheses)
-            keys = list(zip(premises, hypotheses))
-            order = sorted(range(n), key=lambda i: len(self.trunk.cache[keys[i]]))
-            logits = np.zeros((n, 3), np.float32)
-            with torch.inference_mode():
-                for s in range(0, n, self.batch_size):
-                    idx = order[s:s + self.batch_size]
-                    logits[idx] = self.trunk.head(self.model, [keys[i] for i in idx]).float().numpy()
-            return np.asarray(softmax(logits, self.temperature), float)
-        enc = self.tok(list(premises), list(hypotheses), truncation="longest_first", max_length=self.max_length)
-        order = sorted(range(n), key=lambda i: len(enc["input_ids"][i]))
+        lengths, batch_logits = self._batches(premises, hypotheses)
+        order = sorted(range(n), key=lengths.__getitem__)
         logits = np.zeros((n, 3), np.float32)
         with torch.inference_mode():
             for s in range(0, n, self.batch_size):
                 idx = order[s:s + self.batch_size]
-                batch = self.tok.pad({k: [enc[k][i] for i in idx] for k in ("input_ids", "token_type_ids",
-                                                                              "attention_mask")}, return_tensors="pt")
-                logits[idx] = self.model(**batch).logits.float().numpy()
+                logits[idx] = batch_logits(idx).float().numpy()
         return np.asarray(softmax(logits, self.temperature), float)
 
-    def export(self, w: float, out_dir: str | Path) -> Path:
-        """The mix at `w` as an artifact (model.onnx, tokenizer/, calibration.json with the weight),
-        as `fine_tune` then `interpolate` would write it."""
-        from .export import export_onnx
+    def _batches(self, premises: Sequence[str], hypotheses: Sequence[str]) -> tuple[list[int], Callable]:
+        """Each pair's length in tokens and a function giving a batch's logits by pair index: from the
+        trunk's cache when it runs this model's lower layers, else from the tokens."""
+        if self.trunk is not None and self.trunk.max_length == self.max_length:
+            self.trunk.add(premises, hypotheses)
+            keys = list(zip(premises, hypotheses))
+            return ([len(self.trunk.cache[k]) for k in keys],
+                    lambda idx: self.trunk.head(self.model, [keys[i] for i in idx]))
+        enc = self.tok(list(premises), list(hypotheses), truncation="longest_first", max_length=self.max_length)
 
+        def from_tokens(idx: list[int]):
+            batch = self.tok.pad({k: [enc[k][i] for i in idx] for k in ("input_ids", "token_type_ids",
+                                                                          "attention_mask")}, return_tensors="pt")
+            return self.model(**batch).logits
+
+        return [len(ids) for ids in enc["input_ids"]], from_tokens
+
+    def export(self, w: float, out_dir: str | Path, version: str | None = None, **adapt) -> Path:
+        """The mix at `w` as an artifact (model.onnx, tokenizer/, calibration.json with the weight, and
+        `version` and `adapt` when given): the one WiSE-FT path, for a fold's display and the model written."""
         out = Path(out_dir)
         self.set_weight(float(w))
         with tempfile.TemporaryDirectory(prefix="dialcheck-adapt-") as tmp:
-            self.model.save_pretrained(str(Path(tmp) / "mixed"))
-            self.tok.save_pretrained(str(Path(tmp) / "mixed"))
-            fp32 = export_onnx(Path(tmp) / "mixed", Path(tmp) / "export")
-            out.mkdir(parents=True, exist_ok=True)
-            shutil.move(str(fp32), out / "model.onnx")
-            shutil.copytree(Path(tmp) / "export" / "tokenizer", out / "tokenizer", dirs_exist_ok=True)
-        cal = json.loads((self.tuned_dir / "calibration.json").read_text())
-        cal.setdefault("adapt", {})["weight"] = float(w)
-        (out / "calibration.json").write_text(json.dumps(cal, indent=1))
+            _export(self.model, self.tok, Path(tmp), out)
+        write_mix_calibration(self.tuned_dir, out, w, version, **adapt)
         return out
 
 

@@ -14,7 +14,8 @@ The steps (docs/operations.md "Adapt to your traffic"):
 3. the ranking gate: out-of-fold ROC AUC of each mix against the shipped model's on the same pairs,
    a paired bootstrap over conversations; a mix qualifies when the lower end of its gain's interval
    (`auc_confidence`, Bonferroni over the mixes tried) is above 0;
-4. the final model: fine-tuned on all the judged pairs, mixed at the best qualifying weight; the
+4. the final model: fine-tuned on all the judged pairs, each qualifying mix exported by the folds'
+   path (TorchMixes.export: the directory the guards score is the one written); the
    safety guards are run on it, from the best mix down, the first that holds is kept: the
    unrelated-evidence probe's REFUTES ≤ `unrelated_max`, the silent-evidence probe's REFUTES at most
    `silent_rise` above the shipped model's, a general-NLI anchor (SNLI test, never trained on) with
@@ -23,7 +24,8 @@ The steps (docs/operations.md "Adapt to your traffic"):
    relation/role stress set (lab/probes/stress.py) with false SUPPORTS and accuracy within
    `stress_drop`, and the everyday probe (lab/probes/everyday.py) with at most `everyday_rise` more
    false facts supported. The yardstick's claim-verification and chat sets are reported, not
-   guarded (`guard_yardstick` restores the old limit of `auc_drop` ROC AUC per set): a chat
+   guarded (`guard_yardstick` restores the old limit of `auc_drop` ROC AUC per set, as one more
+   guard a mix yields on): a chat
    deployment's convention is not claim verification's (docs/operations.md says why, with numbers);
 5. the display: each fold's mix through the real FV pipeline on its own fold, the badges pooled and
    certified with `dialcheck calibrate`'s test (lab/tuning/calibrate.py) at `target`, else at the
@@ -32,7 +34,7 @@ The steps (docs/operations.md "Adapt to your traffic"):
    same replies, and the adapted one must show at least as much at the same target.
 A model is written when 3 and 4 hold; the certificate says what 5 found (no badge shown when
 nothing certifies from `min_target` up). Otherwise only adapt.json is written and AdaptRefused says
-why in one line.
+why in one line (`refusal` lists every reason). `_run` is these steps in order over one `Run`.
 
 Caveats, also in adapt.json: the certificate is the cross-fitted procedure's (the fold models), the
 final model is fitted on all the labels and so on a third more than each fold model; the mix and the
@@ -47,7 +49,7 @@ import json
 import os
 import shutil
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Callable, Sequence
@@ -116,12 +118,11 @@ class AdaptOptions:
 
 
 def roc_auc(scores, labels) -> float | None:
-    from sklearn.metrics import roc_auc_score
-
+    """ROC AUC rounded to 4 places (adapt.json's figures); None when the labels are all one class."""
     labels = np.asarray(labels, bool)
     if labels.all() or not labels.any():
         return None
-    return round(float(roc_auc_score(labels, scores)), 4)
+    return round(_auc(labels, np.asarray(scores, float)), 4)
 
 
 def _known(pairs: Sequence[JudgedPair]) -> list[JudgedPair]:
@@ -178,16 +179,18 @@ class Scorer:
             self.cache = PairCache(CACHE, model_fingerprint(self.dir))
 
     def probs(self, premises: Sequence[str], hypotheses: Sequence[str]) -> np.ndarray:
-        if not len(premises):
-            return np.zeros((0, 3))
-        if self.cache is not None:
-            return self.cache.predict(self.nli.predict, list(premises), list(hypotheses))
-        return np.asarray(self.nli.predict(list(premises), list(hypotheses)), float)
+        from .adapt import predicted
 
-    def auc(self, pairs: Sequence[JudgedPair]) -> float | None:
-        known = _known(pairs)
-        p = self.probs([x.premise for x in known], [x.hypothesis for x in known])[:, 0]
-        return roc_auc(p, [x.supported for x in known])
+        if self.cache is None or not len(premises):
+            return predicted(self.nli, premises, hypotheses)
+        return self.cache.predict(self.nli.predict, list(premises), list(hypotheses))
+
+
+def pairs_auc(scorer, pairs: Sequence[JudgedPair]) -> float | None:
+    """ROC AUC of `scorer`'s p(entailment) over the pairs whose target says whether the reply is supported."""
+    known = _known(pairs)
+    p = scorer.probs([x.premise for x in known], [x.hypothesis for x in known])[:, 0]
+    return roc_auc(p, [x.supported for x in known])
 
 
 def yardstick_pairs(data_dir: str, limit: int) -> dict[str, list[JudgedPair]]:
@@ -370,7 +373,7 @@ def yardstick(base: "Scorer", model: "Scorer", sets: dict, fit_sources: set[str]
     """Every yardstick set's ROC AUC, shipped and adapted (reported; a limit only with guard_yardstick)."""
     rows, failures = {}, []
     for name, pairs in sets.items():
-        b, a = base.auc(pairs), model.auc(pairs)
+        b, a = pairs_auc(base, pairs), pairs_auc(model, pairs)
         own = name in fit_sources
         row = {"pairs": len(_known(pairs)), "auc_shipped": b, "auc_adapted": a,
                "delta": None if a is None or b is None else round(a - b, 4), "adapted_on": own}
@@ -567,10 +570,6 @@ def adapt(pairs: list[JudgedPair], data: dict, base_dir: str | Path, out_dir: st
           log: Callable[[str], None] = print) -> dict:
     """Run `dialcheck adapt` (module docstring); returns the report written as DIR/adapt.json. Raises
     AdaptRefused (with the report, also written) when labels are too few or the gate fails."""
-    from lab.tuning.data import model_fingerprint
-
-    from .adapt import model_version
-
     t0 = time.time()
     base_dir, out = Path(base_dir), Path(out_dir)
     given = len(pairs)
@@ -578,10 +577,27 @@ def adapt(pairs: list[JudgedPair], data: dict, base_dir: str | Path, out_dir: st
     folds = folds_by_group(pairs, opts.folds, opts.seed) if len({p.group for p in pairs}) >= 2 else [0] * len(pairs)
     groups = len({p.group for p in pairs})
     check_enough(pairs, folds, opts, groups)
-    base_version = model_version(base_dir)
-    report: dict = {
+    report = _opening_report(pairs, folds, data, base_dir, opts, given, deduped, groups)
+    work = _work_dir(out, report)
+    try:
+        report = _run(Run(pairs, np.asarray(folds), report, base_dir, out, work, opts, log, t0))
+    except AdaptRefused:
+        shutil.rmtree(work, ignore_errors=True)
+        raise
+    shutil.rmtree(work, ignore_errors=True)
+    return report
+
+
+def _opening_report(pairs: list[JudgedPair], folds: list[int], data: dict, base_dir: Path, opts: AdaptOptions,
+                    given: int, deduped: int, groups: int) -> dict:
+    """adapt.json as it starts: the base model, the labels, the folds, the options and the machine."""
+    from lab.tuning.data import model_fingerprint
+    from workers.models.onnx_nli import model_version
+
+    return {
         "format": "dialcheck-adapt", "version": 2, "date": dt.date.today().isoformat(),
-        "base_model": {"dir": str(base_dir), "version": base_version, "fingerprint": model_fingerprint(base_dir)},
+        "base_model": {"dir": str(base_dir), "version": model_version(base_dir),
+                       "fingerprint": model_fingerprint(base_dir)},
         "data": {**data, "given": given, "deduplicated": deduped, "pairs": len(pairs), "conversations": groups,
                  "labels": target_counts(pairs)},
         "crossfit": {"folds": opts.folds, "seed": opts.seed, "by": "conversation",
@@ -592,8 +608,11 @@ def adapt(pairs: list[JudgedPair], data: dict, base_dir: str | Path, out_dir: st
         "machine": f"{len(os.sched_getaffinity(0))} CPU cores visible, torch/ONNX Runtime on 2 threads, "
                    f"load average {os.getloadavg()[0]:.1f} at the start",
     }
-    # a run that broke (killed, out of disk) leaves its trained models here and the next run with the
-    # same labels, base and recipe picks them up; anything else starts afresh
+
+
+def _work_dir(out: Path, report: dict) -> Path:
+    """DIR/.adapt-work: a run that broke (killed, out of disk) leaves its trained models here and the next
+    run with the same labels, base and recipe picks them up; anything else starts afresh."""
     work = out / ".adapt-work"
     key = {"pairs_sha1": report["data"].get("pairs_sha1"), "base": report["base_model"]["fingerprint"],
            **{k: report["options"][k] for k in ("folds", "seed", "seeds", "epochs", "max_steps", "lr", "train_layers",
@@ -602,13 +621,7 @@ def adapt(pairs: list[JudgedPair], data: dict, base_dir: str | Path, out_dir: st
         shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True, exist_ok=True)
     (work / "key.json").write_text(json.dumps(key))
-    try:
-        report = _run(pairs, folds, report, base_dir, out, work, opts, log, t0)
-    except AdaptRefused:
-        shutil.rmtree(work, ignore_errors=True)
-        raise
-    shutil.rmtree(work, ignore_errors=True)
-    return report
+    return work
 
 
 def _cpu() -> float:
@@ -622,262 +635,424 @@ def _fitted(d: Path, marker: str = "calibration.json") -> Path | None:
     return d if (d / marker).is_file() else None
 
 
-def _mix(base_dir: Path, tuned: Path, w: float, where: Path) -> Path:
-    from .adapt import interpolate
+def _pct(w) -> int:
+    """A mix as the percentage its work directories are named by."""
+    return round(100 * float(w))
 
-    return tuned if float(w) == 1.0 else interpolate(base_dir, tuned, float(w), where)
+
+@dataclass
+class Forgetting:
+    """What each mix is guarded on (empty when opts.forgetting is off: tests): the probes, the SNLI
+    anchor, the stress set, the everyday claims, and the yardstick sets (guarded only with
+    guard_yardstick; else reported for the mix chosen) with the sets the labels came from."""
+    probes: dict = field(default_factory=dict)
+    anchor: list = field(default_factory=list)
+    stress: list | None = None
+    everyday: list | None = None
+    sets: dict | None = None
+    fit_sources: set = field(default_factory=set)
 
 
-def _run(pairs, folds, report, base_dir, out, work, opts, log, t0) -> dict:
-    from lab.tuning.data import model_fingerprint
+def mix_guards(base: "Scorer", model: "Scorer", f: Forgetting, opts: AdaptOptions,
+               progress: Callable[[str], None]) -> dict:
+    """`guards`, and with guard_yardstick the yardstick's limit per set: a mix failing any of them
+    yields to the next mix (choose_mix), none is checked after the mix is chosen."""
+    g = guards(base, model, f.probes, f.anchor, f.stress, opts, f.everyday)
+    if not opts.guard_yardstick:
+        return g
+    ys = yardstick(base, model, f.sets or {}, f.fit_sources, opts, progress)
+    return {**g, "yardstick": ys, "failures": g["failures"] + ys["failures"],
+            "passed": g["passed"] and not ys["failures"]}
 
-    from .adapt import TUNED, TorchMixes, base_checkpoint, encoder_depth, fine_tune, replay_pairs, trunk_for
 
-    timings, folds, shared = {}, np.asarray(folds), {}
+@dataclass
+class Run:
+    """One run's inputs and what each stage found, read and filled in the module docstring's order
+    (`_run`); `report` is adapt.json as it grows. `w`, a mix, is the str key of `oof` ("0.5")."""
+    pairs: list[JudgedPair]
+    folds: np.ndarray
+    report: dict
+    base_dir: Path
+    out: Path
+    work: Path
+    opts: AdaptOptions
+    log: Callable[[str], None]
+    t0: float
+    timings: dict = field(default_factory=dict)
+    shared: dict = field(default_factory=dict)  # the trunk, built on first use, dropped after the last fine-tune
+    tune_args: dict = field(default_factory=dict)  # the replay pairs every fine-tune reads
+    base: "Scorer | None" = None
+    known: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
+    y: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
+    p_base: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    oof: dict = field(default_factory=dict)  # seed → mix → out-of-fold p(entailment)
+    steps: int = 0
+    auc_base: float | None = None
+    auc_mix: dict = field(default_factory=dict)
+    gain: dict = field(default_factory=dict)
+    candidates: list = field(default_factory=list)  # the mixes that pass the ranking gate, best first
+    final: "object | None" = None  # the final fine-tune's TorchMixes: every mix written comes from it
+    forgetting: Forgetting = field(default_factory=Forgetting)
+    mixed: dict = field(default_factory=dict)  # mix → the model dir it would write, built once by the guards
+    shipped_v: dict | None = None
+    tries: dict | None = None  # mix → its certificate (None: the guards have not run)
+    chosen: str | None = None
+    shown: str | None = None  # the mix reported: the chosen one, else the first tried, else the last candidate
+    spent: dict = field(default_factory=lambda: {"guards": 0.0, "display": 0.0})
 
-    def ckpt() -> Path:  # the base as a trainable checkpoint, built once, only when something is trained
-        d = work / "base-checkpoint"
+    @property
+    def seeds(self) -> list[int]:
+        return [self.opts.seed + k for k in range(max(1, self.opts.seeds))]
+
+    def checkpoint(self) -> Path:
+        """The base as a trainable checkpoint, built once, only when something is trained."""
+        from .adapt import base_checkpoint
+
+        d = self.work / "base-checkpoint"
         if not _fitted(d, ".done"):
-            base_checkpoint(base_dir, d)
+            base_checkpoint(self.base_dir, d)
             (d / ".done").touch()
         return d
 
-    def trunk():  # the frozen layers' output per pair, once for every fold, mix and the final model
-        if "trunk" not in shared:
-            shared["trunk"] = trunk_for(ckpt(), base_dir, opts.train_layers)
-        return shared["trunk"]
-    base = Scorer(base_dir, cache=True)
-    known = np.array([p.supported is not None for p in pairs])
-    y = np.array([bool(p.supported) for p in pairs])
-    p_base = base.probs([p.premise for p in pairs], [p.hypothesis for p in pairs])[:, 0]
-    log(f"adapt: {len(pairs)} judged pairs in {report['data']['conversations']} conversations, {opts.folds} folds by "
-        f"conversation; shipped ROC AUC {roc_auc(p_base[known], y[known])}")
-    # general NLI pairs replayed beside the judged ones (lab/nli/adapt.py: the anchor guard's loss)
-    t = time.time()
+    def trunk(self):
+        """The frozen layers' output per pair, once for every fold, mix and the final model."""
+        from .adapt import trunk_for
+
+        if "trunk" not in self.shared:
+            self.shared["trunk"] = trunk_for(self.checkpoint(), self.base_dir, self.opts.train_layers)
+        return self.shared["trunk"]
+
+    def tuned(self, name: str, pairs: list[JudgedPair], seed: int) -> Path:
+        """work/`name`: `pairs` fine-tuned as torch weights (scored and mixed by TorchMixes), or the one
+        a broken run of the same recipe left there."""
+        from .adapt import TUNED, fine_tune
+
+        o = self.opts
+        return _fitted(self.work / name, TUNED) or fine_tune(
+            self.base_dir, pairs, seed=seed, out_dir=self.work / name, epochs=o.epochs, max_steps=o.max_steps,
+            lr=o.lr, progress=o.progress, checkpoint=self.checkpoint(), export=False, train_layers=o.train_layers,
+            trunk=self.trunk(), **self.tune_args)
+
+    def roc_known(self, p: np.ndarray) -> float | None:
+        """ROC AUC of the scores `p` over the pairs whose target says whether the reply is supported."""
+        return roc_auc(p[self.known], self.y[self.known])
+
+    def version(self, w: str) -> str:
+        """The written model's version at mix `w`: the base's, + a digest of the labels and the recipe."""
+        digest = hashlib.sha1(f"{self.report['data'].get('pairs_sha1', '')}:{self.opts.seed}:{self.opts.folds}:"
+                              f"{w}:{self.steps}".encode()).hexdigest()
+        return f"{self.report['base_model']['version']}+adapt-{digest[:8]}"
+
+
+def _run(run: Run) -> dict:
+    """The module docstring's steps over one `Run`; `refusal` after the ranking gate and after the
+    mix is chosen."""
+    _score_shipped(run)
+    _load_replay(run)
+    _crossfit(run)
+    _rank(run)
+    if why := refusal(run):
+        return _refuse(run, why)
+    _fit_final(run)
+    _load_forgetting(run)
+    run.chosen, run.tries = choose_mix(run.candidates, lambda w: _holds(run, w), lambda w: _certify_logged(run, w))
+    run.timings["guards"] = round(run.spent["guards"], 1)
+    run.shown = run.chosen if run.chosen is not None else (next(iter(run.tries)) if run.tries else run.candidates[-1])
+    _report_yardstick(run)
+    run.timings["display"] = round(run.spent["display"], 1)
+    if run.tries:
+        _report_display(run)
+    if why := refusal(run):
+        return _refuse(run, why)
+    return _write(run)
+
+
+def refusal(run: Run) -> str | None:
+    """Why no model is written, or None: every refusal after the labels are counted (check_enough),
+    in the order the stages meet them. The guards (the yardstick's limit among them) and the display
+    each let the next mix through before anything is refused (choose_mix)."""
+    if not run.candidates:
+        best = max(run.gain, key=lambda w: run.gain[w]["gain"])
+        return (f"the adapted model does not rank the deployment's held-out conversations better with confidence "
+                f"(out-of-fold ROC AUC {run.auc_base} shipped, {run.auc_mix[best]} at best, mix {best}; the gain's "
+                f"lower bound {run.gain[best]['lower']} is not above 0): judge more replies")
+    if run.tries is None:  # the mixes are not tried yet
+        return None
+    if not run.tries:
+        worst = run.report["guards"]["candidates"][run.candidates[-1]]["failures"]
+        return (f"every mix that ranks the deployment's conversations better fails a safety guard (at mix "
+                f"{run.candidates[-1]}: {'; '.join(worst)})")
+    if run.chosen is None:
+        floor = run.opts.floor
+        said = [f"mix {m}: nothing certified from {floor} up" if x["none"] else
+                f"mix {m}: {x['after']['coverage']} % vs {x['before']['coverage']} % of replies at target "
+                f"{x['after']['target']}" for m, x in run.tries.items()]
+        return ("no mix that holds the guards certifies as many badges as the shipped model does "
+                f"({'; '.join(said)})")
+    return None
+
+
+# --- 1. cross-fitting ---------------------------------------------------------------------------
+
+def _score_shipped(run: Run) -> None:
+    """The shipped model's p(entailment) of every judged pair: what each mix's gain is measured against."""
+    run.base = Scorer(run.base_dir, cache=True)
+    run.known = np.array([p.supported is not None for p in run.pairs])
+    run.y = np.array([bool(p.supported) for p in run.pairs])
+    run.p_base = run.base.probs([p.premise for p in run.pairs], [p.hypothesis for p in run.pairs])[:, 0]
+    run.log(f"adapt: {len(run.pairs)} judged pairs in {run.report['data']['conversations']} conversations, "
+            f"{run.opts.folds} folds by conversation; shipped ROC AUC {run.roc_known(run.p_base)}")
+
+
+def _load_replay(run: Run) -> None:
+    """General NLI pairs replayed beside the judged ones (lab/nli/adapt.py: the anchor guard's loss)."""
+    from .adapt import replay_pairs
+
+    t, opts = time.time(), run.opts
     replay, replay_from = replay_pairs(opts.data_dir, opts.replay_pairs, seed=opts.seed) \
         if opts.replay_pairs > 0 else ([], {})
     replay_note = {"sources": replay_from, "drawn_from": "the training split of lab/nli/data.py TRAIN_SOURCES "
                    "(never SNLI dev/test or another evaluation set)"} if replay else \
         {"note": "off (--replay-pairs 0)" if opts.replay_pairs <= 0 else
          f"no general NLI training source in {opts.data_dir or 'the data dir'}: adapted without replay"}
-    report["replay"] = {"pairs": len(replay), **({"loss": opts.replay_loss} if replay else {}), **replay_note}
-    timings["replay_load"] = round(time.time() - t, 1)
-    log(f"adapt: replaying {len(replay)} general NLI pairs ({opts.replay_loss}) {replay_from}" if replay else
-        f"adapt: no replay: {replay_note['note']}")
-    tune_replay = {"replay": replay, "replay_loss": opts.replay_loss, "replay_note": replay_note}
-    # 1. cross-fitting: each fold scored by models that never read it
+    run.report["replay"] = {"pairs": len(replay), **({"loss": opts.replay_loss} if replay else {}), **replay_note}
+    run.timings["replay_load"] = round(time.time() - t, 1)
+    run.log(f"adapt: replaying {len(replay)} general NLI pairs ({opts.replay_loss}) {replay_from}" if replay else
+            f"adapt: no replay: {replay_note['note']}")
+    run.tune_args = {"replay": replay, "replay_loss": opts.replay_loss, "replay_note": replay_note}
+
+
+def _crossfit(run: Run) -> None:
+    """Each fold scored at every mix by models that never read it (`oof`)."""
     t = time.time()
-    seeds = [opts.seed + k for k in range(max(1, opts.seeds))]
-    oof = {s: {str(w): np.zeros(len(pairs)) for w in opts.weights} for s in seeds}
-    fold_runs = []
-    for k in range(opts.folds):
-        fit = [p for p, f in zip(pairs, folds) if f != k]
-        held_idx = np.flatnonzero(folds == k)
-        held = [pairs[i] for i in held_idx]
-        for s in seeds:
-            tk = time.time()
-            # a fold model is only scored (and exported once, at the mix chosen, for the display):
-            # trained without an ONNX export, its mixes scored in torch (TorchMixes)
-            tuned = _fitted(work / f"fold{k}-s{s}", TUNED) or fine_tune(
-                base_dir, fit, seed=s, out_dir=work / f"fold{k}-s{s}", epochs=opts.epochs, max_steps=opts.max_steps,
-                lr=opts.lr, progress=opts.progress, checkpoint=ckpt(), export=False,
-                train_layers=opts.train_layers, trunk=trunk(), **tune_replay)
-            train_s = round(time.time() - tk, 1)
-            tk = time.time()
-            mixes = TorchMixes(ckpt(), tuned, trunk=trunk())
-            for w in opts.weights:
-                oof[s][str(w)][held_idx] = mixes.probs(w, [p.premise for p in held], [p.hypothesis for p in held])[:, 0]
-            del mixes
-            score_s = round(time.time() - tk, 1)
-            if s != seeds[0]:
-                shutil.rmtree(tuned, ignore_errors=True)
-            fold_runs.append({"fold": k, "seed": s, "fit_pairs": len(fit), "scored_pairs": len(held),
-                              "train_seconds": train_s, "score_seconds": score_s})
-            log(f"adapt: fold {k + 1}/{opts.folds} seed {s}: fitted on {len(fit)}, scored {len(held)} at "
-                f"{len(opts.weights)} mixes ({train_s} s to train, {score_s} s to score)")
-    timings["crossfit"] = round(time.time() - t, 1)
-    steps = json.loads((work / f"fold0-s{seeds[0]}" / "calibration.json").read_text())["adapt"]["steps"]
-    primary = oof[seeds[0]]
-    auc_base = roc_auc(p_base[known], y[known])
-    auc_mix = {w: roc_auc(p[known], y[known]) for w, p in primary.items()}
-    groups = [p.group for p, k in zip(pairs, known) if k]
-    boot = paired_bootstrap(y[known], p_base[known], {w: p[known] for w, p in primary.items()}, groups,
+    run.oof = {s: {str(w): np.zeros(len(run.pairs)) for w in run.opts.weights} for s in run.seeds}
+    runs = [_fold(run, k, s) for k in range(run.opts.folds) for s in run.seeds]
+    run.timings["crossfit"] = round(time.time() - t, 1)
+    run.steps = json.loads((run.work / f"fold0-s{run.seeds[0]}" / "calibration.json").read_text())["adapt"]["steps"]
+    run.report["training"] = _training(run, runs)
+
+
+def _fold(run: Run, k: int, s: int) -> dict:
+    """Fold `k`, seed `s`: fine-tuned on the other folds (never exported: a fold model is only scored,
+    and exported once per mix the display certifies), its mixes scored in torch on fold `k`."""
+    from .adapt import TorchMixes
+
+    fit = [p for p, f in zip(run.pairs, run.folds) if f != k]
+    held_idx = np.flatnonzero(run.folds == k)
+    held = [run.pairs[i] for i in held_idx]
+    tk = time.time()
+    tuned = run.tuned(f"fold{k}-s{s}", fit, s)
+    train_s = round(time.time() - tk, 1)
+    tk = time.time()
+    mixes = TorchMixes(run.checkpoint(), tuned, trunk=run.trunk())
+    for w in run.opts.weights:
+        run.oof[s][str(w)][held_idx] = mixes.probs(w, [p.premise for p in held], [p.hypothesis for p in held])[:, 0]
+    del mixes
+    score_s = round(time.time() - tk, 1)
+    if s != run.seeds[0]:
+        shutil.rmtree(tuned, ignore_errors=True)
+    run.log(f"adapt: fold {k + 1}/{run.opts.folds} seed {s}: fitted on {len(fit)}, scored {len(held)} at "
+            f"{len(run.opts.weights)} mixes ({train_s} s to train, {score_s} s to score)")
+    return {"fold": k, "seed": s, "fit_pairs": len(fit), "scored_pairs": len(held),
+            "train_seconds": train_s, "score_seconds": score_s}
+
+
+def _training(run: Run, runs: list[dict]) -> dict:
+    """adapt.json `training`: the recipe, the fold runs and (with several seeds) their spread."""
+    from .adapt import encoder_depth
+
+    opts, replay = run.opts, run.tune_args["replay"]
+    depth = encoder_depth(run.checkpoint())
+    frozen = max(0, depth - opts.train_layers)
+    out = {"steps_per_fold": run.steps, "epochs": opts.epochs, "lr": opts.lr, "batch_size": 16,
+           "runs": runs, "trained_layers": depth - frozen,
+           "frozen": "word, position and type embeddings" + (
+               f" and encoder layers 1–{frozen} of {depth}" if frozen else ""),
+           "loss": "binary cross-entropy on the judged class's calibrated probability, plus a KL "
+                   "term keeping the shipped model's split of the other two classes" + (
+                       f", plus {len(replay)} general NLI pairs replayed (" +
+                       ("KL holding the shipped model's three-way probabilities" if
+                        opts.replay_loss == "distill" else "three-way cross-entropy on their gold") +
+                       ")" if replay else "; no general NLI replay")}
+    if len(run.seeds) > 1:
+        spread = {w: [run.roc_known(run.oof[s][w]) for s in run.seeds] for w in run.oof[run.seeds[0]]}
+        out["seed_auc"] = spread
+        out["seed_spread"] = {w: round(max(v) - min(v), 4) for w, v in spread.items()}
+    return out
+
+
+def _rank(run: Run) -> None:
+    """The ranking gate: each mix's out-of-fold gain in ROC AUC over the shipped model, its lower
+    bound by a paired bootstrap over conversations; `candidates`: the mixes whose bound is above 0."""
+    opts, known = run.opts, run.known
+    primary = run.oof[run.seeds[0]]
+    run.auc_base = run.roc_known(run.p_base)
+    run.auc_mix = {w: run.roc_known(p) for w, p in primary.items()}
+    groups = [p.group for p, k in zip(run.pairs, known) if k]
+    boot = paired_bootstrap(run.y[known], run.p_base[known], {w: p[known] for w, p in primary.items()}, groups,
                             seed=opts.seed)
     alpha = (1.0 - opts.auc_confidence) / len(opts.weights)  # Bonferroni over the mixes tried
-    gain = {w: {"auc": auc_mix[w], "gain": b["gain"],
-                "lower": round(float(np.quantile(b["resamples"], alpha)), 4) if len(b["resamples"]) else None,
-                "resamples": int(len(b["resamples"]))} for w, b in boot.items()}
-    depth = encoder_depth(ckpt())
-    frozen = max(0, depth - opts.train_layers)
-    report["training"] = {"steps_per_fold": steps, "epochs": opts.epochs, "lr": opts.lr, "batch_size": 16,
-                          "runs": fold_runs, "trained_layers": depth - frozen,
-                          "frozen": "word, position and type embeddings" + (
-                              f" and encoder layers 1–{frozen} of {depth}" if frozen else ""),
-                          "loss": "binary cross-entropy on the judged class's calibrated probability, plus a KL "
-                                  "term keeping the shipped model's split of the other two classes" + (
-                                      f", plus {len(replay)} general NLI pairs replayed (" +
-                                      ("KL holding the shipped model's three-way probabilities" if
-                                       opts.replay_loss == "distill" else "three-way cross-entropy on their gold") +
-                                      ")" if replay else "; no general NLI replay")}
-    if len(seeds) > 1:
-        spread = {w: [roc_auc(oof[s][w][known], y[known]) for s in seeds] for w in primary}
-        report["training"]["seed_auc"] = spread
-        report["training"]["seed_spread"] = {w: round(max(v) - min(v), 4) for w, v in spread.items()}
-    report["crossfit"].update({
-        "auc_shipped": auc_base, "auc_out_of_fold": auc_mix, "gain": gain,
+    run.gain = {w: {"auc": run.auc_mix[w], "gain": b["gain"],
+                    "lower": round(float(np.quantile(b["resamples"], alpha)), 4) if len(b["resamples"]) else None,
+                    "resamples": int(len(b["resamples"]))} for w, b in boot.items()}
+    run.report["crossfit"].update({
+        "auc_shipped": run.auc_base, "auc_out_of_fold": run.auc_mix, "gain": run.gain,
         "gate": f"lower end of the one-sided {opts.auc_confidence} interval of the gain (paired bootstrap over "
                 f"conversations, {BOOTSTRAP} resamples, Bonferroni over {len(opts.weights)} mixes: quantile "
                 f"{alpha:.4f}) above 0"})
-    log(f"adapt: out-of-fold ROC AUC by mix {auc_mix} (shipped {auc_base}); lower bounds of the gain "
-        f"{ {w: g['lower'] for w, g in gain.items()} }")
-    candidates = sorted((w for w, g in gain.items() if g["lower"] is not None and g["lower"] > 0),
-                        key=lambda w: -auc_mix[w])
-    report["holdout"] = {"shipped": {"auc": auc_base}}
-    if not candidates:
-        best = max(gain, key=lambda w: gain[w]["gain"])
-        return _refuse(report, out, t0, timings,
-                       f"the adapted model does not rank the deployment's held-out conversations better with confidence "
-                       f"(out-of-fold ROC AUC {auc_base} shipped, {auc_mix[best]} at best, mix {best}; the gain's lower "
-                       f"bound {gain[best]['lower']} is not above 0): judge more replies")
-    # 2. the final model on every label, guarded from the best mix down
+    run.log(f"adapt: out-of-fold ROC AUC by mix {run.auc_mix} (shipped {run.auc_base}); lower bounds of the gain "
+            f"{ {w: g['lower'] for w, g in run.gain.items()} }")
+    run.candidates = sorted((w for w, g in run.gain.items() if g["lower"] is not None and g["lower"] > 0),
+                            key=lambda w: -run.auc_mix[w])
+    run.report["holdout"] = {"shipped": {"auc": run.auc_base}}
+
+
+# --- 2. the final model, guarded from the best mix down -----------------------------------------
+
+def _fit_final(run: Run) -> None:
+    """The final model, fine-tuned on every label; its mixes come from one TorchMixes, as the folds' do."""
+    from .adapt import TorchMixes
+
     t = time.time()
-    final_tuned = _fitted(work / "final-tuned") or fine_tune(
-        base_dir, pairs, seed=seeds[0], out_dir=work / "final-tuned", epochs=opts.epochs, max_steps=opts.max_steps,
-        lr=opts.lr, progress=opts.progress, checkpoint=ckpt(), train_layers=opts.train_layers, trunk=trunk(),
-        **tune_replay)
-    shared.pop("trunk", None)  # its cache is not needed past the last fine-tune
-    timings["final_fit"] = round(time.time() - t, 1)
+    tuned = run.tuned("final-tuned", run.pairs, run.seeds[0])
+    run.shared.pop("trunk", None)  # its cache is not needed past the last fine-tune
+    run.final = TorchMixes(run.checkpoint(), tuned)
+    run.timings["final_fit"] = round(time.time() - t, 1)
+
+
+def _load_forgetting(run: Run) -> None:
+    """The guards' pairs (their loading counts as the guards' time)."""
+    t, opts = time.time(), run.opts
+    on = opts.forgetting
+    run.forgetting = Forgetting(probes=probe_pairs(opts.data_dir, opts.probe_pairs) if on else {},
+                                anchor=anchor_pairs(opts.data_dir, opts.anchor_pairs) if on else [],
+                                stress=stress_pairs(opts.data_dir) if on else None,
+                                everyday=everyday_claims() if on else None)
+    if opts.guard_yardstick:
+        _load_yardstick(run)
+    run.report["guards"] = {"candidates": {}}
+    run.spent["guards"] = time.time() - t
+
+
+def _load_yardstick(run: Run) -> None:
+    """The yardstick sets and which of them the labels came from (not held to the limit)."""
+    sets = yardstick_pairs(run.opts.data_dir, run.opts.limit_per_set) if run.opts.forgetting else {}
+    keys = {(p.premise, p.hypothesis) for p in run.pairs}
+    run.forgetting.sets = sets
+    run.forgetting.fit_sources = {name for name, ps in sets.items() if any((x.premise, x.hypothesis) in keys for x in ps)}
+
+
+def _candidate(run: Run, w: str) -> Path:
+    """Mix `w` of the final model as the directory it would write (version stamped): what the guards
+    score, the yardstick reports and `_write` copies, so the model written is the one measured."""
+    d = run.work / f"final-w{_pct(w)}"
+    shutil.rmtree(d, ignore_errors=True)  # left by a run killed after this step: rebuilt, never reused
+    return run.final.export(float(w), d, run.version(w), pairs=len(run.pairs), folds=run.opts.folds)
+
+
+def _holds(run: Run, w: str) -> bool:
+    """Does mix `w` hold every guard (`mix_guards`)? Logged and kept in adapt.json either way."""
     t = time.time()
-    probes = probe_pairs(opts.data_dir, opts.probe_pairs) if opts.forgetting else {}
-    anchor = anchor_pairs(opts.data_dir, opts.anchor_pairs) if opts.forgetting else []
-    stress = stress_pairs(opts.data_dir) if opts.forgetting else None
-    everyday = everyday_claims() if opts.forgetting else None
-    report["guards"] = {"candidates": {}}
+    run.mixed[w] = _candidate(run, w)
+    g = mix_guards(run.base, Scorer(run.mixed[w]), run.forgetting, run.opts, lambda m: run.log(f"adapt: mix {w}: {m}"))
+    run.report["guards"]["candidates"][w] = g
+    run.spent["guards"] += time.time() - t
+    run.log(f"adapt: mix {w} guards: unrelated REFUTES {_refutes(g, 'unrelated')}, silent REFUTES "
+            f"{_refutes(g, 'silent')}, "
+            f"anchor accuracy {g['anchor'].get('shipped', {}).get('accuracy')} → "
+            f"{g['anchor'].get('adapted', {}).get('accuracy')}, stress {g['stress'].get('pairs', 0)} pairs, everyday "
+            f"false facts supported {g['everyday'].get('shipped', {}).get('false_supports')} → "
+            f"{g['everyday'].get('adapted', {}).get('false_supports')}")
+    if not g["passed"]:
+        run.log(f"adapt: mix {w} fails a guard: {'; '.join(g['failures'])}")
+    return g["passed"]
+
+
+def _refutes(g: dict, probe: str) -> float | None:
+    return g["probes"].get(probe, {}).get("adapted", {}).get("refutes")
+
+
+# --- 3. the display, certified out of fold ------------------------------------------------------
+
+def _certify_logged(run: Run, w: str) -> dict:
+    t = time.time()
+    c = _certify(run, w)
+    run.spent["display"] += time.time() - t
+    if c["none"] or c["less"]:
+        run.log(f"adapt: mix {w} certifies nothing from {run.opts.floor} up" if c["none"] else
+                f"adapt: mix {w} certifies less than the shipped model at target {c['after']['target']} "
+                f"({c['after']['coverage']} % vs {c['before']['coverage']} % of replies)")
+    return c
+
+
+def _certify(run: Run, w: str) -> dict:
+    """Mix `w`'s display certified on the out-of-fold verdicts (each fold by that mix of the fold model
+    that never read it), beside the shipped model's display certified on the same replies."""
+    from lab.tuning.data import model_fingerprint
     from schemas.settings import load_settings
     from workers.display import load_display
 
+    from .adapt import TorchMixes
+
+    opts, final = run.opts, run.mixed[w]
+    version, fp = run.version(w), model_fingerprint(final)
+    where = {"source": "adapt, out-of-fold", "claims": len(run.pairs), "folds": opts.folds}
+    run.log(f"adapt: mix {w}: the judged replies through the FV pipeline, out of fold")
+    if run.shipped_v is None:
+        run.shipped_v = pipeline_verdicts(run.base_dir, run.pairs)
+    parts = []
+    for k in range(opts.folds):
+        idx = np.flatnonzero(run.folds == k)
+        dk = TorchMixes(run.checkpoint(), run.work / f"fold{k}-s{run.seeds[0]}").export(
+            float(w), run.work / f"fold{k}-pipeline-w{_pct(w)}")
+        parts.append(pipeline_verdicts(dk, [run.pairs[i] for i in idx]))
+    adapted_v = _pool(parts)
+    # the adapted model's own p(label) may rank its badges better than the shipped badge scorer (fitted
+    # on the shipped model's numbers): both are certified, the one that shows more is kept
     shipped_display = load_display(load_settings().decision)
-    where = {"source": "adapt, out-of-fold", "claims": len(pairs), "folds": opts.folds}
-    shipped_v: list = []
-    mixed: dict = {}  # mix → its model dir, built once by the guards (the fine-tune itself at 1.0)
+    tried = {kind: certificate(_stamped(policy, version, run.out, fp), adapted_v, opts, where) for kind, policy in (
+        ("shipped badge scorer", shipped_display), ("p(label) alone", dataclasses.replace(shipped_display, scorer=None)))}
+    kind = max(tried, key=lambda k: (tried[k]["target"] or 0.0, tried[k]["coverage"], k == "shipped badge scorer"))
+    after = tried[kind]
+    at = dataclasses.replace(opts, target=after["target"]) if after["target"] else opts
+    before = certificate(shipped_display, run.shipped_v, dataclasses.replace(at, min_target=at.target), where)
+    return {"w": w, "version": version, "final": final, "fp": fp, "adapted_v": adapted_v, "tried": tried,
+            "kind": kind, "after": after, "before": before, "none": after["target"] is None,
+            "less": after["target"] is not None and before["coverage"] > after["coverage"]}
 
-    def certified(w) -> dict:
-        """Mix `w` as the model to write (version, export) and its display certified on the
-        out-of-fold verdicts (each fold by that mix of the fold model that never read it), beside the
-        shipped model's display certified on the same replies."""
-        digest = hashlib.sha1(f"{report['data'].get('pairs_sha1', '')}:{opts.seed}:{opts.folds}:{w}:{steps}".encode()).hexdigest()
-        version = f"{report['base_model']['version']}+adapt-{digest[:8]}"
-        final = work / f"final-written-w{round(100 * float(w))}"
-        if final.exists():  # left by a run killed after this step: rebuilt from the guards' mix, never reused
-            shutil.rmtree(final)
-        shutil.copytree(mixed[w], final)
-        cal = json.loads((final / "calibration.json").read_text())
-        cal["version"] = version
-        cal.setdefault("adapt", {}).update({"weight": float(w), "pairs": len(pairs), "folds": opts.folds})
-        (final / "calibration.json").write_text(json.dumps(cal, indent=1))
-        fp = model_fingerprint(final)
-        log(f"adapt: mix {w}: the judged replies through the FV pipeline, out of fold")
-        if not shipped_v:
-            shipped_v.append(pipeline_verdicts(Path(base_dir), pairs))
-        parts = []
-        for k in range(opts.folds):
-            idx = np.flatnonzero(folds == k)
-            dk = TorchMixes(ckpt(), work / f"fold{k}-s{seeds[0]}").export(w, work / f"fold{k}-pipeline-w{round(100 * float(w))}")
-            parts.append(pipeline_verdicts(dk, [pairs[i] for i in idx]))
-        adapted_v = _pool(parts)
-        # the adapted model's own p(label) may rank its badges better than the shipped badge scorer (fitted
-        # on the shipped model's numbers): both are certified, the one that shows more is kept
-        tried = {"shipped badge scorer": certificate(_stamped(shipped_display, version, out, fp), adapted_v, opts, where),
-                 "p(label) alone": certificate(_stamped(dataclasses.replace(shipped_display, scorer=None), version, out, fp),
-                                               adapted_v, opts, where)}
-        kind = max(tried, key=lambda k: (tried[k]["target"] or 0.0, tried[k]["coverage"], k == "shipped badge scorer"))
-        after = tried[kind]
-        at = dataclasses.replace(opts, target=after["target"]) if after["target"] else opts
-        before = certificate(shipped_display, shipped_v[0], dataclasses.replace(at, min_target=at.target), where)
-        return {"w": w, "version": version, "final": final, "fp": fp, "adapted_v": adapted_v, "tried": tried,
-                "kind": kind, "after": after, "before": before, "none": after["target"] is None,
-                "less": after["target"] is not None and before["coverage"] > after["coverage"]}
 
-    # 2b. the mix written (choose_mix)
-    spent = {"guards": time.time() - t, "display": 0.0}  # the guards' time counts loading their pairs
+def _report_yardstick(run: Run) -> None:
+    """adapt.json `yardstick`: the mix shown, set by set (the guards' own when they held it to a limit)."""
+    t, w = time.time(), run.shown
+    guarded = run.report["guards"]["candidates"].get(w, {}).get("yardstick")
+    if guarded is None:
+        if run.forgetting.sets is None:
+            _load_yardstick(run)
+        guarded = yardstick(run.base, Scorer(run.mixed.get(w) or _candidate(run, w)), run.forgetting.sets,
+                            run.forgetting.fit_sources, run.opts, lambda m: run.log(f"adapt: mix {w}: {m}"))
+    run.report["yardstick"] = {"mix": float(w), "limit_per_set": run.opts.limit_per_set,
+                               "scored": "pair by pair: the set's gold evidence as the premise, the claim as the "
+                                         "hypothesis", **guarded}
+    run.timings["yardstick"] = round(time.time() - t, 1)
 
-    def holds(w) -> bool:
-        t = time.time()
-        mixed[w] = _mix(base_dir, final_tuned, w, work / f"final-w{round(100 * float(w))}")
-        g = guards(base, Scorer(mixed[w]), probes, anchor, stress, opts, everyday)
-        report["guards"]["candidates"][w] = g
-        spent["guards"] += time.time() - t
-        log(f"adapt: mix {w} guards: unrelated REFUTES {g['probes'].get('unrelated', {}).get('adapted', {}).get('refutes')}, "
-            f"silent REFUTES {g['probes'].get('silent', {}).get('adapted', {}).get('refutes')}, anchor accuracy "
-            f"{g['anchor'].get('shipped', {}).get('accuracy')} → {g['anchor'].get('adapted', {}).get('accuracy')}, "
-            f"stress {g['stress'].get('pairs', 0)} pairs, everyday false facts supported "
-            f"{g['everyday'].get('shipped', {}).get('false_supports')} → {g['everyday'].get('adapted', {}).get('false_supports')}")
-        if not g["passed"]:
-            log(f"adapt: mix {w} fails a guard: {'; '.join(g['failures'])}")
-        return g["passed"]
 
-    def certify_logged(w) -> dict:
-        t = time.time()
-        c = certified(w)
-        spent["display"] += time.time() - t
-        if c["none"] or c["less"]:
-            log(f"adapt: mix {w} certifies nothing from {opts.floor} up" if c["none"] else
-                f"adapt: mix {w} certifies less than the shipped model at target {c['after']['target']} "
-                f"({c['after']['coverage']} % vs {c['before']['coverage']} % of replies)")
-        return c
-
-    chosen, tries = choose_mix(candidates, holds, certify_logged)
-    timings["guards"] = round(spent["guards"], 1)
-    t = time.time()
-    sets = yardstick_pairs(opts.data_dir, opts.limit_per_set) if opts.forgetting else {}
-    keys = {(p.premise, p.hypothesis) for p in pairs}
-    fit_sources = {name for name, ps in sets.items() if any((x.premise, x.hypothesis) in keys for x in ps)}
-    shown_w = chosen if chosen is not None else (next(iter(tries)) if tries else candidates[-1])
-    ys = yardstick(base, Scorer(mixed[shown_w]), sets, fit_sources, opts,
-                   lambda m: log(f"adapt: mix {shown_w}: {m}"))
-    report["yardstick"] = {"mix": float(shown_w), "limit_per_set": opts.limit_per_set,
-                           "scored": "pair by pair: the set's gold evidence as the premise, the claim as the hypothesis",
-                           **ys}
-    timings["yardstick"] = round(time.time() - t, 1)
-    timings["display"] = round(spent["display"], 1)
-    if not tries:
-        worst = report["guards"]["candidates"][candidates[-1]]["failures"]
-        return _refuse(report, out, t0, timings, f"every mix that ranks the deployment's conversations better fails a "
-                       f"safety guard (at mix {candidates[-1]}: {'; '.join(worst)})")
-    c = tries[shown_w]
-    w, after, before = shown_w, c["after"], c["before"]
-    report["timings"] = timings
-    report["cpu_seconds"] = _cpu()
-    report["holdout"] = {
+def _report_display(run: Run) -> None:
+    """adapt.json `holdout` and `certificate`: the shipped and the adapted model out of fold, at the mix shown."""
+    c, opts = run.tries[run.shown], run.opts
+    after, before = c["after"], c["before"]
+    run.report["holdout"] = {
         "what": f"every judged reply scored by fold models that never read its conversation ({opts.folds} folds)",
-        "shipped": _figures(auc_base, before, badge_summary(shipped_v[0])),
-        "adapted": _figures(auc_mix[w], after, badge_summary(c["adapted_v"])),
+        "shipped": _figures(run.auc_base, before, badge_summary(run.shipped_v)),
+        "adapted": _figures(run.auc_mix[run.shown], after, badge_summary(c["adapted_v"])),
         "display_scores": c["kind"], "display_candidates": {k: (v["target"], v["coverage"]) for k, v in c["tried"].items()},
         "mixes_certified": {m: {"target": x["after"]["target"], "coverage": x["after"]["coverage"],
-                                "shipped_coverage": x["before"]["coverage"]} for m, x in tries.items()},
+                                "shipped_coverage": x["before"]["coverage"]} for m, x in run.tries.items()},
         "mix_chosen_on": f"these out-of-fold scores (one of {len(opts.weights)} mixes, one of 2 badge scores): the "
                          "certificate's confidence is nominal by that much; it certifies the cross-fitted fold models, "
                          "the model written is fitted on all the labels"}
-    report["certificate"] = {k: v for k, v in after.items() if k not in ("policy", "certified")}
-    report["certificate"]["floor"] = opts.floor
-    report["certificate"]["line"] = certificate_line({**after, "floor": opts.floor})
-    if chosen is None:
-        said = [f"mix {m}: nothing certified from {opts.floor} up" if x["none"] else
-                f"mix {m}: {x['after']['coverage']} % vs {x['before']['coverage']} % of replies at target {x['after']['target']}"
-                for m, x in tries.items()]
-        return _refuse(report, out, t0, timings, "no mix that holds the guards certifies as many badges as the shipped "
-                       f"model does ({'; '.join(said)})")
-    if ys["failures"]:
-        return _refuse(report, out, t0, timings, f"mix {shown_w} forgets beyond the yardstick limit "
-                       f"({'; '.join(ys['failures'])}; --guard-yardstick set)")
-    report["chosen_weight"] = float(w)
-    report["gate"] = {"passed": True}
-    report["summary"] = (f"{c['version']}: ranks this deployment's held-out conversations at ROC AUC {auc_mix[w]} "
-                         f"(shipped {auc_base}, gain ≥ {gain[w]['lower']} at {opts.auc_confidence}); "
-                         f"{report['certificate']['line']}; mix {float(w)}, {len(pairs)} judged replies")
-    report["seconds"] = round(time.time() - t0, 1)
-    _write_model(out, c["final"], {**after, "decision": c["adapted_v"]["decision"]}, report, c["fp"], c["version"])
-    return report
+    run.report["certificate"] = {k: v for k, v in after.items() if k not in ("policy", "certified")}
+    run.report["certificate"]["floor"] = opts.floor
+    run.report["certificate"]["line"] = certificate_line({**after, "floor": opts.floor})
 
 
 def _figures(auc, c: dict, badges: dict) -> dict:
@@ -889,17 +1064,40 @@ def _figures(auc, c: dict, badges: dict) -> dict:
             **({"not_certified": c["not_certified"]} if c.get("not_certified") else {})}
 
 
-def _refuse(report: dict, out: Path, t0: float, timings: dict, why: str):
+# --- the outcome: refused, or the model written -------------------------------------------------
+
+def _closing(run: Run) -> None:
+    """What every outcome's adapt.json ends with: where the time went."""
+    run.report["timings"] = run.timings
+    run.report["cpu_seconds"] = _cpu()
+    run.report["seconds"] = round(time.time() - run.t0, 1)
+
+
+def _refuse(run: Run, why: str):
+    report, out = run.report, run.out
     report["gate"] = {"passed": False, "why": why}
-    report["timings"] = timings
-    report["cpu_seconds"] = _cpu()
-    report["seconds"] = round(time.time() - t0, 1)
+    _closing(run)
     report["summary"] = f"no model written: {why}"
     for name in ("model.onnx", "calibration.json", "decision.json", "display.json", "MODEL_CARD.md", "DECISION_CARD.md"):
         (out / name).unlink(missing_ok=True)
     shutil.rmtree(out / "tokenizer", ignore_errors=True)
     (out / "adapt.json").write_text(json.dumps(report, indent=1, default=str) + "\n")
     raise AdaptRefused(f"adapt: no model written: {why} (report: {out / 'adapt.json'})", report)
+
+
+def _write(run: Run) -> dict:
+    """The chosen mix's directory, its decision and certified display, the cards and adapt.json into DIR."""
+    w, report = run.chosen, run.report
+    c = run.tries[w]
+    report["chosen_weight"] = float(w)
+    report["gate"] = {"passed": True}
+    report["summary"] = (f"{c['version']}: ranks this deployment's held-out conversations at ROC AUC {run.auc_mix[w]} "
+                         f"(shipped {run.auc_base}, gain ≥ {run.gain[w]['lower']} at {run.opts.auc_confidence}); "
+                         f"{report['certificate']['line']}; mix {float(w)}, {len(run.pairs)} judged replies")
+    _closing(run)
+    _write_model(run.out, c["final"], {**c["after"], "decision": c["adapted_v"]["decision"]}, report, c["fp"],
+                 c["version"])
+    return report
 
 
 def _write_model(out: Path, final: Path, after: dict, report: dict, fp: str, version: str) -> None:

@@ -130,10 +130,10 @@ def test_stats_prints_precision_per_badge_and_json(tmp_path, capsys, feedback_st
              "judgement": "wrong" if i < 15 else "right", "source": "annotator", "ts": 1.0 + i} for i in range(20)]
     assert main(["feedback", "import", write_jsonl(tmp_path / "f.jsonl", rows), "--store", store]) == 0
     capsys.readouterr()
-    assert main(["feedback", "stats", "--store", store]) == 0
+    assert main(["feedback", "stats", "--store", store]) == 1  # the alarm fires: exit 1 for cron and CI
     out = capsys.readouterr().out
-    assert "20 judgements (5 right, 15 wrong" in out and "ALARM" in out
-    assert main(["feedback", "stats", "--store", store, "--json"]) == 0
+    assert "20 judgements (5 right, 15 wrong" in out and "ALARM" in out and "drift alarm: REFUTES (exit 1)" in out
+    assert main(["feedback", "stats", "--store", store, "--json"]) == 1
     got = json.loads(capsys.readouterr().out)
     rows = {r["label"]: r for r in got["precision"]}
     assert rows["REFUTES"]["n"] == 20 and rows["REFUTES"]["alarm"] and rows["SUPPORTS"]["n"] == 0

@@ -131,11 +131,11 @@ def test_feedback_stats_shows_each_model_version_of_a_rollout(store, feedback_st
     (text and --json), the adapted model's badges judged apart from its base's."""
     from dialcheck.cli import main
 
-    assert main(["feedback", "stats", "--store", feedback_store_url]) == 0
+    assert main(["feedback", "stats", "--store", feedback_store_url]) == 1  # the pooled SUPPORTS rows alarm: exit 1
     out = capsys.readouterr().out
-    assert f"NLI model {BASE}:" in out and f"NLI model {ADAPTED}:" in out
+    assert "ALARM" in out and f"NLI model {BASE}:" in out and f"NLI model {ADAPTED}:" in out
     assert out.index(f"NLI model {BASE}:") < out.index(f"NLI model {ADAPTED}:")
-    assert main(["feedback", "stats", "--store", feedback_store_url, "--json"]) == 0
+    assert main(["feedback", "stats", "--store", feedback_store_url, "--json"]) == 1
     got = json.loads(capsys.readouterr().out)
     per = {v: {r["label"]: r for r in rows} for v, rows in got["by_nli_version"].items()}
     assert list(per) == [BASE, ADAPTED, UNKNOWN_VERSION]

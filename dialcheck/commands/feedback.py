@@ -16,7 +16,8 @@ stable, the store upserts on it).
 `stats` prints judgements by kind and source, and per badge bucket the shown-badge precision with
 its interval, n and coverage, and whether the drift alarm fires (streams/precision.py); when the
 store holds verdicts of more than one NLI model version (an adapted model rolled out), the same per
-version, so a rollout is judged before and after (`--json`: `by_nli_version`)."""
+version, so a rollout is judged before and after (`--json`: `by_nli_version`). It exits 1 when the
+drift alarm fires on the store's shown badges (any bucket), so cron or CI can act on it."""
 from __future__ import annotations
 
 import csv
@@ -27,6 +28,7 @@ from pathlib import Path
 
 from dialcheck.errors import UsageError
 
+ALARM_EXIT = 1  # `feedback stats` when the drift alarm fires: a cron job or CI step fails on it (2 is a mistake)
 MAX_ROW_LINES = 20  # bad rows quoted one per line; beyond this, a count
 
 
@@ -255,10 +257,11 @@ def cmd_stats(args) -> int:
     with open_store(args.store, settings) as store:
         counts, by_version = store.counts(), store.precision_by_version(target, confidence)
     rows = by_version.pop(ALL_VERSIONS)
+    alarmed = ALARM_EXIT if any(r.alarm for r in rows) else 0
     if args.json:
         print(json.dumps({"store": _where(store), **counts, "precision": [r.to_dict() for r in rows],
                           "by_nli_version": {v: [r.to_dict() for r in rs] for v, rs in by_version.items()}}))
-        return 0
+        return alarmed
     j = counts["judgement"]
     print(f"feedback store {_where(store)}: {counts['feedback']} judgements ({j['right']} right, {j['wrong']} wrong, "
           f"{j['unsure']} unsure; by source {', '.join(f'{k} {v}' for k, v in sorted(counts['source'].items())) or '-'}), "
@@ -269,7 +272,9 @@ def cmd_stats(args) -> int:
         for version, vrows in by_version.items():
             print(f"  NLI model {version}:")
             _print_rows(vrows, "    ")
-    return 0
+    if alarmed:
+        print(f"drift alarm: {', '.join(r.label for r in rows if r.alarm)} (exit {ALARM_EXIT})")
+    return alarmed
 
 
 def _print_rows(rows, indent: str) -> None:

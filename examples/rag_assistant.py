@@ -9,6 +9,7 @@ do not decide is NOT ENOUGH INFO). Each claim's verdict says where it stands in 
 (`claim_span`, code-point offsets: Python slices them directly) and which passage it was checked
 against (`evidence[].source` "turn", with the `id`, `title` and `url` you sent).
 
+    DIALCHECK_SEGMENT=1 dialcheck worker          # claim by claim (else the reply is one claim)
     python examples/rag_assistant.py --bootstrap HOST:PORT [--conversation rag-1] [--timeout 300]
     (or DIALCHECK_KAFKA_BOOTSTRAP=HOST:PORT)
 

@@ -62,7 +62,9 @@ def worker(own_index, broker, tmp_path_factory):
     cwd, xdg = tmp / "app-dir", tmp / "xdg-state"
     cwd.mkdir()
     log_path = tmp / "worker.log"
-    env = _env(DIALCHECK_INDEX_DIR=str(own_index), XDG_STATE_HOME=str(xdg))
+    # DIALCHECK_SEGMENT=1: a reply is checked claim by claim, as the RAG example's guide says to run it
+    # (a one-sentence turn, as every other example sends, is one claim: the same verdict either way)
+    env = _env(DIALCHECK_INDEX_DIR=str(own_index), XDG_STATE_HOME=str(xdg), DIALCHECK_SEGMENT="1")
     env.pop("DIALCHECK_STATE_DIR", None)
     with open(log_path, "wb") as log:
         proc = subprocess.Popen([sys.executable, "-u", "-m", "dialcheck.cli", "worker", "--broker", broker.bootstrap],
@@ -200,6 +202,57 @@ def test_node_example_gets_a_verdict(worker):
     _check_shown(lines[0], conv)
 
 
+def _rag_lines(ran: subprocess.CompletedProcess, worker) -> list[dict]:
+    assert ran.returncode == 0, ran.stdout + ran.stderr + worker["log"].read_text(errors="replace")[-3000:]
+    return [json.loads(ln) for ln in ran.stdout.splitlines()]
+
+
+@pytest.fixture(scope="module")
+def rag_python(worker) -> list[dict]:
+    """examples/rag_assistant.py's output: its reply sent with the passages it retrieved."""
+    return _rag_lines(subprocess.run([sys.executable, str(EXAMPLES / "rag_assistant.py"), "--bootstrap",
+                                      worker["bootstrap"], "--conversation", "integration-rag-py", "--timeout", "300"],
+                                     capture_output=True, text=True, timeout=400), worker)
+
+
+@pytest.mark.broker
+def test_rag_example_marks_the_claim_its_passages_do_not_back(rag_python):
+    """The RAG example (docs/integration.md#grounded-turns): the reply's two sentences are two claim
+    verdicts with their offsets, each checked against a passage the example sent (source "turn", its
+    id and url as given, not the worker's index); the sentence the passages do not back is marked and
+    is no SUPPORTS."""
+    sys.path.insert(0, str(EXAMPLES))
+    try:
+        from rag_assistant import HELP_CENTRE, REPLY
+    finally:
+        sys.path.remove(str(EXAMPLES))
+    *claims, total = rag_python
+    assert [c["claim"] for c in claims] == ["The Basic plan costs $10 a month.", "It includes phone support around the clock."]
+    for c in claims:
+        assert REPLY[c["span"]["start"]:c["span"]["end"]] == c["claim"], c
+        given = {d["id"]: d for d in HELP_CENTRE}
+        ev = c["checked_against"]
+        assert ev["source"] == "turn" and ev["passage_id"] in given, c
+        assert (ev["title"], ev["url"]) == (given[ev["passage_id"]]["title"], given[ev["passage_id"]]["url"]), c
+    backed, unbacked = claims
+    assert unbacked["label"] != "SUPPORTS" and unbacked["underline"] is not None, unbacked
+    assert "[[It includes phone support around the clock.]]" in total["marked"] or \
+        "!![It includes phone support around the clock.]!!" in total["marked"], total
+    assert total["claims"] == 2 and total["underlined"] == sum(c["underline"] is not None for c in claims)
+    assert backed["label"] == "SUPPORTS", backed  # "$10 a month" is in the Basic plan's passage
+
+
+@pytest.mark.broker
+def test_node_rag_example_says_what_the_python_one_says(worker, rag_python):
+    """examples/node/rag_assistant.js: the same reply and passages, the same verdicts and marks
+    (it slices the reply by code points, as the offsets count)."""
+    node_dir = kafkajs_example()
+    lines = _rag_lines(subprocess.run(["node", "rag_assistant.js", "--bootstrap", worker["bootstrap"], "--conversation",
+                                       "integration-rag-node", "--timeout", "300"], cwd=node_dir, capture_output=True,
+                                      text=True, timeout=400), worker)
+    assert lines == rag_python
+
+
 @pytest.mark.broker
 def test_worker_leaves_the_current_directory_alone(worker):
     assert list(worker["cwd"].iterdir()) == [], os.listdir(worker["cwd"])  # no ./dialcheck-data
@@ -256,13 +309,13 @@ def test_examples_say_so_in_one_line_when_no_broker_answers():
     (kafka-python's bootstrap_timeout_ms 8000, the confluent-kafka example's metadata timeout; 8.9 s
     measured with interpreter start; no timed assertion here: speed is bench/'s) with one line and
     exit 2, and takes the broker from DIALCHECK_KAFKA_BOOTSTRAP when --bootstrap is not given. The
-    three run side by side (each only waits out its timeout): one 8 s wait, not three."""
+    four run side by side (each only waits out its timeout): one 8 s wait, not four."""
     import socket
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    scripts = ["produce_turns.py", "consume_verdicts.py", "confluent_chat_backend.py"]
+    scripts = ["produce_turns.py", "consume_verdicts.py", "confluent_chat_backend.py", "rag_assistant.py"]
     procs = {script: subprocess.Popen([sys.executable, str(EXAMPLES / script)], stdout=subprocess.PIPE,
                                       stderr=subprocess.PIPE, text=True,
                                       env={**_env(), "DIALCHECK_KAFKA_BOOTSTRAP": f"127.0.0.1:{port}"})

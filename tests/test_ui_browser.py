@@ -338,6 +338,11 @@ def test_ui_survives_hostile_verdicts_in_chromium(tmp_path):
         for v in grounded_verdicts("rag", "1", GROUNDED_REPLY, GROUNDED_CLAIMS, url="https://help.example.com/plans"):
             send(k.topic_verdicts, "rag", orjson.dumps(v))
         _grounded_reply_underlined(driver, wait, "live page")
+        # right / wrong in an underlined claim's panel judges that claim's verdict, not the whole reply
+        (nei,) = [v for v in grounded_verdicts("rag", "1", GROUNDED_REPLY, GROUNDED_CLAIMS) if v["label"] == "NOT ENOUGH INFO"]
+        judge(driver, wait, nei["claim_id"], "wrong", f'.claim-evidence[data-claim-id="{nei["claim_id"]}"] span.feedback')
+        (judged,) = _records(settings, k.topic_feedback, 1)
+        assert (judged["claim_id"], judged["label_shown"], judged["judgement"]) == (nei["claim_id"], "NOT ENOUGH INFO", "wrong")
         driver.get(ui.url)
         wait.until(EC.text_to_be_present_in_element((By.ID, "status"), "live"))
         _grounded_reply_underlined(driver, wait, "fresh page")
@@ -382,6 +387,20 @@ def _grounded_reply_underlined(driver, wait, how: str) -> None:
     assert passage.find_element(By.CSS_SELECTOR, "a.source").get_attribute("href") == "https://help.example.com/plans", how
     assert passage.find_element(By.CSS_SELECTOR, "mark").text == "Paris is in France.", how
     assert _severe_console(driver) == [], how
+
+
+def _records(settings, topic: str, n: int) -> list[dict]:
+    """The first `n` records of `topic`, parsed (a real consumer, from the beginning)."""
+    from kafka import KafkaConsumer
+
+    from streams.kafka_config import kafka_python_kwargs
+
+    consumer = KafkaConsumer(topic, auto_offset_reset="earliest", consumer_timeout_ms=WAIT_S * 1000,
+                             **kafka_python_kwargs(settings))
+    try:
+        return [json.loads(r.value) for _, r in zip(range(n), consumer)]
+    finally:
+        consumer.close()
 
 
 def _page_for_people(driver, url: str) -> None:
@@ -524,14 +543,14 @@ if (b && b.getAttribute("aria-pressed") === "true") return "sent";
 return g.dataset.state === "error" ? "error: " + g.title : null;"""
 
 
-def judge(driver, wait, cid: str, judgement: str) -> None:
-    """Click right / wrong on claim `cid`'s turn as a person would: click, wait until the page says the
-    judgement was sent (aria-pressed) or not sent ("click again": the broker did not take it in time),
-    and click again then, at most JUDGE_TRIES times. Each look finds the buttons anew: a verdict event
-    may redraw the turn between the click and the answer."""
+def judge(driver, wait, cid: str, judgement: str, group: str | None = None) -> None:
+    """Click right / wrong on claim `cid`'s turn (or in the `group` of buttons named) as a person would:
+    click, wait until the page says the judgement was sent (aria-pressed) or not sent ("click again":
+    the broker did not take it in time), and click again then, at most JUDGE_TRIES times. Each look
+    finds the buttons anew: a verdict event may redraw the turn between the click and the answer."""
     from selenium.webdriver.common.by import By
 
-    group = f'li.turn:has(button.badge[data-claim-id="{cid}"]) span.feedback'
+    group = group or f'li.turn:has(button.badge[data-claim-id="{cid}"]) span.feedback'
     outcome = None
     for _ in range(JUDGE_TRIES):
         b = driver.find_element(By.CSS_SELECTOR, f'{group} button.fb[data-judgement="{judgement}"]')

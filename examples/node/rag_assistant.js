@@ -5,6 +5,7 @@
 // as supported marked: [[not backed by the passages]] and !![disputed by them]!!.
 // examples/rag_assistant.py is the same in Python; tests/test_integration_example.py runs both.
 //
+//   DIALCHECK_SEGMENT=1 dialcheck worker    # claim by claim (else the reply is one claim)
 //   npm ci && node rag_assistant.js --bootstrap HOST:PORT [--conversation rag-1] [--timeout 300]
 //   (or DIALCHECK_KAFKA_BOOTSTRAP=HOST:PORT)
 //

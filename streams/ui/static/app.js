@@ -118,7 +118,8 @@ function slot(c, turnId) {
   if (!s) {
     const li = el("li", { class: "turn", "data-turn-id": turnId });
     li.append(el("span", { class: "speaker" }), el("span", { class: "text" }), el("div", { class: "check" }));
-    s = { li, turn: null, verdict: null, claims: new Map(), at: Date.now() / 1000 };
+    s = { li, turn: null, verdict: null, claims: new Map(), claimJudging: new Map(), at: Date.now() / 1000 };
+    s.judging = { current: () => li.querySelector(".check > .feedback") };
     c.slots.set(turnId, s);
     c.list.append(li);
     // the page keeps no more than the server does (oldest first)
@@ -251,14 +252,19 @@ function underlinedText(text, claims) {
   return out;
 }
 
-// the passage an underlined claim was checked against, opened by clicking the underline
-function claimPanel(v) {
+// the passage an underlined claim was checked against, opened by clicking the underline, with
+// right / wrong for that claim's verdict (a judgement of the claim itself, not of the whole reply)
+function claimPanel(s, v) {
   const claimId = str(v.claim_id);
   const panel = evidencePanel(v, `cl-${claimId}`);
   panel.classList.add("claim-evidence");
   panel.dataset.claimId = claimId;
   const head = el("div", { class: "claim-head" });
   head.append(el("q", {}, str(v.claim)), document.createTextNode(` — ${badgeLabel(v)}`));
+  if (!s.claimJudging.has(claimId)) {
+    s.claimJudging.set(claimId, { current: () => s.li.querySelector(`.claim-evidence[data-claim-id="${CSS.escape(claimId)}"] .feedback`) });
+  }
+  head.append(feedbackButtons(s.claimJudging.get(claimId), v, badgeLabel(v)));
   const st = obj(v.status);
   if (str(st.reason)) head.append(el("div", { class: "status-reason" }, str(st.reason)));
   panel.prepend(head);
@@ -282,7 +288,15 @@ function renderText(s) {
   const box = s.li.querySelector(".check");
   for (const u of textEl.querySelectorAll("span.claim")) {
     const v = s.claims.get(u.dataset.claimId);
-    const panel = claimPanel(v);
+    const badge = box.querySelector("button.badge");
+    if (badge && s.verdict && str(s.verdict.claim_id) === u.dataset.claimId) {  // the reply is this one claim: its underline opens the badge's panel
+      u.setAttribute("aria-controls", badge.getAttribute("aria-controls"));
+      const follow = () => { badge.click(); u.setAttribute("aria-expanded", badge.getAttribute("aria-expanded")); };
+      u.addEventListener("click", follow);
+      u.addEventListener("keydown", (e) => { if (e.key === "Enter" || e.key === " ") { e.preventDefault(); follow(); } });
+      continue;
+    }
+    const panel = claimPanel(s, v);
     box.append(panel);
     toggleOnClick(u, panel);
   }
@@ -320,49 +334,50 @@ function renderCheck(s) {
   if (hint.tone && label !== "error" && hint.tone !== LABEL_TONE[label]) badge.append(el("span", { class: "tone" }, `shown as ${hint.tone}`));
   const panel = evidencePanel(v, panelId);
   toggleOnClick(badge, panel);
-  box.append(badge, feedbackButtons(s, v, label, hint));
+  box.append(badge, feedbackButtons(s.judging, v, label));
   if (hint.show === false) box.append(el("span", { class: "muted-note" }, "not shown to users"));
   const st = obj(v.status);
   if (st.state !== "ok" && str(st.reason)) box.append(el("div", { class: "status-reason" }, `${str(st.state)}: ${str(st.reason)}`));
   box.append(internals(v), panel);
 }
 
-// right / wrong on a verdict: one record on chat.feedback (the server adds source "user" and the time)
-function feedbackButtons(s, v, label, hint) {
+// right / wrong on a verdict: one record on chat.feedback (the server adds source "user" and the time).
+// `j` keeps what was sent for that verdict across redraws: {feedbackState, judged, current()}, where
+// current() finds the verdict's buttons as drawn now (a verdict event may redraw the turn)
+function feedbackButtons(j, v, label) {
   const group = el("span", { class: "feedback", role: "group", "aria-label": "was this verdict right?" });
   if (label === "error") return group;
-  group.dataset.state = s.feedbackState || "";
+  group.dataset.state = j.feedbackState || "";
   for (const [judgement, icon] of [["right", "✓"], ["wrong", "✗"]]) {
     const b = el("button", { class: "fb", type: "button", "data-judgement": judgement,
-                             "aria-pressed": String(s.judged === judgement), title: `this verdict is ${judgement}` });
+                             "aria-pressed": String(j.judged === judgement), title: `this verdict is ${judgement}` });
     b.append(el("span", { "aria-hidden": "true" }, icon), document.createTextNode(` ${judgement}`));
-    b.addEventListener("click", () => sendFeedback(s, v, judgement, group));
+    b.addEventListener("click", () => sendFeedback(j, v, judgement, group));
     group.append(b);
   }
   return group;
 }
 
-function sendFeedback(s, v, judgement, group) {
+function sendFeedback(j, v, judgement, group) {
   const hint = displayHint(v);
   const body = { conversation_id: str(v.conversation_id), turn_id: str(v.turn_id), claim_id: str(v.claim_id),
                  label_shown: str(v.label), judgement, feedback_id: `${PAGE_ID}:${str(v.claim_id)}` };
   if (hint.confidence) body.confidence_shown = hint.confidence;
   if (hint.show !== null) body.shown = hint.show;
-  s.feedbackState = group.dataset.state = "sending";
+  j.feedbackState = group.dataset.state = "sending";
   fetch("/api/feedback", { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body) })
     .then((r) => r.json().catch(() => ({})).then((answer) => {
       if (!r.ok) throw new Error(str(answer.reason) || `HTTP ${r.status}`);
-      s.judged = judgement;
-      markFeedback(s, group, "sent", `sent: ${judgement}`, judgement);
+      j.judged = judgement;
+      markFeedback(j, group, "sent", `sent: ${judgement}`, judgement);
     }))
-    .catch((e) => markFeedback(s, group, "error", `not sent (${e.message}); click again`));
+    .catch((e) => markFeedback(j, group, "error", `not sent (${e.message}); click again`));
 }
 
-// the answer to a click, on the clicked buttons and on the turn's current ones: a verdict event may
-// have redrawn the turn since the click
-function markFeedback(s, group, state, title, judgement = null) {
-  s.feedbackState = state;
-  for (const g of new Set([group, s.li.querySelector(".feedback")])) {
+// the answer to a click, on the clicked buttons and on the verdict's current ones
+function markFeedback(j, group, state, title, judgement = null) {
+  j.feedbackState = state;
+  for (const g of new Set([group, j.current()])) {
     if (!g) continue;
     g.dataset.state = state;
     g.title = title;

@@ -18,6 +18,7 @@ import argparse
 import json
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -41,8 +42,7 @@ def knowledge_of(records, i: int, docs: int) -> list[GivenPassage]:
     j = i + 1
     while len(out) < docs and j < i + 1 + len(records):
         rec = records[j % len(records)]
-        out += [GivenPassage(text, title=title or None, id=f"kb-{rec.id}-{k}", source="conversation")
-                for k, (title, text) in enumerate(rec.evidence)]
+        out += [replace(p, id=f"kb-{rec.id}-{k}", source="conversation") for k, p in enumerate(given_passages(rec))]
         j += 1
     return out[:docs]
 

@@ -28,8 +28,9 @@ REPLAY_PROTOCOLS = ("e2e", "fv")
 
 def given_passages(record) -> tuple[GivenPassage, ...]:
     """A record's evidence as the passages its reply was given (a blank title is left out, as a
-    producer without titles would send it)."""
-    return tuple(GivenPassage(text, title=title or None) for title, text in record.evidence)
+    producer without titles would send it; so is a blank passage, which the turn contract refuses
+    and which gives the verifier no window to read)."""
+    return tuple(GivenPassage(text, title=title or None) for title, text in record.evidence if text.strip())
 
 
 def record_turns(record, prefix: str = "", protocol: str = "e2e") -> list[ChatTurn]:

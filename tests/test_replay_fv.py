@@ -18,7 +18,8 @@ pytestmark = pytest.mark.unit
 
 REC = DialFactRecord(id="r1", context_id="c1", context=["Where was Elvis born?"], response="In Tupelo.",
                      label="SUPPORTS", type_label="factual",
-                     evidence=[("Elvis Presley", "Elvis Presley was born in Tupelo, Mississippi."), ("", "He sang.")])
+                     evidence=[("Elvis Presley", "Elvis Presley was born in Tupelo, Mississippi."), ("", "He sang."),
+                               ("Blank", "  ")])  # DialFact has a few blank passages: a turn cannot carry one
 
 
 def test_fv_puts_the_records_evidence_on_the_response_turn_only_and_it_survives_the_wire():

@@ -176,10 +176,12 @@ def drift(judged: Iterable, version: str, target: float, confidence: float,
                              f"< target {target}" for r in fired)}
 
 
-def new_pairs(judged: Iterable, since: float, version: str | None, sources: Sequence[str] = TRUSTED) -> list:
+def new_pairs(judged: Iterable, since: float, version: str | None, sources: Sequence[str] = TRUSTED,
+              scored_only: bool = True) -> list:
     """Judged replies (lab/nli/judged.py pairs, each claim once, conflicts dropped) whose judgements
     all arrived after `since` (a claim judged before was there to learn from), of `version`'s verdicts
-    (any version when None), that say whether the reply is supported."""
+    (any version when None); `scored_only`: those that say whether the reply is supported (what the
+    challenger is scored on), else every pair `dialcheck adapt` trains on (what a build counts)."""
     from lab.nli.judged import dedupe, from_feedback
 
     judged = list(judged)
@@ -188,7 +190,7 @@ def new_pairs(judged: Iterable, since: float, version: str | None, sources: Sequ
           and (version is None or j.nli_version == version)]
     pairs, _ = from_feedback(js, sources)
     pairs, _ = dedupe(pairs)
-    return [p for p in pairs if p.supported is not None]
+    return [p for p in pairs if p.supported is not None] if scored_only else pairs
 
 
 def conversations(pairs: Sequence) -> int:
@@ -247,6 +249,7 @@ class AdaptLoop:
         self.layout, self.store_url, self.opts = layout, store_url, opts
         self.pids, self.log, self.clock = pids, log, clock
         self.versions = Versions(layout.live)
+        self.reasons: list[str] = []  # why this tick's steps did nothing
 
     # -- plumbing ---------------------------------------------------------------------------------
     def open_store(self):
@@ -378,12 +381,13 @@ class AdaptLoop:
     def rollback_check(self, store, judged) -> str | None:
         lay = self.layout
         if not lay.previous.is_dir():
-            return None
+            return self._why(None, "no rollback: no previous version kept")
         live = version_of(lay.live)
         target = certified_target(lay.live, self.opts.target)
         d = drift(judged, live, target, self.opts.alarm_confidence, self.opts.sources)
         if not d["alarm"]:
-            return None
+            n = sum(r + w for r, w in badge_votes(judged, live, self.opts.sources)[0].values())
+            return self._why(None, f"no rollback: the drift alarm is quiet for {live} ({n} judged badge votes)")
         return self.rollback(store, f"drift alarm: {d['why']}", d)
 
     def built_at(self, store, version: str, d: Path) -> float:
@@ -394,7 +398,7 @@ class AdaptLoop:
         lay = self.layout
         waiting = lay.waiting()
         if not waiting:
-            return None
+            return self._why(None, "no challenger waiting")
         for stale in waiting[:-1]:  # a newer build supersedes an older one
             self._record(store, "refused", version_of(stale), other=version_of(lay.live),
                          reason="superseded by a newer candidate")
@@ -403,8 +407,9 @@ class AdaptLoop:
         version, champion = version_of(cand), version_of(lay.live)
         since = self.built_at(store, version, cand)
         pairs = new_pairs(judged, since, champion, self.opts.sources)
-        if conversations(pairs) < self.opts.min_new:
-            return None  # wait for more
+        if conversations(pairs) < self.opts.min_new:  # wait for more
+            return self._why(None, f"challenger {version} waits: {conversations(pairs)} of {self.opts.min_new} new "
+                                   f"judged conversations of {champion}'s verdicts since it was built")
         if any(e.event == "rolled_back" and e.version == version for e in store.events()):
             gate = {"promote": False, "why": "this version was rolled back before"}
         else:
@@ -429,14 +434,17 @@ class AdaptLoop:
     def maybe_build(self, store, judged) -> str | None:
         lay, now = self.layout, self.clock()
         if lay.waiting():
-            return None
+            return self._why(None, "no build: a challenger waits")
         attempts = [e.ts for e in store.events() if e.event in ("built", "not_built")]
         last = attempts[-1] if attempts else 0.0
         if now - last < self.opts.every_s:
-            return None
-        fresh = conversations(new_pairs(judged, last, None, self.opts.sources))
+            next_at = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(last + self.opts.every_s))
+            return self._why(None, f"no build before {next_at} (one per {self.opts.every_s:.0f} s)")
+        pairs = new_pairs(judged, last, None, self.opts.sources, scored_only=False)
+        fresh = conversations(pairs)
         if fresh < self.opts.min_new:
-            return None
+            return self._why(None, f"no build: {fresh} new judged conversations ({len(pairs)} judged replies, as "
+                                   f"adapt counts them), {self.opts.min_new} needed")
         return self.build(store, fresh)
 
     def build(self, store, fresh: int) -> str | None:
@@ -476,24 +484,33 @@ class AdaptLoop:
                      detail={"seconds": seconds, "exit": code, "new_conversations": fresh})
         return None
 
-    def tick(self) -> None:
+    def _why(self, result, reason: str):
+        """Note why a step did nothing (the tick's line); `result` passed through."""
+        self.reasons.append(reason)
+        return result
+
+    def tick(self) -> str:
+        """One rollback check, challenger and build; the line that says why nothing else happened."""
         if not (self.layout.live / "model.onnx").is_file():
             raise LoopError(f"{self.layout.live}: no model.onnx (the live model directory; --model-dir)")
+        self.reasons = []
         with self.locked(), self.open_store() as store:
             self.resume(store)
             judged = store.judged()
-            if self.rollback_check(store, judged):
-                return
-            if self.score_challenger(store, judged):
-                return
-            self.maybe_build(store, judged)
+            if self.rollback_check(store, judged) is None and self.score_challenger(store, judged) is None:
+                self.maybe_build(store, judged)
+        return "adapt-loop: " + "; ".join(self.reasons) if self.reasons else ""
 
     def run(self, once: bool = False) -> None:
         from streams.feedback_store import StoreUnavailable
 
+        said = ""
         while True:
             try:
-                self.tick()
+                line = self.tick()
+                if line and (once or line != said):  # a loop says a reason once, not every minute
+                    self.log(line)
+                said = line
             except StoreUnavailable as e:  # a PostgreSQL store restarting: the next tick tries again
                 if once:
                     raise

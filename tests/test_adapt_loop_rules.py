@@ -256,3 +256,26 @@ def test_sigterm_stops_the_loop_cleanly_even_with_sigint_ignored(tmp_path):
             loop.kill()
     once = subprocess.run([*cmd, "--once"], capture_output=True, text=True, timeout=60)
     assert once.returncode == 0, once.stderr[-2000:]  # the lock was released
+
+
+def test_once_says_why_it_did_nothing_counting_as_adapt_does(tmp_path, capsys):
+    """Three judged conversations, two of them REFUTES badges judged wrong (a pair adapt trains on,
+    "not contradiction", that says nothing about support): the loop counts 3 as adapt does (it
+    said 1), and `--once` says why nothing was built, rolled back or scored."""
+    from dialcheck.cli import main
+    from lab.nli.judged import dedupe, from_feedback
+
+    live = model_dir(tmp_path / "nli", "v1")
+    store = tmp_path / "fb.sqlite3"
+    labels = {"c0": ("SUPPORTS", "right"), "c1": ("REFUTES", "wrong"), "c2": ("REFUTES", "wrong")}
+    with FeedbackStore(store) as st:
+        st.add_verdicts([verdict(c, "v1", label) for c, (label, _) in labels.items()])
+        st.add_feedback([Feedback(c, f"{c}#r", label, j, "annotator", 10.0, claim_id=f"{c}-c", shown=True,
+                                  confidence_shown="medium") for c, (label, j) in labels.items()])
+        adapt_counts = len({p.group for p in dedupe(from_feedback(st.judged())[0])[0]})  # what adapt reads
+    assert adapt_counts == 3
+    assert main(["adapt-loop", "--model-dir", str(live), "--store", str(store), "--once", "--min-new", "5"]) == 0
+    said = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("adapt-loop: ")]
+    assert len(said) == 1 and "no rollback: no previous version kept" in said[0], said
+    assert "no challenger waiting" in said[0]
+    assert "no build: 3 new judged conversations (3 judged replies, as adapt counts them), 5 needed" in said[0]

@@ -149,3 +149,19 @@ def test_a_stage_exception_reaches_the_error_verdict_with_the_stages_name():
     assert [v.status.reason for v in result.verdicts] == ["pipeline failure in stage verify: KeyError('window')"]
     with pytest.raises(KeyError):  # the type stays: callers' `except` clauses are unchanged
         check_turns([item])
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["tune", "decision", "--methods", "threshold,nope"], "--methods 'threshold,nope': choose from threshold,"),
+    (["tune", "decision", "--folds", "1"], "--folds must be at least 2 (got 1)"),
+    (["tune", "decision", "--hyp-turns", "one"], "--hyp-turns 'one': a comma list of whole numbers"),
+    (["llm", "yardstick", "--claims", "0", "--judge-claims", "0"], "--claims and --judge-claims must be 0 or more"),
+])
+def test_a_mistake_is_named_before_any_data_is_read(argv, says, tmp_path, monkeypatch, capsys):
+    """With an empty data dir, reading the data first would say what to fetch instead of the mistake."""
+    from dialcheck.cli import main
+
+    monkeypatch.setenv("DIALCHECK_DATA_DIR", str(tmp_path))
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("dialcheck: ") and says in err[0], err

@@ -111,14 +111,36 @@ def _tuner(args):
     return Tuner(load_settings(), args.model_dir, args.data)
 
 
+def _decision_options(args) -> tuple[list[str], list[int] | None]:
+    """(--methods, --hyp-turns) checked before the tuner reads the data and loads the model."""
+    from dialcheck.errors import UsageError
+    from workers.decision.methods import METHODS
+
+    methods = [m for m in args.methods.split(",") if m]
+    unknown = [m for m in methods if m not in METHODS]
+    if unknown or not methods:
+        raise UsageError(f"--methods {args.methods!r}: choose from {','.join(METHODS)}")
+    if args.folds < 2:
+        raise UsageError(f"--folds must be at least 2 (got {args.folds})")
+    if not args.hyp_turns:
+        return methods, None
+    try:
+        turns = [int(x) for x in args.hyp_turns.split(",")]
+    except ValueError:
+        turns = [-1]
+    if any(n < 0 for n in turns):
+        raise UsageError(f"--hyp-turns {args.hyp_turns!r}: a comma list of whole numbers, 0 or more")
+    return methods, turns
+
+
 def run_decision(args) -> int:
     from lab.tuning.tune import log, transfer_sets
 
     if args.lodo:
         return run_lodo(args)
+    methods, turns = _decision_options(args)
     t = _tuner(args)
-    methods = [m for m in args.methods.split(",") if m]
-    turns = [int(x) for x in args.hyp_turns.split(",")] if args.hyp_turns else [t.settings.windows.hypothesis_context_turns]
+    turns = turns or [t.settings.windows.hypothesis_context_turns]
     transfer = transfer_sets(t, [x for x in args.transfer.split(",") if x]) if args.transfer else None
     report = {"model_dir": t.model_dir, "model_fingerprint": t.fp, "data": t.data, "records": len(t.records),
               "protocol": args.protocol, "folds": args.folds, "grouped_by": "context_id", "metric": "macro_f1",

@@ -36,11 +36,13 @@ from .kafka_config import faust_broker_kwargs, faust_client_kwargs
 from .observability import Observability
 from .outbox import Outage, StoreWriter
 from .processes import free_port
+from .recovery import recovery_stuck
 from .turn_worker import AttemptsTable, TurnWorker
 
 READY_MARKER = "dialcheck worker ready"
 TABLE_NAME = "context"
 ATTEMPTS_TABLE = "attempts"
+WORKER_TABLES = (TABLE_NAME, ATTEMPTS_TABLE, KNOWLEDGE_TABLE)  # each restored from <app id>-<name>-changelog
 
 
 def feedback_enabled(settings: Settings) -> bool:
@@ -128,12 +130,18 @@ def create_app(settings: Settings, checker: Checker, store: FeedbackStore | None
     @app.task
     async def announce_ready():
         worker.install_scrubber()
+        obs.watch_broker()  # after Faust configured logging: its handlers get the flood filter
         if reload.install(asyncio.get_running_loop(), checker, worker.scrub):  # SIGHUP: re-read model and display
             reload.write_pid_file(st.pid_file)
-        await wait_recovered(app)
+        try:  # a broker that lost its data leaves recovery waiting forever: say so, exit 3 (streams/recovery.py)
+            await asyncio.wait_for(wait_recovered(app), timeout=st.recovery_timeout_s)
+        except asyncio.TimeoutError:
+            recovery_stuck(settings)
         worker.install_scrubber()
         print(f"{READY_MARKER}: app={st.app_id} broker={worker.scrub(settings.kafka.bootstrap)} "
               f"broker_kind={kind} conversations={len(table)}", flush=True)
+
+    drift = DriftWatch(store, st.precision_target, st.precision_confidence) if feedback else None
 
     @app.timer(st.status_interval_s)
     async def sweep_and_report():

@@ -6,7 +6,8 @@ Faust's web server: Faust's web binds 0.0.0.0 and starts late (after the consume
 recovery. The server runs in its own thread, so a scrape never waits on the event loop.
 
 - /metrics  Prometheus text format (names listed in README.md, section Metrics)
-- /healthz  200 when the process is up and the broker answers a TCP connect, else 503
+- /healthz  200 when the process is up and the broker answers a metadata request within 2 s
+            (streams/broker_watch.py: a frozen broker still accepts TCP connects), else 503
 - /readyz   200 when table recovery is done and the models are loaded, else 503
 """
 from __future__ import annotations
@@ -128,6 +129,14 @@ class Observability:
                                          "turn's ts, else its record timestamp, to publishing).",
                                          buckets=VERDICT_LATENCY_BUCKETS, registry=r)
         self.models_loaded = False
+        from functools import partial
+
+        from .broker_watch import BrokerWatch
+        from .recovery import data_lost
+
+        # asked every few seconds once the worker runs (`watch_broker`), and by every /healthz
+        self.broker = BrokerWatch(settings, interval_s=min(5.0, settings.stream.status_interval_s),
+                                  on_data_lost=partial(data_lost, settings))
         self.app = None
         self.table = None
         self.counters = None  # the worker's Counters (a dataclass), exported as dialcheck_worker_events
@@ -197,10 +206,22 @@ class Observability:
         except AttributeError:
             return False
 
+    def watch_broker(self) -> None:
+        """Start asking the broker in the background (one line when it goes away, one when it is back)
+        and hold back the Kafka clients' log flood meanwhile (called once logging is configured)."""
+        from .broker_watch import install_flood_filter
+
+        install_flood_filter(self.broker.start())
+
     def health(self) -> tuple[bool, dict[str, Any]]:
+        """Asks the broker now (a metadata request, at most 2 s): a frozen broker is not healthy."""
         broker = self.settings.kafka.bootstrap
-        ok = bool(broker) and broker_reachable(broker, timeout_s=2.0)
-        return ok, {"process": "up", "broker": redact(broker), "broker_reachable": ok}
+        why = self.broker.ask() if broker else "no broker configured"
+        body = {"process": "up", "broker": redact(broker), "broker_reachable": why is None}
+        if why is not None:
+            st = self.broker.state()
+            body.update(broker_error=st.reason or why[:200], broker_down_since=round(st.since, 3))
+        return why is None, body
 
     def readiness(self) -> tuple[bool, dict[str, Any]]:
         rec, models = self.recovered(), self.models_loaded
@@ -312,7 +333,16 @@ class _StateCollector(_ScrapeCollector):
         outage = self.obs.outage
         for part, down in _safe(lambda: outage.states() if outage is not None else {}, {}).items():
             degraded.add_metric([part], 1.0 if down else 0.0)
-        yield from (lag, conversations, turns, ready, worker, degraded)
+        broker = self.obs.broker.state()
+        up = GaugeMetricFamily("dialcheck_broker_up", "1 while the broker answers metadata requests (asked every "
+                               "few seconds and by /healthz), 0 while it does not.")
+        up.add_metric([], 1.0 if broker.up else 0.0)
+        outages = CounterMetricFamily("dialcheck_broker_outages", "Times the broker stopped answering since start.")
+        outages.add_metric([], broker.outages)
+        held = CounterMetricFamily("dialcheck_kafka_client_log_held_back", "Kafka client-library warning and error "
+                                   "lines held back (while the broker was away, or repeats within a minute).")
+        held.add_metric([], broker.held_back)
+        yield from (lag, conversations, turns, ready, worker, degraded, up, outages, held)
 
 
 class _PrecisionCollector(_ScrapeCollector):

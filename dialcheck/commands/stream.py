@@ -30,6 +30,8 @@ def cmd_worker(args) -> int:
     settings = _settings(args)
     if args.pid_file:
         settings = settings.updated(stream={"pid_file": args.pid_file})
+    if args.reset_state:
+        return _reset_state(settings)
     if args.pipeline is None:
         check_surface(args.surface)
     # the /metrics port is bound after the models load (~15 s): a taken one is said before that
@@ -45,6 +47,20 @@ def cmd_worker(args) -> int:
         s.stream.state_path.mkdir(parents=True, exist_ok=True)
         print(f"worker state dir: {s.stream.state_path} (DIALCHECK_STATE_DIR)", flush=True)
         return run_worker(s, checker, loglevel=_loglevel(args, s))
+
+
+def _reset_state(settings: Settings) -> int:
+    """`worker --reset-state`: the documented step after a broker lost its data (streams/recovery.py)."""
+    from streams.app import WORKER_TABLES
+    from streams.recovery import reset_state
+
+    if not settings.kafka.bootstrap:
+        print("nothing to reset: the embedded broker keeps no state between runs", flush=True)
+        return 0
+    for line in reset_state(settings, list(WORKER_TABLES)):
+        print(line, flush=True)
+    print("the worker's state is reset: start it again (its context and knowledge start empty)", flush=True)
+    return 0
 
 
 def _loglevel(args, settings: Settings) -> str:
@@ -230,6 +246,9 @@ def register(sub) -> None:
     p.add_argument("-v", "--verbose", action="store_true", help="the same as --loglevel info (Faust's start-up and partition lines)")
     p.add_argument("--pid-file", default=None, help="write the worker's pid here once it is ready and takes SIGHUP; "
                    "removed when it stops (default: DIALCHECK_PID_FILE; `dialcheck adapt-loop --pid-file` reads it)")
+    p.add_argument("--reset-state", action="store_true",
+                   help="delete this app's changelog topics and local state dir, then exit: the step after a broker "
+                        "lost its data (refused while a worker of the app runs; docs/operations.md)")
     p.set_defaults(func=cmd_worker)
 
     p = sub.add_parser("replay", help="Produce DialFact records as chat turns (context turns, then the response).")

@@ -29,7 +29,7 @@ from . import reload
 from .broker import broker_kind
 from .feedback import FeedbackWorker
 from .feedback_store import FeedbackStore
-from .knowledge import KNOWLEDGE_TABLE, KnowledgeWorker
+from .knowledge import KNOWLEDGE_TABLE, KnowledgeGauges, KnowledgeWorker
 from .kafka.app import KafkaApp
 from .kafka.internals import rebalancing, wait_recovered
 from .kafka_config import faust_broker_kwargs, faust_client_kwargs
@@ -154,6 +154,7 @@ def create_app(settings: Settings, checker: Checker, store: FeedbackStore | None
             print(line, flush=True)
 
     obs.attach(app, table, worker.counters, checker=checker)  # its caches, LLM replies, model versions
+    obs.registry.register(KnowledgeGauges(knowledge))  # the knowledge table's memory on /metrics
     if feedback:
         obs.attach_feedback(store, st.precision_target, st.precision_confidence)
     return app

@@ -31,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from schemas import ChatTurn, InvalidEvent, Reason
@@ -86,19 +87,21 @@ def passages_of(state: State | None) -> list[GivenPassage]:
             for d in (state or {}).get("docs", [])]
 
 
-def given_evidence(turn: ChatTurn, knowledge: list[GivenPassage],
-                   limits: EvidenceLimits) -> tuple[list[GivenPassage] | None, str | None]:
+def given_evidence(turn: ChatTurn, knowledge: list[GivenPassage], limits: EvidenceLimits,
+                   dropped: int = 0) -> tuple[list[GivenPassage] | None, str | None]:
     """The passages a turn is checked against: its own `evidence` (already read to the limits by
     parse_turn), then its conversation's knowledge in what the limits leave (the same reading rule,
-    schemas/evidence.py). Returns (the passages, None when there are none; the note saying what
-    was not read, None when all was)."""
+    schemas/evidence.py). `dropped`: the conversation's documents its bounds dropped so far. Returns
+    (the passages, None when there are none; the note saying what was not read, None when all was)."""
     own = list(turn.evidence or ())
+    lost = (f"conversation knowledge: {dropped} older document(s) dropped by its bounds (grounding.knowledge_docs, "
+            f"knowledge_bytes)") if dropped else None
     if not knowledge:
-        return (own or None), turn.evidence_note
+        return (own or None), "; ".join(n for n in (turn.evidence_note, lost) if n) or None
     left = EvidenceLimits(max(0, limits.max_passages - len(own)), limits.max_passage_chars,
                           max(0, limits.max_chars - sum(len(p.text) for p in own)))
     kept, note = parse_evidence(evidence_json(knowledge), left, source="conversation", name="conversation knowledge")
-    return (own + kept) or None, "; ".join(n for n in (turn.evidence_note, note) if n) or None
+    return (own + kept) or None, "; ".join(n for n in (turn.evidence_note, note, lost) if n) or None
 
 
 def conversation_idle(context: State | None, knowledge: State | None, now: float, idle_s: float) -> bool:
@@ -166,11 +169,14 @@ class KnowledgeWorker:
         return state
 
     # -- the turns' view ----------------------------------------------------------------------
-    def passages(self, key: bytes, context: dict | None, now: float) -> list[GivenPassage]:
-        """The conversation's knowledge for a turn; `context` is its context state before that turn.
-        None once the conversation is idle (`conversation_idle`): it expired with the conversation."""
+    def passages(self, key: bytes, context: dict | None, now: float) -> tuple[list[GivenPassage], int]:
+        """The conversation's knowledge for a turn and how many of its documents the bounds dropped;
+        `context` is its context state before that turn. Nothing once the conversation is idle
+        (`conversation_idle`): it expired with the conversation."""
         state = self.table.get(key)
-        return [] if conversation_idle(context, state, now, self.st.context_idle_s) else passages_of(state)
+        if state is None or conversation_idle(context, state, now, self.st.context_idle_s):
+            return [], 0
+        return passages_of(state), int(state.get("dropped", 0))
 
     def behind(self, partitions: set[int]) -> list[int]:
         """The partitions (of `partitions`) whose chat.knowledge this worker has not applied up to the
@@ -209,7 +215,50 @@ class KnowledgeWorker:
             return True
         return False
 
-    def memory(self) -> tuple[int, int, int]:
-        """(conversations, documents, text bytes) held, for the status line and /metrics."""
-        values = [v for v in list(self.table.values()) if isinstance(v, dict)]
-        return len(values), sum(len(v.get("docs", [])) for v in values), sum(int(v.get("bytes", 0)) for v in values)
+    def memory(self) -> Held:
+        """What the table holds, for the status line and /metrics."""
+        sizes = [(len(v.get("docs", [])), int(v.get("bytes", 0))) for v in list(self.table.values()) if isinstance(v, dict)]
+        return Held(len(sizes), sum(d for d, _ in sizes), sum(b for _, b in sizes), max((b for _, b in sizes), default=0))
+
+
+@dataclass(frozen=True)
+class Held:
+    """The knowledge table's size: conversations, documents, UTF-8 bytes of text, the largest conversation's bytes."""
+    conversations: int
+    documents: int
+    bytes: int
+    largest_bytes: int
+
+    def line(self) -> str:
+        return (f"knowledge_conversations={self.conversations} knowledge_docs={self.documents} "
+                f"knowledge_bytes={self.bytes}")
+
+
+class KnowledgeGauges:
+    """/metrics (a collector on the worker's registry, read at scrape time in the metrics thread): the
+    knowledge table's memory, in all and per conversation (the largest; the mean is bytes over
+    conversations), so its bounds can be watched in production."""
+
+    def __init__(self, knowledge: KnowledgeWorker):
+        self.knowledge = knowledge
+
+    def describe(self):
+        return []
+
+    def collect(self):
+        from prometheus_client.core import GaugeMetricFamily
+
+        try:
+            held = self.knowledge.memory()
+        except Exception:  # noqa: BLE001 - the table changed under the scrape: no sample this time
+            return
+        for name, value, what in (
+                ("dialcheck_knowledge_conversations", held.conversations, "Conversations with knowledge (chat.knowledge)."),
+                ("dialcheck_knowledge_documents", held.documents, "Knowledge documents held, all conversations."),
+                ("dialcheck_knowledge_bytes", held.bytes, "UTF-8 bytes of knowledge text held, all conversations."),
+                ("dialcheck_knowledge_conversation_bytes_max", held.largest_bytes,
+                 "UTF-8 bytes of knowledge text of the conversation that holds the most (its bound: "
+                 "grounding.knowledge_bytes).")):
+            gauge = GaugeMetricFamily(name, what)
+            gauge.add_metric([], value)
+            yield gauge

@@ -350,8 +350,8 @@ class TurnWorker:
             await self.knowledge.caught_up({msg.partition for _, msg, _, _ in to_check})
         for key, _, item, _ in to_check:
             turn, prior = before[(item.conversation_id, item.turn_id)]
-            known = self.knowledge.passages(key, prior, now) if self.knowledge is not None else []
-            item.gold_evidence, item.evidence_note = given_evidence(turn, known, self.evidence_limits)
+            known, dropped = self.knowledge.passages(key, prior, now) if self.knowledge is not None else ([], 0)
+            item.gold_evidence, item.evidence_note = given_evidence(turn, known, self.evidence_limits, dropped)
 
     # -- housekeeping -------------------------------------------------------------------------
     def forget(self, key: bytes) -> None:
@@ -388,8 +388,7 @@ class TurnWorker:
 
     def status_line(self, owned: set[int]) -> str:
         n_turns = sum(len(v["turns"]) for v in self.table.values() if v)
-        known = "" if self.knowledge is None else " knowledge_conversations={} knowledge_docs={} knowledge_bytes={}".format(
-            *self.knowledge.memory())
+        known = "" if self.knowledge is None else " " + self.knowledge.memory().line()
         return (f"{STATUS_MARKER}: conversations={len(self.table)} turns={n_turns}{known} {self.counters.line()}"
                 f" partitions={','.join(map(str, sorted(owned))) or '-'}"
                 f" broker={'up' if self.obs.broker.state().up else 'down'}")

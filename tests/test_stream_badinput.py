@@ -437,6 +437,7 @@ def test_grounded_shapes_and_knowledge_records_get_a_verdict_or_a_dead_letter(se
         v = vlog.verdicts[cid]
         assert [e.passage_id for e in v.evidence] == expect_passages.get(conv, []), conv
         assert all(e.source == "conversation" for e in v.evidence)
+        assert ("2 older document(s) dropped" in (v.status.reason or "")) == (conv == "kn-bound"), conv
     new = vlog.verdicts[next(c for c, conv in expected.items() if conv == "kn-new")].evidence[0]
     assert (new.url, new.title, new.text) == ("https://help.example.com/a", "Help", f"{PASSAGE} of kn-new-doc.")
     for cid, (name, (_, note, texts)) in grounded.items():

@@ -83,3 +83,43 @@ def test_knowledge_is_read_in_what_the_limits_leave_and_the_note_says_how_much()
     assert note.startswith("evidence cut: read 1 of 3 passages; conversation knowledge cut: read 2 of 5 passages")
     passages, note = given_evidence(turn(own), kb(1), EvidenceLimits(max_passages=1))
     assert len(passages) == 1 and "read 0 of 1 passages" in note
+
+
+def test_documents_the_bounds_dropped_are_said_on_the_verdicts_note():
+    passages, note = given_evidence(turn(), kb(1), EvidenceLimits(), dropped=2)
+    assert len(passages) == 1 and note.startswith("conversation knowledge: 2 older document(s) dropped")
+
+
+def test_the_knowledge_tables_memory_is_on_the_status_line_and_metrics():
+    from types import SimpleNamespace
+
+    from prometheus_client import CollectorRegistry, generate_latest
+
+    from schemas.settings import load_settings
+    from streams.knowledge import KnowledgeGauges, KnowledgeWorker
+    from streams.outbox import Counters
+
+    table = {}
+    for conv, n in ((b"a", 1), (b"b", 3)):
+        state = None
+        for i in range(n):
+            state, _ = add_doc(state, record(f"d{i}", "x" * 100), now=1.0, max_docs=9, max_bytes=10_000)
+        table[conv] = state
+    knowledge = KnowledgeWorker(None, load_settings(), outbox=SimpleNamespace(counters=Counters()), table=table)
+    assert knowledge.memory().line() == "knowledge_conversations=2 knowledge_docs=4 knowledge_bytes=400"
+    registry = CollectorRegistry()
+    registry.register(KnowledgeGauges(knowledge))
+    text = generate_latest(registry).decode()
+    assert "dialcheck_knowledge_bytes 400.0" in text and "dialcheck_knowledge_conversation_bytes_max 300.0" in text
+
+
+def test_a_conversation_without_knowledge_reads_none_whatever_its_context():
+    from types import SimpleNamespace
+
+    from schemas.settings import load_settings
+    from streams.knowledge import KnowledgeWorker
+    from streams.outbox import Counters
+
+    knowledge = KnowledgeWorker(None, load_settings(), outbox=SimpleNamespace(counters=Counters()), table={})
+    assert knowledge.passages(b"c", {"turns": [], "last_seen": 99.0}, now=100.0) == ([], 0)
+    assert knowledge.passages(b"c", None, now=100.0) == ([], 0)

@@ -1,4 +1,4 @@
-"""The user-facing commands run end to end and print what the issues promise."""
+"""The user-facing commands run end to end and print what their documentation promises."""
 import json
 from pathlib import Path
 

@@ -1,7 +1,7 @@
 """`dialcheck data convert begin|faithdial` writes DialFact-format JSONL that `load_dialfact` (eval,
 replay, demo) reads back with each reply's knowledge as its evidence and its attribution label.
 
-Why: the grounded-turn equality check (issue 64) replays these files through the stream and scores
+Why: the grounded-turn equality check replays these files through the stream and scores
 them with eval; a converter that lost the knowledge, the previous turn or the label would make both
 sides agree on the wrong question."""
 from __future__ import annotations

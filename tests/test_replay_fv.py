@@ -2,7 +2,7 @@
 would send it, and comes back from the wire as the same passages; `lab/evaluation/replay_parity.py`
 tells a stream verdict that differs from eval's, or quotes a passage its turn was not given.
 
-Why: the grounded-turn equality check (issue 64, and tests/test_stream_kafka.py's replay of it
+Why: the grounded-turn equality check (and tests/test_stream_kafka.py's replay of it
 through a real worker) is only as good as these two pieces: a turn that lost its evidence on the way
 would be checked against the index, and a comparison that could not see a difference proves nothing."""
 from __future__ import annotations

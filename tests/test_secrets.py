@@ -4,7 +4,7 @@ verdict and error lines of `dialcheck check`, in an `eval --output` run file, or
 users' chat text is never rewritten, even when it contains a secret's value.
 
 `check` and `eval` run the real pipeline against an OpenSearch URL where nothing listens (port 9
-on loopback), the outage the issue found leaking the password into the status reason."""
+on loopback), the outage that once leaked the password into the status reason."""
 from __future__ import annotations
 
 import io

@@ -6,7 +6,7 @@ Faust acknowledged the batch). Every bad kind here must be dead-lettered with a 
 the good turns around it (same conversation key, same partition, same batches) get their verdicts
 with the right context, and the worker keeps running.
 
-Grounded turns (issue 64) add two ways in: a turn's `evidence` of every wrong shape, and records on
+Grounded turns add two ways in: a turn's `evidence` of every wrong shape, and records on
 chat.knowledge of every wrong shape, for conversations never seen, or oversized. Each gets a verdict
 with a status or a dead letter with a short reason, the worker stays up, the turns after them are
 verdicted, one conversation's knowledge never reaches another's verdicts, and no passage text is

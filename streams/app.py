@@ -27,6 +27,7 @@ from schemas.settings.stream import feedback_off
 
 from . import reload
 from .broker import broker_kind
+from .drift_watch import DriftWatch
 from .feedback import FeedbackWorker
 from .feedback_store import FeedbackStore
 from .knowledge import KNOWLEDGE_TABLE, KnowledgeGauges, KnowledgeWorker
@@ -151,6 +152,8 @@ def create_app(settings: Settings, checker: Checker, store: FeedbackStore | None
         if not rebalancing(app):
             worker.sweep(owned)
         if (line := worker.new_status(owned)) is not None:
+            print(line, flush=True)
+        if drift is not None and (line := await asyncio.to_thread(drift.line)) is not None:
             print(line, flush=True)
 
     obs.attach(app, table, worker.counters, checker=checker)  # its caches, LLM replies, model versions

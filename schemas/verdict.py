@@ -105,9 +105,10 @@ class Mismatch:
     """Schema 2.3: one structured check of the claim against the evidence its label rests on that did
     not agree (workers/decision/checks.py): which span of the claim, of what type, and what the
     evidence says there. A SUPPORTS with a mismatch is never shown as a badge."""
-    check: Literal["slot", "structure", "subject"]  # a registered check's name (workers/decision/registry.py)
+    check: Literal["slot", "structure", "subject", "rival"]  # a registered check's name (workers/decision/registry.py)
     # its `types`: slot: year | date | decade | percent | ordinal | number; structure (the claim's relation
-    # the evidence gives otherwise): agent | patient | theme | attached | of | prep | be; subject: subject
+    # the evidence gives otherwise): agent | patient | theme | attached | of | prep | be; subject: subject;
+    # rival (another filler of a one-filler relation): capital_of | born_in | died_in | author_of | director_of | composer_of
     type: str
     span: str  # the claim's words, as written
     status: Literal["clash", "unstated", "differs"]  # clash: the evidence states it otherwise; unstated: not at all

@@ -39,7 +39,7 @@ def test_every_type_a_check_emits_is_documented_in_the_schema():
 
 
 def test_the_checks_are_asked_cheap_first():
-    assert names() == ("slot", "subject", "structure")
+    assert names() == ("slot", "subject", "structure", "rival")
 
 
 def test_a_name_registered_twice_is_refused():

@@ -64,11 +64,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--index", default=None, help="embedded index dir (default: the settings')")
     ap.add_argument("--surface", default="r4g", help="claim surface (default r4g, as the stream)")
     ap.add_argument("--json", action="store_true", help="print the per-claim rows too, as JSON")
+    ap.add_argument("--probe", type=Path, default=PROBE, help=f"claims file (default {PROBE.name}; lab/probes/true_claims.jsonl: true claims only)")
     ap.add_argument("--write-windows", action="store_true", help=f"also write {WINDOWS.name} (adapt's everyday guard)")
     args = ap.parse_args(argv)
 
     settings = load_settings(retrieval={"index_dir": args.index} if args.index else {})
-    rows = [json.loads(ln) for ln in PROBE.read_text().splitlines() if ln.strip()]
+    rows = [json.loads(ln) for ln in args.probe.read_text().splitlines() if ln.strip()]
     tuner = Tuner(settings)
     items = [CheckItem("probe", r["id"], [], r["claim"]) for r in rows]
     states = tuner.states(items, "e2e", args.surface)

@@ -16,19 +16,32 @@ asks it of every SUPPORTS (+2.7 ms CPU a claim on the yardstick's FV claims, doc
 it the display only of a SUPPORTS it would otherwise show; the verdict reports it once asked."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from schemas.verdict import Mismatch
 
 from .registry import DecisionCheck, Effect, Relabel, registered, switched_on
 from .slots import SlotCheck
 from .structure import StructureCheck
+from .sufficiency import ON_TOPIC
+
+@dataclass(frozen=True)
+class PoolWindow:
+    """One of all the windows the claim read (a check that looks beyond the deciding ones: the rival)."""
+    text: str  # with its passage title, as the slots read it
+    title: str
+    on_topic: bool  # the on-topic guard does not doubt it
+
 
 class Checks:
     """The registered checks (registry.py) of one claim against the windows its label rests on
-    (texts as the decision read them; `titled`: each with its passage title, as the slots read them).
+    (texts as the decision read them; `titled`: each with its passage title, as the slots read them;
+    `pool`: every window the claim read; `enabled`: the checks switched on by name, `checks_on`).
     Each check's finding is worked out on first use and kept."""
 
-    def __init__(self, claim: str, texts: tuple[str, ...], titled: tuple[str, ...]):
-        self.claim, self.texts, self.titled = claim, texts, titled
+    def __init__(self, claim: str, texts: tuple[str, ...], titled: tuple[str, ...],
+                 pool: tuple[PoolWindow, ...] = (), enabled: frozenset[str] = frozenset()):
+        self.claim, self.texts, self.titled, self.pool, self.enabled = claim, texts, titled, pool, enabled
         self._found: dict[str, object] = {}
 
     def finding(self, name: str) -> object:
@@ -108,18 +121,24 @@ def window_text(ev, i: int, sep: str = " ") -> str:
     """Window i with its passage title: what coverage and the slots read (a title names the subject;
     the slots read it as a sentence of its own, `sep` ". ", so a value at the window's start is not
     bound to the title's last word)."""
-    k = int(ev.passage_index[i])
-    title = ev.titles[k] if 0 <= k < len(ev.titles) else ""
+    title = _title(ev, i)
     text = ev.window_texts[i] if i < len(ev.window_texts) else ""
     return f"{title}{sep}{text}" if title else text
 
 
-def checks_of(ev, windows: tuple[int, ...]) -> Checks | None:
+def checks_of(ev, windows: tuple[int, ...], enabled: tuple[str, ...] = (), on_topic: float = ON_TOPIC) -> Checks | None:
     """The checks of claim `ev` (pronouns resolved: its topic) against these windows; None when the
-    caller gave probabilities only (no window texts)."""
+    caller gave probabilities only (no window texts). `enabled`: the checks switched on by name."""
     if len(ev.window_texts) != ev.n or not windows:
         return None
     claim = ev.topic or ev.claim
     texts = tuple(ev.window_texts[i] for i in windows)
     titled = tuple(window_text(ev, i, ". ") for i in windows)
-    return Checks(claim, texts, titled)
+    pool = tuple(PoolWindow(window_text(ev, i, ". "), _title(ev, i), bool(ev.on_topic[i] >= on_topic))
+                 for i in range(ev.n)) if enabled else ()
+    return Checks(claim, texts, titled, pool, frozenset(enabled))
+
+
+def _title(ev, i: int) -> str:
+    k = int(ev.passage_index[i])
+    return ev.titles[k] if 0 <= k < len(ev.titles) else ""

@@ -210,6 +210,10 @@ class GuardedRule:
     def __init__(self, params: GuardedParams):
         self.params = params
 
+    def checks_of(self, ev, windows: tuple[int, ...]) -> Checks | None:
+        """The structured checks against these windows, the checks switched on by name enabled."""
+        return checks_of(ev, windows, self.params.checks_on, self.params.on_topic)
+
     def level_coverage(self, ev) -> Coverage:
         return Coverage(ev, self.params.level(ev), self.params.levels)
 
@@ -254,7 +258,7 @@ class GuardedRule:
         supporting = (e >= self.params.t_supports) & (probs.argmax(1) == ENTAILMENT)
         order = [int(i) for i in np.argsort(-np.where(supporting, e, -1.0)) if supporting[i] and int(i) not in used]
         for i in [i for i in order if cov.covers((i,))][:RECHECK]:
-            checks = checks_of(ev, (i,))
+            checks = self.checks_of(ev, (i,))
             if checks is not None and checks.agreed and checks.structure.asked:  # held, not just unasked
                 return i, checks
         return None
@@ -265,7 +269,7 @@ class GuardedRule:
         of the claim (its missing terms are the clashing slot's words). Regular expressions only."""
         topical = [int(i) for i in np.argsort(-ev.on_topic) if ev.on_topic[i] >= self.params.on_topic][:RECHECK]
         for i in topical:
-            checks = checks_of(ev, (i,))
+            checks = self.checks_of(ev, (i,))
             if checks is None or checks.clash is None or checks.subject is False:
                 continue
             if sum(s.status != "stated" for s in checks.slots) != 1:
@@ -280,7 +284,7 @@ class GuardedRule:
         p = self.params
         cov = self.level_coverage(ev)
         code, best, used = self.pick(ev, cov)
-        checks = checks_of(ev, used) if code != NEI else None
+        checks = self.checks_of(ev, used) if code != NEI else None
         if code == S and p.checked and checks is not None and checks.clash is None and not checks.agreed:
             agreeing = self.agreeing(ev, cov, used)  # another supporting window that states it
             if agreeing is not None:

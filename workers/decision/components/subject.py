@@ -1,12 +1,14 @@
 """The claim's named subject: do the windows name it? A window about something else that happens to
-entail the claim's words is no evidence for it (the display's veto; `checked` withdraws it)."""
+entail the claim's words is no evidence for it ("The Moon is made of cheese." from a cheese-making
+passage): the display's veto, and with "subject" in `checks_on` the SUPPORTS is withdrawn (label,
+not only display; measured in docs/stress.md before it ships)."""
 from __future__ import annotations
 
 from functools import lru_cache
 
 from schemas.verdict import Mismatch
 
-from ..registry import DecisionCheck, register
+from ..registry import DecisionCheck, Effect, Relabel, register
 from ..sufficiency import subject_terms, window_terms
 
 
@@ -15,6 +17,7 @@ class SubjectCheck(DecisionCheck):
     name = "subject"
     runs = "every decided claim with a name or number in its subject (word sets, microseconds)"
     types = ("subject",)
+    effect = Effect.WITHDRAW
     order = 20
 
     def find(self, checks) -> bool | None:
@@ -28,6 +31,11 @@ class SubjectCheck(DecisionCheck):
 
     def describe(self, mismatch: Mismatch) -> str:
         return "the claim's subject"
+
+    def relabel(self, checks, topical: bool) -> Relabel | None:
+        if checks.subject is not False:
+            return None
+        return Relabel(Effect.WITHDRAW, "No window the label rests on names the claim's subject.", "subject_unnamed")
 
 
 def subject_named(claim: str, texts: tuple[str, ...]) -> bool | None:

@@ -1,0 +1,64 @@
+"""The rival (relations.py): for a claim with an exclusive functional relation ("X is the capital of
+Y", "W was written by A"), do the claim's windows state the relation with another filler at its
+functional end ("Ankara is the capital of Turkey" for "Istanbul is the capital of Turkey")?
+
+Why: retrieval finds the claim's subject's passage and the verifier reads the same words in other
+roles as entailment; a knowledge base stating another filler of a one-filler slot contradicts the
+claim. Regular expressions over every window the claim read (not only the deciding ones: the
+rival is often in another passage), asked only of a claim with such a relation. A rival in a
+window about one of the relation's parties (its title names a filler, or it is on the claim's
+topic) refutes when "rival" is in `checks_on`; a rival elsewhere only hides the badge."""
+from __future__ import annotations
+
+from schemas.verdict import Mismatch
+
+from ..registry import DecisionCheck, Effect, Relabel, register
+from ..relations import RELATIONS, Statement, filler_key, same_filler, claim_relation, rivals
+
+
+@register
+class RivalCheck(DecisionCheck):
+    name = "rival"
+    runs = "a decided claim with an exclusive functional relation, over all its windows (regular expressions)"
+    types = tuple(r.name for r in RELATIONS if r.exclusive and not r.quantity)
+    effect = Effect.REFUTES
+    order = 40
+
+    def find(self, checks) -> list[tuple[Statement, bool]]:
+        """(the rival statement, whether its window is about the relation's parties) for each rival in
+        the claim's windows; [] for a claim without an exclusive relation."""
+        claim = claim_relation(checks.claim)
+        if claim is None:
+            return []
+        return [(rival, window.on_topic or _names_a_party(window.title, claim) or _names_a_party(window.title, rival))
+                for window in checks.pool for rival, _ in rivals(claim, (window.text,))]
+
+    def agrees(self, checks) -> bool:
+        """Any rival hides the badge, once the check is switched on (`checks_on`)."""
+        return self.name not in checks.enabled or not checks.finding(self.name)
+
+    def mismatches(self, checks) -> list[Mismatch]:
+        if self.name not in checks.enabled:
+            return []
+        return [Mismatch(self.name, s.relation.name, checks.claim, "clash", _stated(s))
+                for s, _ in checks.finding(self.name)[:1]]
+
+    def describe(self, mismatch: Mismatch) -> str:
+        return f"the claim's {mismatch.type} (it states {mismatch.evidence})"
+
+    def relabel(self, checks, topical: bool) -> Relabel | None:
+        firm = next((s for s, sure in checks.finding(self.name) if sure), None)
+        if firm is None:
+            return None
+        return Relabel(Effect.REFUTES, f"The evidence states another filler of the claim's relation: {_stated(firm)}.",
+                       "rival")
+
+
+def _stated(s: Statement) -> str:
+    return f"{s.subject} — {s.relation.name.replace('_', ' ')} — {s.object}"
+
+
+def _names_a_party(title: str, statement: Statement) -> bool:
+    """Is the window's passage about one of the relation's fillers (its title names one)?"""
+    title = title.strip().lower()
+    return bool(title) and any(same_filler(filler_key(title), statement.key(end)) for end in ("subject", "object"))

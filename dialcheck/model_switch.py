@@ -29,6 +29,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Callable
 
+from schemas.atomic import write_text
 from schemas.errors import DialcheckError
 
 CRASH_ENV = "DIALCHECK_SWITCH_CRASH_AT"  # tests only: os._exit at the Nth step (fault injection)
@@ -198,9 +199,7 @@ class Switch:
     id: str = field(default_factory=lambda: uuid.uuid4().hex)
 
     def save(self, path: Path) -> None:
-        tmp = path.with_name(f"{path.name}.tmp")
-        tmp.write_text(json.dumps(asdict(self)))
-        os.replace(tmp, path)
+        write_text(path, json.dumps(asdict(self)))
 
     @classmethod
     def load(cls, path: Path) -> "Switch | None":

@@ -70,11 +70,9 @@ def write_pid_file(path: str) -> None:
     it: `dialcheck adapt-loop --pid-file` (a promotion or rollback), or an operator's `kill -HUP`."""
     if not path:
         return
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f".{target.name}.{os.getpid()}")
-    tmp.write_text(f"{os.getpid()}\n")
-    os.replace(tmp, target)
+    from schemas.atomic import write_text
+
+    write_text(path, f"{os.getpid()}\n")  # its folder was checked when the settings loaded
 
 
 def remove_pid_file(path: str) -> None:

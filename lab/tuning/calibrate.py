@@ -211,12 +211,11 @@ def shown_mask(rows: BadgeRows, evidence: tuple[str, ...], show: dict) -> np.nda
 def write_display(path: str | Path, policy: DisplayPolicy, certified: dict) -> None:
     """The display artifact as the runtime loads it (DisplayPolicy.from_dict ignores the rest) plus
     the "certified" section."""
+    from schemas.atomic import write_text
+
     d = policy.to_dict()
     d["certified"] = certified
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(path).with_suffix(Path(path).suffix + ".tmp")
-    tmp.write_text(json.dumps(d, indent=1) + "\n")
-    tmp.replace(path)  # a worker restarting meanwhile reads the old file or the new one, never half
+    write_text(path, json.dumps(d, indent=1) + "\n")  # a worker restarting meanwhile reads the old or the new
 
 
 # --- labelled verdicts → rows the display sees -------------------------------------------------

@@ -136,8 +136,10 @@ class _Method:
         return {"format": FORMAT, "version": VERSION, "method": self.name, "params": self.params, "meta": self.meta}
 
     def save(self, path: str | Path) -> None:
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-        Path(path).write_text(json.dumps(self.to_dict(), indent=1) + "\n")
+        """Written beside and renamed (schemas/atomic.py): a worker starting meanwhile reads the old or the new."""
+        from schemas.atomic import write_text
+
+        write_text(path, json.dumps(self.to_dict(), indent=1) + "\n")
 
 
 class ThresholdMethod(_Method):

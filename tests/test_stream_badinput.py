@@ -458,3 +458,28 @@ def test_grounded_shapes_and_knowledge_records_get_a_verdict_or_a_dead_letter(se
     status = worker.last_status()
     assert worker.alive() and status["knowledge_dropped"] >= 2 and status["knowledge_conversations"] >= 3
     assert PASSAGE not in worker.log_text()
+
+
+@pytest.mark.broker
+def test_knowledge_acknowledged_before_its_turn_applies_to_it(settings_badinput, worker):
+    """The ordering chat.knowledge promises across two topics (streams/knowledge.py "Ordering"): each
+    turn produced right after its conversation's knowledge was acknowledged is checked against it."""
+    s = settings_badinput
+    start_v = end_offsets(s, s.kafka.topic_verdicts)
+    expected = {}
+    producer = knowledge_producer(s)
+    try:
+        with TurnProducer(s) as turns:
+            for i in range(24):
+                conv = f"kn-order-{i:02d}"
+                producer.send(s.kafka.topic_knowledge, key=conv.encode(),
+                              value=knowledge_json(conv, f"{conv}-doc")).get(timeout=30)
+                t = ChatTurn(conv, f"{conv}#r", "assistant", f"{conv} right after its knowledge.")
+                turns.send_turn(t).get(timeout=30)
+                expected[claim_id(conv, t.turn_id, t.text)] = f"{conv}-doc"
+    finally:
+        producer.close()
+    vlog = collect_verdicts(s, set(expected), timeout_s=120, start=start_v, alive=worker.alive)
+    assert set(expected) <= vlog.verdicts.keys()
+    late = [doc for cid, doc in expected.items() if [e.passage_id for e in vlog.verdicts[cid].evidence] != [doc]]
+    assert not late, f"{len(late)} of {len(expected)} turns checked without the knowledge sent before them"

@@ -46,6 +46,18 @@ def ensure_topics(settings: Settings, topics: list[str] | None = None, timeout_s
         admin.close()
 
 
+def knowledge_mismatch(settings: Settings, turn_partitions: int) -> str | None:
+    """Why chat.knowledge cannot serve chat.turns (None: it can): its partitions must be as many as
+    the turns' (a conversation's knowledge and turns are assigned to one worker by partition number)."""
+    topic = settings.kafka.topic_knowledge
+    n = partition_count(settings, topic)
+    if n is None or n == turn_partitions:
+        return None
+    return (f"{topic} has {n} partitions but {settings.kafka.topic_turns} has {turn_partitions}: a conversation's "
+            f"knowledge would sit with another worker than its turns; recreate {topic} with {turn_partitions} "
+            "partitions (or name another topic: DIALCHECK_TOPIC_KNOWLEDGE)")
+
+
 def partition_count(settings: Settings, topic: str) -> int | None:
     """Partitions the broker reports for `topic` (None if it does not exist)."""
     from kafka import KafkaConsumer

@@ -22,7 +22,7 @@ from .broker import track
 from .kafka.internals import QuietWorker
 from .processes import die_with_parent, terminate
 from .observability import logging_config
-from .topics import ensure_topics, partition_count
+from .topics import ensure_topics, knowledge_mismatch, partition_count
 from .turn_worker import STATUS_MARKER
 
 
@@ -46,6 +46,9 @@ def run_worker(settings: Settings, checker: Checker, loglevel: str = "info") -> 
     n = partition_count(settings, settings.kafka.topic_turns)
     if n and n != settings.kafka.topic_partitions:
         settings = settings.updated(kafka={"topic_partitions": n})
+    if (why := knowledge_mismatch(settings, settings.kafka.topic_partitions)) is not None:
+        print(f"dialcheck: {why}", file=sys.stderr, flush=True)
+        return 2
     store = None
     if feedback_enabled(settings):  # a bad store is one line before the worker joins its group
         from schemas.settings import redact

@@ -483,3 +483,17 @@ def test_knowledge_acknowledged_before_its_turn_applies_to_it(settings_badinput,
     assert set(expected) <= vlog.verdicts.keys()
     late = [doc for cid, doc in expected.items() if [e.passage_id for e in vlog.verdicts[cid].evidence] != [doc]]
     assert not late, f"{len(late)} of {len(expected)} turns checked without the knowledge sent before them"
+
+
+@pytest.mark.broker
+def test_a_knowledge_topic_partitioned_unlike_the_turns_is_one_line(settings_badinput):
+    """A chat.knowledge made elsewhere with another partition count would put a conversation's
+    knowledge on another worker than its turns: the worker refuses to start, saying why."""
+    from streams.topics import ensure_topics, knowledge_mismatch
+
+    s = settings_badinput
+    odd = s.updated(kafka={"topic_knowledge": "odd.knowledge", "topic_partitions": s.kafka.topic_partitions + 1})
+    ensure_topics(odd, [odd.kafka.topic_knowledge])
+    why = knowledge_mismatch(odd, s.kafka.topic_partitions)
+    assert why is not None and why.startswith(f"odd.knowledge has {s.kafka.topic_partitions + 1} partitions")
+    assert knowledge_mismatch(s, s.kafka.topic_partitions) is None

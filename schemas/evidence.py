@@ -16,7 +16,7 @@ from typing import Any
 from schemas.errors import InvalidEvent, Reason
 from schemas.items import GivenPassage
 from schemas.limits import MAX_EVIDENCE_CHARS, MAX_EVIDENCE_PASSAGES, MAX_PASSAGE_CHARS
-from schemas.turn import clean_text, has_invisible
+from schemas.text import clean_text, has_invisible
 
 PASSAGE_KEYS = ("text", "title", "url", "id")
 MAX_ID_CHARS = 256

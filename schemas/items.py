@@ -52,7 +52,7 @@ class DialFactRecord:
 def response_claim_id(record: DialFactRecord, prefix: str = "") -> str:
     """The claim id a DialFact record's response gets from the evaluator (no prefix) and from the
     replay (conversation ids may be prefixed): scoring matches run rows to gold records by it."""
-    from . import claim_id
+    from schemas.verdict import claim_id
 
     conv = f"{prefix}{record.id}"
     return claim_id(conv, f"{conv}#response", record.response)

@@ -6,15 +6,18 @@ from __future__ import annotations
 
 import math
 import re
-import unicodedata
 from dataclasses import dataclass, field
 
 import orjson
 
 from schemas.errors import InvalidEvent, Reason
+from schemas.evidence import EvidenceLimits, evidence_json, parse_evidence
 from schemas.items import GivenPassage
 from schemas.limits import MAX_JSON_DEPTH, MAX_TEXT_CHARS
+from schemas.text import clean_text, has_invisible, normalise_role
 from schemas.wire import decode_record, validate
+
+__all__ = ["SPEAKER_PATTERN", "ChatTurn", "clean_text", "has_invisible", "normalise_role", "parse_turn"]
 
 
 @dataclass(frozen=True)
@@ -33,41 +36,13 @@ class ChatTurn:
 
     def to_json(self) -> bytes:
         """The turn as a producer sends it (replay writes these): evidence as given, no note."""
-        from schemas.evidence import evidence_json
-
         out = {k: getattr(self, k) for k in ("conversation_id", "turn_id", "speaker", "text", "check", "ts", "meta")}
         if self.evidence is not None:
             out["evidence"] = evidence_json(self.evidence)
         return orjson.dumps({k: v for k, v in out.items() if v is not None and v != {}})
 
 
-# invisible characters that are not in category Cc/Cf but render as nothing (Hangul fillers, braille blank)
-_INVISIBLE_EXTRA = frozenset("\u115f\u1160\u3164\uffa0\u2800")
-_KEEP_CONTROLS = frozenset("\n\t")
 SPEAKER_PATTERN = re.compile(r"[a-z][a-z0-9_.-]{0,31}")
-
-
-def _invisible(ch: str) -> bool:
-    """Zero-width, bidi and other format characters (Cf), controls (Cc) except newline/tab, and the
-    few letters that render as blanks."""
-    cat = unicodedata.category(ch)
-    return (cat == "Cc" and ch not in _KEEP_CONTROLS) or cat in ("Cf", "Cs", "Co") or ch in _INVISIBLE_EXTRA
-
-
-def has_invisible(text: str) -> bool:
-    """Any control (newline and tab too), format or blank-rendering character: refused in ids."""
-    return any(_invisible(ch) or ch in _KEEP_CONTROLS for ch in text)
-
-
-def clean_text(text: str) -> str:
-    """NFKC, then invisible characters removed: what is checked is what a reader sees."""
-    text = unicodedata.normalize("NFKC", text)
-    return "".join(ch for ch in text if not _invisible(ch))
-
-
-def normalise_role(speaker: str) -> str:
-    """NFKC, casefold, invisible characters and surrounding blanks removed ("Assistant\u200b" → "assistant")."""
-    return clean_text(speaker).casefold().strip()
 
 
 def parse_turn(raw: bytes | str, max_text_chars: int = MAX_TEXT_CHARS, max_bytes: int | None = None,
@@ -78,8 +53,6 @@ def parse_turn(raw: bytes | str, max_text_chars: int = MAX_TEXT_CHARS, max_bytes
     or quadratic runs (a 1,000-deep array once crashed jsonschema's error formatting). `evidence`
     goes through schemas/evidence.py first (its reasons name the passage; `evidence_limits`: an
     EvidenceLimits, None for schemas/limits.py's): what the limits leave unread is `evidence_note`."""
-    from schemas.evidence import EvidenceLimits, parse_evidence  # it imports clean_text from here
-
     obj = decode_record(raw, max_bytes, max_depth, "event")
     given = obj.get("evidence") if isinstance(obj, dict) else None
     evidence, note = parse_evidence(given, evidence_limits or EvidenceLimits()) if given is not None else (None, None)

@@ -157,6 +157,19 @@ class Verdict:
     def to_dict(self) -> dict:
         return asdict(self)
 
+    def with_note(self, reason: str, summary: str | None = None, replace_reason: bool = False) -> "Verdict":
+        """This verdict saying `reason` in status.reason (after what it said, or instead with
+        `replace_reason`) and `summary` (default: the reason as a sentence) at the end of its
+        rationale's summary: how a grounded check, a cut or a cap is told without changing what was
+        decided."""
+        from dataclasses import replace
+
+        said = None if replace_reason else self.status.reason
+        why = dict(self.rationale or {})
+        why["summary"] = f"{why.get('summary', '')} {summary or reason[:1].upper() + reason[1:] + '.'}".strip()
+        return replace(self, status=replace(self.status, reason="; ".join(r for r in (said, reason) if r)),
+                       rationale=why)
+
     def to_json(self) -> bytes:
         """The published form: probabilities and retrieval scores rounded to 4 places (run files keep
         full precision)."""

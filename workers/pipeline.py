@@ -39,7 +39,7 @@ from .overlap import OverlapRunner
 from .retrieval.factory import load_searcher
 from .state import ClaimState, Stage
 from .surfaces.pronouns import cached_parse
-from .verdict import assemble, turn_summary, with_note
+from .verdict import assemble, turn_summary
 
 # checked once by from_settings so lazy loading happens there (a pronoun: R4 and the gate run too)
 WARM_UP = CheckItem("dialcheck-warm-up", "0", ["Do you know where Elvis Presley was born?"],
@@ -269,11 +269,11 @@ class Pipeline:
         for it, chain, st in zip(items, routes, states):
             if chain is None:
                 st = ClaimState(it)
-                out.append((st, with_note(self._verdict(st, chains.main), UNGROUNDED, replace_reason=True)))
+                out.append((st, self._verdict(st, chains.main).with_note(UNGROUNDED, replace_reason=True)))
             else:
                 out.append((st, self._verdict(st, chain)))
         out = self._attributed(out, grounded, chains)
-        return [(st, with_note(v, st.item.evidence_note) if st.item.evidence_note else v) for st, v in out]
+        return [(st, v.with_note(st.item.evidence_note) if st.item.evidence_note else v) for st, v in out]
 
     def _attributed(self, checked: list[tuple[ClaimState, Verdict]], grounded: Chain | None,
                     chains: Chains) -> list[tuple[ClaimState, Verdict]]:
@@ -292,12 +292,12 @@ class Pipeline:
             again = self._run([replace(checked[i][0].item, gold_evidence=None) for i in undecided_at], chains.main)
             for i, st in zip(undecided_at, again):
                 given = len(checked[i][0].item.gold_evidence)
-                out[i] = (st, with_note(self._verdict(st, chains.main),
-                                        f"{undecided(given)}: checked against the index instead (DIALCHECK_GROUNDED_FALLBACK)"))
+                out[i] = (st, self._verdict(st, chains.main).with_note(
+                    f"{undecided(given)}: checked against the index instead (DIALCHECK_GROUNDED_FALLBACK)"))
             return out
         for i in undecided_at:
             st, v = checked[i]
-            out[i] = (st, with_note(v, undecided(len(st.item.gold_evidence))))
+            out[i] = (st, v.with_note(undecided(len(st.item.gold_evidence))))
         return out
 
     def _run(self, items: list[CheckItem], chain: Chain) -> list[ClaimState]:

@@ -94,9 +94,7 @@ def capped(turn_verdict, claims) -> object:
     note = getattr(claims, "note", None)
     if not note:
         return turn_verdict
-    from .verdict import with_note
-
-    noted = with_note(turn_verdict, note, f"Not all of the turn was checked: {note}.")
+    noted = turn_verdict.with_note(note, f"Not all of the turn was checked: {note}.")
     noted.rationale["numbers"] = {**noted.rationale.get("numbers", {}),
                                   "unchecked_claims": getattr(claims, "unchecked", 0) or None}
     return noted

@@ -70,16 +70,6 @@ def passage_source(st: ClaimState, index: int, protocol: str) -> str:
     return passage.source if isinstance(passage, GivenPassage) else "turn"
 
 
-def with_note(v: Verdict, reason: str, summary: str | None = None, replace_reason: bool = False) -> Verdict:
-    """The verdict saying `reason` in status.reason (after what it said, or instead with
-    `replace_reason`) and `summary` (default: the reason as a sentence) at the end of its rationale's
-    summary: how a grounded check, a cut or a cap is told without changing what was decided."""
-    said = None if replace_reason else v.status.reason
-    why = dict(v.rationale or {})
-    why["summary"] = f"{why.get('summary', '')} {summary or reason[:1].upper() + reason[1:] + '.'}".strip()
-    return replace(v, status=replace(v.status, reason="; ".join(r for r in (said, reason) if r)), rationale=why)
-
-
 def status(st: ClaimState, protocol: str, evidence: str = "none") -> Status:
     """ok, degraded or error. An ok verdict's reason is null unless the check could not read any
     evidence (no passage retrieved): how well the evidence bears on the claim is `evidence`, a turn

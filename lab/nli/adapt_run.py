@@ -755,9 +755,7 @@ def _run(run: Run) -> dict:
         return _refuse(run, why)
     _fit_final(run)
     _load_forgetting(run)
-    run.chosen, run.tries = choose_mix(run.candidates, lambda w: _holds(run, w), lambda w: _certify_logged(run, w))
-    run.timings["guards"] = round(run.spent["guards"], 1)
-    run.shown = run.chosen if run.chosen is not None else (next(iter(run.tries)) if run.tries else run.candidates[-1])
+    _choose(run)
     _report_yardstick(run)
     run.timings["display"] = round(run.spent["display"], 1)
     if run.tries:
@@ -970,6 +968,14 @@ def _holds(run: Run, w: str) -> bool:
 
 def _refutes(g: dict, probe: str) -> float | None:
     return g["probes"].get(probe, {}).get("adapted", {}).get("refutes")
+
+
+def _choose(run: Run) -> None:
+    """The mix to write (choose_mix: guards, then display, from the best-ranking down) and the one
+    reported: the chosen one, else the first that held the guards, else the last candidate."""
+    run.chosen, run.tries = choose_mix(run.candidates, lambda w: _holds(run, w), lambda w: _certify_logged(run, w))
+    run.timings["guards"] = round(run.spent["guards"], 1)
+    run.shown = run.chosen if run.chosen is not None else (next(iter(run.tries)) if run.tries else run.candidates[-1])
 
 
 # --- 3. the display, certified out of fold ------------------------------------------------------

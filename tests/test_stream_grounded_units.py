@@ -123,3 +123,33 @@ def test_a_conversation_without_knowledge_reads_none_whatever_its_context():
     knowledge = KnowledgeWorker(None, load_settings(), outbox=SimpleNamespace(counters=Counters()), table={})
     assert knowledge.passages(b"c", {"turns": [], "last_seen": 99.0}, now=100.0) == ([], 0)
     assert knowledge.passages(b"c", None, now=100.0) == ([], 0)
+
+
+def test_the_sweep_expires_and_evicts_knowledge_with_its_conversation():
+    """Idle (no turn and no knowledge for context_idle_s): context and knowledge go together; a
+    conversation whose turns stopped but whose knowledge just came stays; beyond max_conversations
+    the least recently active go, whichever table holds them."""
+    import time
+    from types import SimpleNamespace
+
+    from schemas.settings import load_settings
+    from streams.kafka.acks import Acks
+    from streams.knowledge import KnowledgeWorker
+    from streams.observability import Observability
+    from streams.outbox import Outbox
+    from streams.turn_worker import AttemptsTable, TurnWorker
+
+    s = load_settings(stream={"context_idle_s": 100.0, "max_conversations": 2})
+    outbox = Outbox(None, s, dead_topic=None, obs=Observability(s), acks=Acks(lambda: None))
+    now = time.time()
+    seen = lambda ago: {"turns": [], "last_seen": now - ago}  # noqa: E731
+    context = {b"idle": seen(500), b"talking": seen(5), b"new-knowledge": seen(500)}
+    known = {b"idle": seen(500), b"talking": seen(500), b"new-knowledge": seen(1), b"knowledge-only": seen(50),
+             b"knowledge-only-idle": seen(500)}
+    knowledge = KnowledgeWorker(None, s, outbox=SimpleNamespace(counters=outbox.counters), table=known)
+    worker = TurnWorker(None, s, SimpleNamespace(check_turns=None), outbox=outbox, table=context,
+                        attempts=AttemptsTable({}, 4), verdicts_topic=None, obs=outbox.obs, knowledge=knowledge)
+    worker.sweep(owned={0, 1, 2, 3})
+    # idle: "idle" from both tables, "knowledge-only-idle"; then beyond 2 conversations: "knowledge-only" (50 s ago)
+    assert set(context) == {b"talking", b"new-knowledge"} and set(known) == {b"talking", b"new-knowledge"}
+    assert (worker.counters.evicted, worker.counters.evicted_lru, worker.counters.knowledge_evicted) == (1, 1, 3)

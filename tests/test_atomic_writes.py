@@ -67,3 +67,21 @@ def test_the_pid_file_is_replaced_not_overwritten(tmp_path):
     path.write_text("1\n")
     assert_replaced(path, lambda: write_pid_file(str(path)))
     assert path.read_text() == f"{os.getpid()}\n"
+
+
+def test_an_index_rebuild_is_swapped_in_whole(tmp_path):
+    """`dialcheck index build` over an existing index (workers/retrieval/build.py): built in a dot
+    folder and swapped in; a reader holding the old index's files keeps them whole, nothing is left."""
+    from schemas.settings import load_settings
+    from workers.retrieval.build import build_index
+
+    corpus = tmp_path / "corpus.tsv"
+    corpus.write_text("p1\tParis\tParis is the capital of France.\n")
+    index = tmp_path / "index"
+    build = lambda: build_index(load_settings(), index, sources=[], tsv=str(corpus), with_vectors=False,  # noqa: E731
+                                progress=False)
+    build()
+    corpus.write_text("p1\tParis\tParis is the capital of France.\np2\tRome\tRome is the capital of Italy.\n")
+    assert_replaced(index / "passages.jsonl", build)
+    assert "Rome" in (index / "passages.jsonl").read_text() and sorted(p.name for p in tmp_path.iterdir()) == \
+        ["corpus.tsv", "index"]

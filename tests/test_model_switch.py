@@ -190,3 +190,19 @@ def test_the_switch_asks_the_worker_and_undoes_what_it_does_not_serve(tmp_path, 
     else:
         assert got == [("rolled_back", NEW)] and version_of(live) == version_of(SHIPPED) == serving["nli"]
         assert (Layout(live).retired / NEW / "model.onnx").is_file() and not loop.versions.journal.exists()
+
+
+def test_promote_and_rollback_by_hand_are_one_row_each(tmp_path, capsys):
+    from dialcheck.cli import main
+
+    live = linked_copy(SHIPPED, tmp_path / "nli")
+    cand = candidate(tmp_path / "nli-new", stamped=True)
+    store = tmp_path / "fb.sqlite3"
+    common = ["adapt-loop", "--model-dir", str(live), "--store", str(store)]
+    assert main([*common, "--promote", str(cand)]) == 0
+    assert version_of(live) == NEW and f"promoted {NEW}" in capsys.readouterr().out
+    assert main([*common, "--rollback"]) == 0
+    assert version_of(live) == version_of(SHIPPED) and f"rolled back {NEW}" in capsys.readouterr().out
+    assert main([*common, "--rollback"]) == 2  # nothing kept to go back to: one line
+    assert "no previous version to roll back to" in capsys.readouterr().err
+    assert [e for e, _ in events(store)] == ["promoted", "rolled_back"]

@@ -25,10 +25,11 @@ def cases(tmp_path: Path) -> list[tuple[str, str, str]]:
         ("DIALCHECK_STATE_DIR", str(tmp_path / "a-file"), "not a directory"),
         ("DIALCHECK_NLI_MODEL_DIR", str(tmp_path / "empty-model"), "holds no model.onnx"),
         ("DIALCHECK_NLI_MODEL_DIR", str(tmp_path / "no-tokenizer"), "has model.onnx but no tokenizer"),
+        ("DIALCHECK_KAFKA_SSL_CAFILE", str(tmp_path / "missing" / "ca.pem"), "no such file"),
     ]
 
 
-@pytest.mark.parametrize("n", range(8))
+@pytest.mark.parametrize("n", range(9))
 def test_an_unusable_path_setting_is_one_line_before_anything_loads(tmp_path, monkeypatch, capsys, n):
     from dialcheck.cli import main
 

@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import SecretStr, field_validator
 
-from schemas.settings.base import Section, env
+from schemas.settings.base import Section, env, existing_path
 
 # one broker of the list: host:port, or kafka:// / kafkas:// with an optional user:password@ (the
 # password may hold ':' and '@'; the host is what follows the last '@')
@@ -56,6 +56,12 @@ class KafkaSettings(Section):
     ssl_cafile: str = env("KAFKA_SSL_CAFILE", "", "CA bundle for TLS.")
     ssl_certfile: str = env("KAFKA_SSL_CERTFILE", "", "Client certificate for mutual TLS.")
     ssl_keyfile: str = env("KAFKA_SSL_KEYFILE", "", "Client key for mutual TLS.")
+
+    @field_validator("ssl_cafile", "ssl_certfile", "ssl_keyfile")
+    @classmethod
+    def _tls_file_exists(cls, v: str) -> str:
+        """A TLS file named is read at the first connection: a mistyped one is refused at settings load."""
+        return existing_path(v, "file", "a TLS file the Kafka client reads (PEM)") if v else v
     topic_turns: str = env("TOPIC_TURNS", "chat.turns", "Input topic (key: conversation id).", min_length=1)
     topic_verdicts: str = env("TOPIC_VERDICTS", "chat.verdicts", "Verdict topic (key: conversation id).", min_length=1)
     topic_deadletter: str = env("TOPIC_DEADLETTER", "chat.deadletter", "Rejected input with reasons.", min_length=1)

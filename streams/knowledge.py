@@ -3,10 +3,11 @@ read by every later turn of the conversation (docs/integration.md#grounded-turns
 
 Why a table of its own and not inside the context: knowledge arrives on its own topic, from its own
 agent, and may come before a conversation's first turn; with one writer per table (this agent; the
-sweep only deletes) the two agents never overwrite each other's state. It is keyed like the context (the conversation id's bytes, the
-key partitioner, the same partition count as chat.turns), so a conversation's knowledge lives, is
-restored and is evicted on the worker that owns its turns, and no other conversation reads it (the
-key is the only way in).
+turns' eviction only deletes) the two agents never overwrite each other's state. It is keyed like
+the context (the conversation id's bytes, the key partitioner, the same partition count as
+chat.turns: streams/topics.py `knowledge_mismatch`), so a conversation's knowledge lives, is restored
+and is evicted on the worker that owns its turns, and no other conversation reads it (the key is the
+only way in).
 
 State per conversation (JSON, like the context):
   {"docs": [{"doc_id", "text", "title", "url"}, ...] (oldest first), "bytes": UTF-8 bytes of the
@@ -126,7 +127,7 @@ class KnowledgeWorker:
         self.app, self.settings, self.table, self.outbox = app, settings, table, outbox
         self.st, self.limits = settings.stream, settings.grounding
         self.counters = outbox.counters
-        self.applied: dict[int, int] = {}  # chat.knowledge partition → next offset to apply (this assignment)
+        self.applied: dict[int, int] = {}  # chat.knowledge partition → the next offset this worker would apply
 
     async def handle(self, events) -> None:
         """Validate each record (dead letters), apply the good ones (one table write per conversation),

@@ -178,6 +178,11 @@ def test_a_stage_exception_reaches_the_error_verdict_with_the_stages_name():
     (["tune", "decision", "--folds", "1"], "--folds must be at least 2 (got 1)"),
     (["tune", "decision", "--hyp-turns", "one"], "--hyp-turns 'one': a comma list of whole numbers"),
     (["llm", "yardstick", "--claims", "0", "--judge-claims", "0"], "--claims and --judge-claims must be 0 or more"),
+    (["llm", "yardstick", "--quotes", "-1"], "--quotes must be 0 or more (got -1)"),
+    (["tune", "decision", "--lodo", "--methods", "nope"], "--methods 'nope': choose from threshold,"),
+    (["tune", "gate", "--folds", "1"], "--folds must be at least 2 (got 1)"),
+    (["tune", "windows", "--folds", "0"], "--folds must be at least 2 (got 0)"),
+    (["calibrate", "--yardstick", "--target", "2"], "--target must be between 0 and 1 (got 2.0)"),
 ])
 def test_a_mistake_is_named_before_any_data_is_read(argv, says, tmp_path, monkeypatch, capsys):
     """With an empty data dir, reading the data first would say what to fetch instead of the mistake."""

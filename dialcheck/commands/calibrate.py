@@ -44,13 +44,18 @@ def argparse_help_yardstick() -> str:
             "left out, split-half transfer, the LODO table (writes --out as JSON)")
 
 
-def _check(args) -> None:
+def _check_targets(args) -> None:
+    """--target, --confidence, --high-target: checked by every mode before any set is read."""
     for name in ("target", "confidence"):
         v = getattr(args, name)
         if not 0.0 < v < 1.0:
             raise UsageError(f"--{name.replace('_', '-')} must be between 0 and 1 (got {v})")
     if args.high_target is not None and not args.target <= args.high_target < 1.0:
         raise UsageError(f"--high-target must be at least --target and below 1 (got {args.high_target})")
+
+
+def _check(args) -> None:
+    _check_targets(args)
     if args.run and not args.labels:
         raise UsageError("--run needs --labels DATA.jsonl (DialFact format: `id`, `response_label`)")
     if args.labels and not args.run:
@@ -156,6 +161,7 @@ def _store(args):
 def run_yardstick(args) -> int:
     from lab.tuning.calibrate import yardstick_report
 
+    _check_targets(args)
     if args.display and not Path(args.display).is_file():
         raise UsageError(f"--display {args.display}: no such file")
     if args.display:

@@ -76,6 +76,8 @@ def yardstick(args: argparse.Namespace) -> int:
 
     if args.claims < 0 or args.judge_claims < 0 or not (args.claims or args.judge_claims):
         raise UsageError("--claims and --judge-claims must be 0 or more, and one of them above 0")
+    if args.quotes < 0:
+        raise UsageError(f"--quotes must be 0 or more (got {args.quotes})")
     base_settings = load_settings()
     data = args.data or base_settings.data.dialfact_sample
     try:

@@ -105,23 +105,33 @@ def register(sub) -> None:
 
 
 def _tuner(args):
+    """The Tuner reads DialFact and loads the NLI model: the options every tune command shares are
+    checked first."""
+    from dialcheck.errors import UsageError
     from schemas.settings import load_settings
     from lab.tuning.tune import Tuner
 
+    if args.folds < 2:
+        raise UsageError(f"--folds must be at least 2 (got {args.folds})")
     return Tuner(load_settings(), args.model_dir, args.data)
+
+
+def _methods(args) -> list[str]:
+    """--methods, each a decision method workers/decision/methods.py knows."""
+    from dialcheck.errors import UsageError
+    from workers.decision.methods import METHODS
+
+    methods = [m for m in args.methods.split(",") if m]
+    if not methods or any(m not in METHODS for m in methods):
+        raise UsageError(f"--methods {args.methods!r}: choose from {','.join(METHODS)}")
+    return methods
 
 
 def _decision_options(args) -> tuple[list[str], list[int] | None]:
     """(--methods, --hyp-turns) checked before the tuner reads the data and loads the model."""
     from dialcheck.errors import UsageError
-    from workers.decision.methods import METHODS
 
-    methods = [m for m in args.methods.split(",") if m]
-    unknown = [m for m in methods if m not in METHODS]
-    if unknown or not methods:
-        raise UsageError(f"--methods {args.methods!r}: choose from {','.join(METHODS)}")
-    if args.folds < 2:
-        raise UsageError(f"--folds must be at least 2 (got {args.folds})")
+    methods = _methods(args)
     if not args.hyp_turns:
         return methods, None
     try:
@@ -183,9 +193,8 @@ def run_lodo(args) -> int:
         if index_dir and not Path(index_dir).is_dir():
             raise UsageError(f"--e2e {spec!r}: no index at {index_dir} (build one with `dialcheck index build --tsv`)")
         e2e_specs[name] = index_dir or None
+    methods = _methods(args) if args.methods != _DEFAULT_METHODS else ["threshold", "argmax", "guarded", "logreg"]
     t = _tuner(args)
-    methods = [m for m in args.methods.split(",") if m] if args.methods != _DEFAULT_METHODS else \
-        ["threshold", "argmax", "guarded", "logreg"]
     from schemas.settings import load_settings
 
     try:  # the decision the settings ship, applied as is (the tuner's own settings decide by rule)

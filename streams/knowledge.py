@@ -93,12 +93,13 @@ def given_evidence(turn: ChatTurn, knowledge: list[GivenPassage], limits: Eviden
     """The passages a turn is checked against: its own `evidence` (already read to the limits by
     parse_turn), then its conversation's knowledge in what the limits leave (the same reading rule,
     schemas/evidence.py). `dropped`: the conversation's documents its bounds dropped so far. Returns
-    (the passages, None when there are none; the note saying what was not read, None when all was)."""
+    (the passages, None when the turn is not grounded: no `evidence` field and no knowledge; an empty
+    `evidence` list is a turn grounded on nothing; the note saying what was not read, None when all was)."""
     own = list(turn.evidence or ())
     lost = (f"conversation knowledge: {dropped} older document(s) dropped by its bounds (grounding.knowledge_docs, "
             f"knowledge_bytes)") if dropped else None
     if not knowledge:
-        return (own or None), "; ".join(n for n in (turn.evidence_note, lost) if n) or None
+        return (own if turn.evidence is not None else None), "; ".join(n for n in (turn.evidence_note, lost) if n) or None
     left = EvidenceLimits(max(0, limits.max_passages - len(own)), limits.max_passage_chars,
                           max(0, limits.max_chars - sum(len(p.text) for p in own)))
     kept, note = parse_evidence(evidence_json(knowledge), left, source="conversation", name="conversation knowledge")

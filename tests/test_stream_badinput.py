@@ -343,6 +343,7 @@ GROUNDED_TURNS = [
     ("evidence control and invisible characters", grounded_turn("{c}", [f"{PASSAGE}\u200b\u0007 said\u202e."]),
      ("verdict", None, [f"{PASSAGE} said."])),
     ("evidence null", grounded_turn("{c}", None), ("verdict", None, [])),
+    ("evidence empty list", grounded_turn("{c}", []), ("verdict", None, [])),  # grounded on nothing
 ]
 
 

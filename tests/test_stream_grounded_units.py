@@ -68,6 +68,10 @@ def test_a_turn_with_neither_evidence_nor_knowledge_is_checked_as_today():
     assert given_evidence(turn(), [], EvidenceLimits()) == (None, None)
 
 
+def test_an_empty_evidence_list_is_a_turn_grounded_on_nothing():
+    assert given_evidence(turn(evidence=()), [], EvidenceLimits()) == ([], None)
+
+
 def test_the_turns_own_passages_come_first_then_its_conversations():
     own = (GivenPassage("Own passage.", url="https://example.com/own"),)
     passages, note = given_evidence(turn(own), kb(2), EvidenceLimits())

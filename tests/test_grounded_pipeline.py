@@ -143,3 +143,15 @@ def test_the_python_api_takes_evidence_objects_without_protocol_fv(grounded_only
     assert v.label == "REFUTES"
     assert (v.evidence[0].url, v.evidence[0].source) == ("https://help.example.com/elvis", "turn")
     assert (v.claim_span.start, v.claim_span.end) == (0, len("Elvis was born in 1942."))
+
+
+def test_a_grounded_reply_too_long_to_read_whole_is_checked_claim_by_claim(grounded_only):
+    from workers.windows import MAX_WINDOW_WORDS
+
+    reply = " ".join(["Elvis was born in Tupelo in 1935."] * 18 + ["He moved to Memphis in 1948."])
+    assert not grounded_only.settings.claims.segment and len(reply.split()) > MAX_WINDOW_WORDS
+    turn = grounded_only.check_turns([item(reply, given(ELVIS), context=["Tell me about Elvis."])])[0]
+    *claims, summary = turn.verdicts
+    assert len(claims) == grounded_only.settings.claims.max_claims_per_turn  # the cap, said on the summary
+    assert all(reply[v.claim_span.start:v.claim_span.end] == v.claim for v in claims)
+    assert "were not checked" in summary.status.reason and (summary.claim_span.start, summary.claim_span.end) == (0, len(reply))

@@ -40,6 +40,7 @@ from .retrieval.factory import load_searcher
 from .state import ClaimState, Stage
 from .surfaces.pronouns import cached_parse
 from .verdict import assemble, turn_summary
+from .windows import MAX_WINDOW_WORDS
 
 # checked once by from_settings so lazy loading happens there (a pronoun: R4 and the gate run too)
 WARM_UP = CheckItem("dialcheck-warm-up", "0", ["Do you know where Elvis Presley was born?"],
@@ -49,6 +50,13 @@ WARM_UP = CheckItem("dialcheck-warm-up", "0", ["Do you know where Elvis Presley 
 __all__ = ["CheckItem", "ClaimState", "Pipeline", "PipelineHooks", "PROTOCOLS", "TurnResult"]
 
 UNGROUNDED = "no evidence given and no conversation knowledge (grounded-only worker: DIALCHECK_GROUNDED_ONLY)"
+
+
+def reads_whole(item: CheckItem) -> bool:
+    """Can the verifier read the item's reply as one hypothesis? Not a grounded reply longer than a
+    window (workers/windows.py MAX_WINDOW_WORDS): the NLI would cut it silently at its token limit,
+    so it is checked claim by claim. No DialFact or BEGIN reply is that long (at most 111 words)."""
+    return item.gold_evidence is None or len(item.claim.split()) <= MAX_WINDOW_WORDS
 
 
 def undecided(passages: int) -> str:
@@ -211,19 +219,24 @@ class Pipeline:
         """Per item, a TurnResult with every verdict to publish: with `claims.segment` a turn of
         several claims gets one verdict per claim (own claim_id) and then the turn summary (the
         turn's claim_id, the worst label — REFUTES > SUPPORTS > NEI — its rationale saying so);
-        otherwise the one verdict of the turn. Each verdict's `claim_span` is where its claim stands
-        in the turn's text (the summary's: all of it). `states` are the claims' stage fields (IR
-        metrics, tuning); under the IR protocol no label is decided. The chains are read once, here."""
+        otherwise the one verdict of the turn — but a grounded reply too long for the verifier to
+        read whole (`reads_whole`) is checked claim by claim whatever `claims.segment` says. Each
+        verdict's `claim_span` is where its claim stands in the turn's text (the summary's: all of
+        it). `states` are the claims' stage fields (IR metrics, tuning); under the IR protocol no
+        label is decided. The chains are read once, here."""
         chains = self._chains
+        settings = chains.main.settings
         whole = [ClaimSpan(0, len(it.claim)) for it in items]
-        if not chains.main.settings.claims.segment or self.protocol == "ir":
+        if self.protocol == "ir" or not (settings.claims.segment or any(not reads_whole(it) for it in items)):
             return [TurnResult(st.item, [replace(v, claim_span=span)], [st])
                     for (st, v), span in zip(self._check_claims(items, chains), whole)]
-        from .segment import ATTRIBUTION, SEVERITY, capped, order_in_words, segment, turn_label
+        from .segment import (ATTRIBUTION, SEVERITY, Segment, TurnSegments, capped, order_in_words, segment,
+                              turn_label)
 
         flat, owner, spans, segs = [], [], [], []
         for i, it in enumerate(items):
-            claims = segment(it.claim, chains.main.settings.claims.max_claims_per_turn)  # capped: the rest in `note`
+            claims = segment(it.claim, settings.claims.max_claims_per_turn) if settings.claims.segment or \
+                not reads_whole(it) else TurnSegments([Segment(0, it.claim, 0, len(it.claim))])  # capped: `note`
             segs.append(claims)
             lead = len(it.claim) - len(it.claim.lstrip())  # segment() reads the stripped text
             for seg in claims:

@@ -145,12 +145,11 @@ class Versions:
         self.folder.mkdir(parents=True, exist_ok=True)
         for stale in self.live.parent.glob(f".{self.live.name}.tmp-*"):  # a swap killed half way
             shutil.rmtree(stale) if stale.is_dir() and not stale.is_symlink() else stale.unlink()
-        if self.previous.is_dir() and not self.previous.is_symlink():
-            dest = self.folder / version_of(self.previous)
-            if not dest.exists():
-                self.previous.rename(dest)
-                step_done()
-                point(self.previous, dest)
+        if self.previous.is_dir() and not self.previous.is_symlink():  # a previous kept by two renames
+            dest = self.slot(version_of(self.previous))
+            self.previous.rename(dest)
+            step_done()
+            point(self.previous, dest)
         if self.live.is_symlink() or not self.live.is_dir():
             return
         dest = self.folder / version_of(self.live)
@@ -172,7 +171,7 @@ class Versions:
 
     def retire(self, d: Path) -> None:
         """Move a version no pointer names to the retired folder (kept, out of the way)."""
-        if not d.is_dir() or d in (self.target(self.live), self.target(self.previous)):
+        if not d.is_dir() or d.resolve() in (self.target(self.live), self.target(self.previous)):
             return
         self.retired.mkdir(parents=True, exist_ok=True)
         dest, n = self.retired / d.name, 1
@@ -252,7 +251,7 @@ def promotion(v: Versions, candidate: Path, reason: str, detail: dict | None = N
     live_dir = v.target(v.live)
     old_previous = v.target(v.previous)
     in_folder = candidate.resolve().parent == v.folder.resolve()
-    to_dir = candidate.resolve() if in_folder else v.slot(version_of(candidate))
+    to_dir = candidate.resolve() if in_folder else v.slot(version_of(candidate)).resolve()
     return Switch("promoted", version_of(candidate), version_of(live_dir), reason, str(to_dir), str(live_dir),
                   source=None if in_folder else str(candidate), detail=dict(detail or {}),
                   retire=[str(old_previous)] if old_previous and old_previous != to_dir else [])

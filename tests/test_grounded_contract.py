@@ -118,3 +118,15 @@ def test_a_long_unpunctuated_passage_is_read_in_windows_to_its_end():
     got = windows(" ".join(words))
     singles = [w for w in got if len(w.split()) <= MAX_WINDOW_WORDS]
     assert " ".join(singles).split() == words  # every word, in order, in a window the NLI reads whole
+
+
+def test_a_request_with_evidence_is_grounded_whatever_the_servers_protocol_and_says_what_was_read():
+    from dialcheck.check_input import Limits, check_item
+
+    limits = Limits(max_text_chars=100, max_body_bytes=100_000, max_context_turns=3,
+                    evidence=EvidenceLimits(max_passages=32))
+    passages = [{"text": f"Passage {i}.", "url": f"https://kb.example.com/{i}", "id": f"kb-{i}"} for i in range(40)]
+    item = check_item({"claim": "Elvis was born in 1935.", "evidence": passages}, limits, "e2e")
+    assert item.gold_evidence[0] == GivenPassage("Passage 0.", url="https://kb.example.com/0", id="kb-0")
+    assert len(item.gold_evidence) == 32 and item.evidence_note.startswith("evidence cut: read 32 of 40 passages")
+    assert check_item({"claim": "Elvis was born in 1935."}, limits, "e2e").gold_evidence is None

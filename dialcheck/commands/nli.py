@@ -115,10 +115,23 @@ def register(sub) -> None:
     e.set_defaults(func=run_evaluate)
 
 
+def _check_train(cfg) -> None:
+    """Counts and rates that would train nothing, refused before the pairs and the model load."""
+    from dialcheck.errors import UsageError
+
+    for name in ("epochs", "batch_size", "max_length", "lr", "checkpoint_every", "log_every", "threads"):
+        value = getattr(cfg, name)
+        if value <= 0:
+            raise UsageError(f"--{name.replace('_', '-')} must be above 0 (got {value})")
+    if cfg.max_pairs < 0:
+        raise UsageError(f"--max-pairs must be 0 (all) or more (got {cfg.max_pairs})")
+
+
 def run_train(args) -> int:
     from lab.nli.train import TrainConfig, train
 
     cfg = TrainConfig(**{k: getattr(args, k) for k in asdict(TrainConfig())})
+    _check_train(cfg)
     print(train(cfg))
     return 0
 

@@ -184,12 +184,14 @@ def test_a_stage_exception_reaches_the_error_verdict_with_the_stages_name():
     (["tune", "windows", "--folds", "0"], "--folds must be at least 2 (got 0)"),
     (["calibrate", "--yardstick", "--target", "2"], "--target must be between 0 and 1 (got 2.0)"),
     (["nli", "train", "--epochs", "0", "--out-dir", "{tmp}/out"], "--epochs must be above 0 (got 0.0)"),
+    (["demo", "--timeout", "-5"], "--timeout must be above 0 seconds (got -5;"),
 ])
 def test_a_mistake_is_named_before_any_data_is_read(argv, says, tmp_path, monkeypatch, capsys):
     """With an empty data dir, reading the data first would say what to fetch instead of the mistake."""
     from dialcheck.cli import main
 
     monkeypatch.setenv("DIALCHECK_DATA_DIR", str(tmp_path))
+    monkeypatch.setenv("DIALCHECK_DATA_BASE_URL", "http://127.0.0.1:9")  # a fetch fails at once, offline or not
     assert main([a.replace("{tmp}", str(tmp_path)) for a in argv]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("dialcheck: ") and says in err[0], err

@@ -198,8 +198,10 @@ def cmd_demo(args) -> int:
     from streams.demo import run_demo
 
     from dialcheck.commands.data import SOURCE_FILES, ensure_data, require_index_sources
-    from dialcheck.errors import check_port_free
+    from dialcheck.errors import UsageError, check_port_free
 
+    if args.timeout is not None and args.timeout <= 0:  # before any data is fetched or model loaded
+        raise UsageError(f"--timeout must be above 0 seconds (got {args.timeout:g}; left out: 180 s + 10 s a record)")
     settings = _settings(args)
     needed = [] if args.data else ["dialfact/testsmall.jsonl"]  # the records replayed
     if (args.pipeline is None and settings.retrieval.backend == "embedded"

@@ -38,6 +38,7 @@ BY_KAFKA_PYTHON = {
     "g-two": turn("g-two", "Elvis Presley was born in 1935. He won fourteen Olympic gold medals.", [ELVIS]),
     "g-knowledge": turn("g-knowledge", "The Eiffel Tower was completed in 1925."),
     "g-other": turn("g-other", "The Eiffel Tower was completed in 1925."),
+    "g-nothing": turn("g-nothing", "Elvis Presley was born in 1935.", []),  # grounded on nothing
 }
 BY_CONFLUENT = {"g-year": turn("g-year", "Elvis Presley was born in 1942.", [ELVIS])}
 
@@ -132,3 +133,9 @@ def test_knowledge_decides_a_later_turn_of_its_conversation_and_no_other(verdict
     others = [e for conv, vs in verdicts.items() if conv != "g-knowledge" for v in vs for e in v.evidence]
     assert not [e for e in others if e.source == "conversation" or e.passage_id == "kb-tower"]
     assert all(e.source == "index" for v in verdicts["g-other"] for e in v.evidence)
+
+
+def test_a_turn_grounded_on_nothing_is_not_enough_info_saying_so(verdicts):
+    v = whole(verdicts["g-nothing"])
+    assert v.label == "NOT ENOUGH INFO" and not v.evidence
+    assert "given passage" in (v.status.reason or ""), v.status

@@ -342,7 +342,7 @@ class TurnWorker:
                 await self.check_group([g[:3] for g in group], stamps)
                 done.update(id(g[3]) for g in group)
 
-    # -- housekeeping -------------------------------------------------------------------------
+    # -- grounding ----------------------------------------------------------------------------
     async def ground(self, to_check: list[tuple], before: dict, now: float) -> None:
         """Each checked turn's passages onto its CheckItem (in place): its own evidence, then its
         conversation's knowledge once chat.knowledge is applied on those turns' partitions."""

@@ -183,7 +183,7 @@ def test_a_stage_exception_reaches_the_error_verdict_with_the_stages_name():
     (["tune", "gate", "--folds", "1"], "--folds must be at least 2 (got 1)"),
     (["tune", "windows", "--folds", "0"], "--folds must be at least 2 (got 0)"),
     (["calibrate", "--yardstick", "--target", "2"], "--target must be between 0 and 1 (got 2.0)"),
-    (["nli", "train", "--epochs", "0", "--out-dir", "{tmp}/out"], "--epochs must be above 0 (got 0.0)"),
+    (["nli", "train", "--epochs", "0", "--data-dir", "{tmp}", "--out-dir", "{tmp}/out"], "--epochs must be above 0 (got 0.0)"),
     (["demo", "--timeout", "-5"], "--timeout must be above 0 seconds (got -5;"),
 ])
 def test_a_mistake_is_named_before_any_data_is_read(argv, says, tmp_path, monkeypatch, capsys):

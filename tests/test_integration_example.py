@@ -240,6 +240,7 @@ def test_rag_example_marks_the_claim_its_passages_do_not_back(rag_python):
         "!![It includes phone support around the clock.]!!" in total["marked"], total
     assert total["claims"] == 2 and total["underlined"] == sum(c["underline"] is not None for c in claims)
     assert backed["label"] == "SUPPORTS", backed  # "$10 a month" is in the Basic plan's passage
+    assert total == doc_json("**Underlining what is unsupported.**"), total  # the guide shows this line
 
 
 @pytest.mark.broker

@@ -254,6 +254,7 @@ def test_cli_from_feedback_store(tmp_path, capsys, feedback_store_url):
         v = _run_row(i, "SUPPORTS", p, p)
         v.update(conversation_id=f"c{i}", turn_id=f"c{i}#t", claim_id=f"k{i}",
                  rationale={"numbers": v.pop("rationale_numbers")}, display={"show": True, "confidence": "medium"})
+        v["model_versions"]["protocol"] = "fv" if i % 3 == 0 else "e2e"  # grounded verdicts judged beside the rest
         verdicts.append(v)
         judgement = "right" if rng.uniform() < p else "wrong"
         feedback.append(Feedback(f"c{i}", f"c{i}#t", "SUPPORTS", judgement, "moderator", 1000.0 + i,
@@ -267,4 +268,5 @@ def test_cli_from_feedback_store(tmp_path, capsys, feedback_store_url):
     assert rc == 0, capsys.readouterr().err
     c = json.loads(out.read_text())["certified"]
     assert c["data"]["source"] == "feedback" and c["data"]["claims"] == 300  # the 'unsure' one left out
+    assert c["data"]["protocols"] == {"e2e": 200, "fv": 100}  # the certificate says which traffic it rests on
     assert c["labels"]["SUPPORTS"]["threshold"] is not None

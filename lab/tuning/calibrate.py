@@ -28,6 +28,7 @@ import datetime as dt
 import hashlib
 import json
 import math
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
@@ -365,8 +366,10 @@ def from_feedback(policy: DisplayPolicy, store) -> tuple[BadgeRows, dict]:
     for j in kept:
         sources[j.source] = sources.get(j.source, 0) + 1
     times = [j.received_at for j in kept if j.received_at]
+    # grounded verdicts (protocol fv) are certified with the rest: the certificate says the mix it rests on
+    protocols = Counter(str((j.verdict.get("model_versions") or {}).get("protocol") or "unknown") for j in kept)
     data = {"source": "feedback", "store": _safe_url(getattr(store, "url", "") or ""), "judgements": len(judged),
-            "claims": len(kept), "by_source": sources,
+            "claims": len(kept), "by_source": sources, "protocols": dict(sorted(protocols.items())),
             "from": min(times) if times else None, "to": max(times) if times else None,
             "note": "judged verdicts only: coverage is the share of judged verdicts shown"}
     return rows, data

@@ -6,7 +6,8 @@ in file order and the crash test replaces the worker with a fresh one.
 Why each test: stream and batch must give the same labels for the same input (one pipeline, two
 transports); at-least-once plus claim-id dedup must lose nothing across `kill -9`; the context
 table must come back from its changelog; bad input must go to the dead-letter topic, not wedge
-the worker or drop its neighbours.
+the worker or drop its neighbours; a grounded turn (replay --protocol fv) must be checked against
+its own passages exactly as `eval --protocol fv` checks the record.
 """
 from __future__ import annotations
 
@@ -223,3 +224,42 @@ def test_kill9_mid_replay_loses_no_claim_and_restores_context(settings_kafka, wo
     assert not missing, f"lost claims: {sorted(missing)[:5]}; " + where_lost(settings_kafka, missing, crash_recs + ctx_recs,
                                                                              worker["log"])
     assert_same_as_batch(vlog.verdicts, batch_verdicts, sorted(expected))
+
+
+N_GROUNDED = 6  # DialFact records after the ones above, and as many BEGIN dev replies
+
+
+def test_grounded_replay_gives_evals_fv_verdicts_from_its_own_passages(settings_kafka, worker, nli, encoder,
+                                                                       data_dir, tmp_path):
+    """`replay --protocol fv` through this (default) worker: each reply gets `eval --protocol fv`'s label
+    and shown badge, its evidence is its own turn's passages, and the demo's scoring of the stream's
+    verdicts is eval's score (the "Done when" equality, on a few records; docs/results.md has 300)."""
+    if PIPELINE != DEFAULT_CHECKER:
+        pytest.skip("a stand-in checker reads no passages")
+    from dialcheck.commands.stream import _demo_metrics
+    from lab.evaluation.dialfact_format import convert
+    from lab.evaluation.replay_parity import parity
+    from lab.evaluation.runs import label_rows
+    from lab.evaluation.scoring import score_run
+    from workers.pipeline import Pipeline
+
+    begin = tmp_path / "begin.jsonl"
+    convert("begin", data_dir, begin, limit=N_GROUNDED)
+    used = N_MAIN + N_CRASH_CTX + N_CRASH + N_BAD_GOOD
+    recs = [r for r in load_records(DATA, used + 3 * N_GROUNDED)[used:] if r.evidence][:N_GROUNDED]
+    recs += load_records(str(begin))
+    assert len(recs) == 2 * N_GROUNDED  # both kinds of record, each with its passages
+    start = end_offsets(settings_kafka, settings_kafka.kafka.topic_verdicts)
+    replay(settings_kafka, recs, rate=0, protocol="fv")
+    vlog = collect_verdicts(settings_kafka, set(iter_claim_ids(recs)), timeout_s=600, start=start,
+                            alive=worker["w"].alive)
+    eval_pipe = Pipeline(settings_kafka, nli, encoder, None, protocol="fv", surface=settings_kafka.claims.surface)
+    rows, _ = label_rows(eval_pipe, recs)  # `dialcheck eval --protocol fv`'s rows
+    got = parity({c: v.to_dict() for c, v in vlog.verdicts.items()}, rows, recs)
+    assert got["verdicts"] == len(recs) and got["same_label_and_shown_pct"] == 100.0, got
+    assert got["own_evidence_pct"] == 100.0, got
+    # checked against passages, not against nothing (a reply with nothing to check reads none)
+    assert sum(bool(v.evidence) for v in vlog.verdicts.values()) >= len(recs) // 2
+    demo = _demo_metrics(vlog.verdicts, recs)
+    batch = score_run(rows, recs, "", protocol="fv")["surfaces"][settings_kafka.claims.surface]
+    assert (demo["accuracy"], demo["macro_f1"]) == (batch["accuracy"], batch["macro_f1"])

@@ -192,5 +192,6 @@ def test_the_worker_app_is_built_on_the_fixes():
     assert isinstance(app.transport, Transport) and isinstance(app.consumer, Consumer)
     assert asyncio.run(worker_consumer()) == (37, KEEP_BYTES)
     assert fetcher.PartitionRecords is GuardedPartitionRecords
-    assert app.conf.keep_input_topics == {s.kafka.topic_turns} and app.conf.Stream is StepStream
+    # chat.knowledge too: a turn waits for its conversation's knowledge, so neither input's queue may be dropped
+    assert app.conf.keep_input_topics == {s.kafka.topic_turns, s.kafka.topic_knowledge} and app.conf.Stream is StepStream
     assert app.outbox.acks is app.acks and isinstance(app.flow_control, KeepInputFlowControl)

@@ -79,10 +79,6 @@ class Checks:
         return next((s for s in self.slots if s.status == "clash"), None)
 
     @property
-    def slots_agree(self) -> bool:
-        return all(s.status == "stated" for s in self.slots)
-
-    @property
     def agreed(self) -> bool:
         """Every check agrees, asked in the registry's order (the cheap ones first, so the parse runs
         only when they pass)."""

@@ -63,6 +63,14 @@ def test_a_work_s_author_named_by_a_part_of_the_name_is_no_rival():
         ["William Shakespeare"]
 
 
+def test_the_fixed_end_must_be_the_very_same_filler():
+    # found by the rival-query prototype: "Wales" is not "New South Wales", so Cardiff is no rival
+    claim = claim_relation("Sydney is the capital of New South Wales.")
+    assert rivals(claim, ("Cardiff is the capital and largest city of Wales.",)) == []
+    assert rivals(claim_relation("Sydney is the capital of Australia."),
+                  ("Perth is the capital of Western Australia.",)) == []
+
+
 @pytest.mark.parametrize("claim,window", [
     ("Lyon is a city in France.", "Lyon is a city in Switzerland."),
     ("Paris is in Europe.", "Paris is in France."),

@@ -153,7 +153,8 @@ def rivals(claim: Statement, texts: tuple[str, ...]) -> list[tuple[Statement, st
     out = []
     for text in texts:
         for s in statements(text):
-            if s.relation is rel and same_filler(s.key(fixed), claim.key(fixed)) and not same_filler(s.key(varied), claim.key(varied)):
+            # the fixed end the very same filler ("Wales" is not "New South Wales"), the varied end clearly another
+            if s.relation is rel and s.key(fixed) == claim.key(fixed) and not same_filler(s.key(varied), claim.key(varied)):
                 out.append((s, text))
     return out
 

@@ -55,6 +55,11 @@ def test_the_capital_of_a_country_has_one_rival_and_the_claim_s_own_is_none():
                   ("Berlin is the capital and largest city of Germany.",)) == []
 
 
+def test_an_author_is_read_past_the_words_that_describe_them():
+    [s] = statements("The Wealth of Nations is a book by the Scottish economist Adam Smith.")
+    assert (s.subject, s.object) == ("The Wealth of Nations", "Adam Smith")
+
+
 def test_a_work_s_author_named_by_a_part_of_the_name_is_no_rival():
     window = ("The Tragedy of Hamlet, Prince of Denmark, often shortened to Hamlet, is a tragedy written by "
               "William Shakespeare sometime between 1599 and 1601.")

@@ -62,6 +62,8 @@ def _q(template: str, value: str) -> str:
 
 
 _IS = r"(?:is|was|has been|became)"
+# words that describe a person before the name ("English author", "the Scottish economist")
+_DESCRIBED = r"(?:[A-Z][a-z]+\s+(?=[a-z]))?(?:[a-z][\w-]*\s+){0,2}"
 RELATIONS: tuple[Relation, ...] = (
     Relation("capital_of", (_p(rf"S,?\s+{_IS}\s+(?:also\s+)?the\s+(?:\w+\s+)?capital(?:\s+city)?(?:\s+and\s+(?:\w+[\s-]+)?\w+\s+city)?\s+of\s+O"),
                             _p(r"[Tt]he\s+capital\s+of\s+O\s+(?:is|was)\s+S"),
@@ -78,7 +80,7 @@ RELATIONS: tuple[Relation, ...] = (
     Relation("built_in", (_q(rf"S\s+(?:{_IS}|were)\s+(?:built|constructed)\s+in\s+O", r"\d{2,4}"),), End.OBJECT,
              quantity=True),
     Relation("author_of", (_p(r"O\s+(?:wrote|authored)\s+S"), _p(rf"S\s+{_IS}\s+(?:a\s+\w+\s+)?written\s+by\s+O"),
-                           _p(rf"S\s+{_IS}\s+an?\s+(?:\w+\s+)?(?:novel|play|poem|book)\s+by\s+(?:\w+\s+)?(?:author\s+)?O")),
+                           _p(rf"S\s+{_IS}\s+an?\s+(?:\w+\s+)?(?:novel|play|poem|book|treatise)\s+by\s+(?:the\s+)?{_DESCRIBED}O")),
              End.OBJECT),
     Relation("director_of", (_p(r"O\s+directed\s+S"), _p(rf"S\s+{_IS}\s+directed\s+by\s+O")), End.OBJECT),
     Relation("composer_of", (_p(r"O\s+composed\s+S"), _p(rf"S\s+{_IS}\s+composed\s+by\s+O")), End.OBJECT),

@@ -23,10 +23,11 @@ from enum import Enum
 from functools import lru_cache
 from typing import TYPE_CHECKING, ClassVar, TypeVar
 
-if TYPE_CHECKING:  # the components import Checks' callers; only types here
+if TYPE_CHECKING:  # only types here
     from schemas.verdict import Mismatch
 
-    from .checks import Checks
+# `Checks` (checks.py) in the annotations below is named, not imported: checks.py imports this registry,
+# and an import back, even for types only, is a circle (tests/test_layers.py)
 
 
 class Effect(str, Enum):

@@ -75,6 +75,10 @@ class Layout:
     def lock(self) -> Path:
         return self.live.with_name(f".{self.live.name}.loop.lock")
 
+    @property
+    def running(self) -> Path:
+        return self.live.with_name(f".{self.live.name}.loop.running")
+
     def waiting(self) -> list[Path]:
         """Candidate directories ready to be scored (a build in progress is a dot folder)."""
         if not self.candidates.is_dir():
@@ -257,22 +261,14 @@ class AdaptLoop:
 
         return FeedbackStore(self.store_url)
 
-    @contextlib.contextmanager
-    def locked(self, wait: bool = False):
-        """One loop (or one `--promote` by hand) at a time on this model directory; `wait`: until the
-        other's tick is done (a promotion by hand), else LoopError (a second loop)."""
-        import fcntl
+    def locked(self):
+        """One tick or switch at a time on this model directory (a loop's tick, `--promote` or
+        `--rollback` by hand): each waits for the other's to end (a check loads a model: seconds)."""
+        return _flock(self.layout.lock, wait=True)
 
-        self.layout.lock.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.layout.lock, "a+") as f:
-            try:
-                fcntl.flock(f, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
-            except BlockingIOError:
-                raise LoopError(f"another adapt-loop holds {self.layout.lock}") from None
-            try:
-                yield
-            finally:
-                fcntl.flock(f, fcntl.LOCK_UN)
+    def only_loop(self):
+        """One running loop per model directory, held for its life: a second is LoopError at start."""
+        return _flock(self.layout.running, wait=False, busy=f"another adapt-loop runs on {self.layout.live}")
 
     def _signal(self) -> dict:
         """SIGHUP to each worker: it re-reads the model directory between batches (streams/reload.py)."""
@@ -502,6 +498,11 @@ class AdaptLoop:
         return "adapt-loop: " + "; ".join(self.reasons) if self.reasons else ""
 
     def run(self, once: bool = False) -> None:
+        """Tick every `check_every_s` (once with `once`), as the only loop on this model directory."""
+        with self.only_loop():
+            self._ticks(once)
+
+    def _ticks(self, once: bool) -> None:
         from streams.feedback_store import StoreUnavailable
 
         said = ""
@@ -518,6 +519,23 @@ class AdaptLoop:
             if once:
                 return
             time.sleep(self.opts.check_every_s)
+
+
+@contextlib.contextmanager
+def _flock(path: Path, wait: bool, busy: str = ""):
+    """An exclusive flock on `path` for the block; `wait` False: LoopError(`busy`) when held."""
+    import fcntl
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a+") as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+        except BlockingIOError:
+            raise LoopError(busy or f"{path} is locked") from None
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
 
 
 def parse_duration(text: str) -> float:

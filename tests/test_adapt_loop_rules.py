@@ -279,3 +279,19 @@ def test_once_says_why_it_did_nothing_counting_as_adapt_does(tmp_path, capsys):
     assert len(said) == 1 and "no rollback: no previous version kept" in said[0], said
     assert "no challenger waiting" in said[0]
     assert "no build: 3 new judged conversations (3 judged replies, as adapt counts them), 5 needed" in said[0]
+
+
+def test_a_second_loop_is_refused_but_a_switch_by_hand_waits_its_turn(tmp_path):
+    """The loop holds a lock for its life (a second loop: one line, exit 2) and one per tick; a
+    `--promote` or `--rollback` by hand waits for the tick, as the tick waits for it."""
+    from dialcheck.adapt_loop import LoopError
+
+    lay = Layout(tmp_path / "nli")
+    first = AdaptLoop(lay, str(tmp_path / "fb.sqlite3"), LoopOptions(), log=lambda m: None)
+    second = AdaptLoop(lay, str(tmp_path / "fb.sqlite3"), LoopOptions(), log=lambda m: None)
+    with first.only_loop():
+        with pytest.raises(LoopError, match="another adapt-loop runs on"):
+            with second.only_loop():
+                pass
+        with second.locked():  # a switch by hand is not a second loop
+            pass

@@ -38,7 +38,7 @@ from dialcheck.model_switch import promotion, rollback
 
 live, store, candidate = Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3])
 loop = AdaptLoop(Layout(live), store, LoopOptions(), log=lambda m: None)
-with loop.locked(wait=True), loop.open_store() as st:
+with loop.locked(), loop.open_store() as st:
     loop.switch(st, lambda: promotion(loop.versions, candidate, "promote (test)"))
     loop.switch(st, lambda: rollback(loop.versions, "rollback (test)"))
 """

@@ -92,7 +92,7 @@ def stop_on_sigterm() -> None:
 def by_hand(loop, args) -> int:
     """`--promote DIR` or `--rollback`: after the running loop's tick, an interrupted switch finished
     first, the same checked, recorded switch as the loop's."""
-    with loop.locked(wait=True), loop.open_store() as st:
+    with loop.locked(), loop.open_store() as st:
         loop.resume(st)
         if args.rollback:
             version = loop.rollback(st, reason="by hand (adapt-loop --rollback)")

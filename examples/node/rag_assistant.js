@@ -73,8 +73,12 @@ function marked(text, claims) {
   return out.join("") + chars.slice(at).join("");
 }
 
+// the promise, or an error after `ms`; the timer is cleared once the promise settles, so a pending
+// timer never keeps the process alive after the work is done
 function withTimeout(promise, ms, message) {
-  return Promise.race([promise, new Promise((_, reject) => setTimeout(() => reject(new Error(message)), ms))]);
+  let timer;
+  const expired = new Promise((_, reject) => { timer = setTimeout(() => reject(new Error(message)), ms); });
+  return Promise.race([promise, expired]).finally(() => clearTimeout(timer));
 }
 
 async function main() {

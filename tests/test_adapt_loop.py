@@ -2,7 +2,7 @@
 worker publishes verdicts, annotators judge them on chat.feedback, and `dialcheck adapt-loop` (its
 own process, as deployed) builds a challenger with `dialcheck adapt --from-feedback` into the
 candidates folder, scores it against the live model on the judgements that arrived after it was
-built, promotes it (two renames, SIGHUP to the worker) and, when a deliberately bad version is put
+built, promotes it (checked as the worker would, one symlink switch, SIGHUP) and, when a deliberately bad version is put
 in use by hand, rolls it back on the drift alarm without a person. Each step is a model event in the
 feedback store and on the worker's /metrics; every turn gets its verdict, every judgement is stored
 joined, told apart by the model version of the verdict it judges.
@@ -243,6 +243,7 @@ def test_the_loop_builds_promotes_and_rolls_back_by_itself(fresh_broker, tmp_pat
     shipped = stream_settings(fresh_broker.bootstrap, tmp_path, "adapt")
     shutil.copytree(shipped.models.nli_model_dir, live)  # the deployment's own model directory, not the source tree's
     pid_file = tmp_path / "run" / "worker.pid"  # the worker writes it once it takes SIGHUP; the loop reads it
+    pid_file.parent.mkdir()  # its folder must exist (checked when the settings load)
     settings = shipped.updated(models={"nli_model_dir": str(live)}, stream={"pid_file": str(pid_file)})
     store_path = settings.stream.feedback_store
     base_version = version(live)

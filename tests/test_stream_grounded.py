@@ -1,6 +1,6 @@
 """Grounded turns through a real worker with the real Pipeline on the embedded Tansu broker: turns
 produced by hand with kafka-python and with confluent-kafka (librdkafka), and knowledge on
-chat.knowledge, as a RAG chat backend would send them (issue 64, "Done when").
+chat.knowledge, as a RAG chat backend would send them (docs/integration.md#grounded-turns).
 
 Why the real pipeline: these are label checks (a wrong year against the given passage is REFUTES, an
 unbacked second sentence is its own claim and not SUPPORTS, the conversation's knowledge decides a

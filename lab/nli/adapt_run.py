@@ -230,8 +230,8 @@ def anchor_pairs(data_dir: str, n: int, seed: int = 0) -> list:
 
 
 def stress_pairs(data_dir: str) -> list | None:
-    """The relation/role stress set (lab/probes/stress.py, the issue "A SUPPORTS badge must mean the
-    fact": role swaps, passives, recombined relations, entities and numbers, with their entailed twins),
+    """The relation/role stress set (lab/probes/stress.py, docs/stress.md; a SUPPORTS badge must mean the
+    fact): role swaps, passives, recombined relations, entities and numbers, with their entailed twins),
     pair by pair: premise = its evidence, hypothesis = its claim, label 0 entailment / 1 neutral / 2
     contradiction. None when this build has no such module."""
     try:

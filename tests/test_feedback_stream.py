@@ -33,7 +33,7 @@ def stream_settings(bootstrap: str, tmp_path, name: str, partitions: int = 2, st
     """Settings for one test's topics; the feedback store a SQLite file in tmp_path unless `store` names one."""
     s = load_settings(kafka={"bootstrap": bootstrap, "topic_partitions": partitions, "topic_turns": f"{name}.turns",
                              "topic_verdicts": f"{name}.verdicts", "topic_deadletter": f"{name}.dead",
-                             "topic_feedback": f"{name}.feedback"},
+                             "topic_feedback": f"{name}.feedback", "topic_knowledge": f"{name}.knowledge"},
                       stream={"app_id": name, "status_interval_s": 1.0, "trace_records": True,
                               "feedback_store": store or str(tmp_path / "feedback.sqlite3")})
     ensure_topics(s)

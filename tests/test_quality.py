@@ -9,6 +9,7 @@ import pytest
 
 from schemas.items import CheckItem
 from schemas.protocols import turn_verdicts
+from workers.pipeline import undecided
 
 pytestmark = pytest.mark.model
 
@@ -49,10 +50,12 @@ def test_obvious_items(fv_pipeline, label, claim, evidence):
     assert v.status.state == "ok", v.status  # an outage's NOT ENOUGH INFO is degraded or error, not a pass
 
 
-def read_and_decided(v) -> None:
+def read_and_decided(v, given: int) -> None:
     """An outage also publishes NOT ENOUGH INFO (nothing read): a NOT ENOUGH INFO passes only when the
-    check was whole (status ok) and the evidence was read and scored."""
-    assert v.status.state == "ok" and v.status.reason is None, v.status
+    check was whole (status ok) and the evidence was read and scored. Its reason is attribution's, the
+    `given` passages did not decide the claim (workers/pipeline.py `undecided`), and nothing else."""
+    assert v.status.state == "ok", v.status
+    assert v.status.reason == (undecided(given) if v.label == "NOT ENOUGH INFO" else None), v.status
     assert v.status.evidence in ("strong", "weak") and v.evidence, (v.status, v.evidence)
     assert all(abs(e.entail + e.neutral + e.contradict - 1) < 1e-3 for e in v.evidence), v.evidence  # NLI-scored
 
@@ -61,7 +64,7 @@ def read_and_decided(v) -> None:
 def test_silent_evidence_items(fv_pipeline, label, claim, evidence):
     v = turn_verdicts(fv_pipeline.check_turns([CheckItem("q", "1", ["Tell me something."], claim, evidence)]))[0]
     assert v.label == label, (v.label, v.probabilities)
-    read_and_decided(v)
+    read_and_decided(v, len(evidence))
 
 
 # Known miss: NLI v3 trades REFUTES recall for precision (held-out fact-checking pairs:
@@ -75,7 +78,7 @@ def test_false_claim_is_never_supported(fv_pipeline):
     claim's subject (the Eiffel Tower's own passage), never from an outage."""
     v = turn_verdicts(fv_pipeline.check_turns([CheckItem("q", "1", ["Tell me something."], WOOD_AND_BERLIN, EIFFEL)]))[0]
     assert v.label in ("REFUTES", "NOT ENOUGH INFO"), (v.label, v.probabilities)
-    read_and_decided(v)
+    read_and_decided(v, len(EIFFEL))
     assert v.status.evidence == "strong", v.status
     assert v.probabilities["REFUTES"] > v.probabilities["SUPPORTS"], v.probabilities
 

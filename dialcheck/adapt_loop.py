@@ -52,24 +52,13 @@ ADAPT_TIMEOUT_S = 4 * 3600
 
 
 @dataclass(frozen=True)
-class Layout:
-    """The live model directory and the folders beside it the loop keeps (same file system: renames)."""
-    live: Path
-
-    def _beside(self, suffix: str) -> Path:
-        return self.live.with_name(self.live.name + suffix)
+class Layout(Versions):
+    """The live model directory and the folders beside it the loop keeps (same file system: renames):
+    the switch's (`Versions`: versions, previous, retired, journal) and the loop's own."""
 
     @property
     def candidates(self) -> Path:
         return self._beside("-candidates")
-
-    @property
-    def previous(self) -> Path:
-        return self._beside("-previous")
-
-    @property
-    def retired(self) -> Path:
-        return self._beside("-retired")
 
     @property
     def lock(self) -> Path:

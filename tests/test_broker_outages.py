@@ -115,11 +115,11 @@ def test_outage_rehearsal_kill_freeze_stop_and_data_loss(tmp_path):
         # 3. stop: a few lines of the worker's own, no flood from the client library
         before = len(w.log_text().splitlines())
         broker.stop()
-        time.sleep(25)
+        time.sleep(15)  # the client library alone logs ~55 lines a second with the broker gone
         during = w.log_text().splitlines()[before:]
         assert w.alive() and _health(base) == 503 and _metric(base, "dialcheck_broker_up") == 0
         assert sum("broker not answering" in ln for ln in during) == 1, during
-        assert len(during) <= 12, f"{len(during)} lines in 25 s with the broker stopped:\n" + "\n".join(during[-20:])
+        assert len(during) <= 12, f"{len(during)} lines in 15 s with the broker stopped:\n" + "\n".join(during[-20:])
         assert _metric(base, "dialcheck_kafka_client_log_held_back_total") > 0
 
         # 4. back without its data (memory storage): one line, exit 3; reset; ready again

@@ -12,3 +12,4 @@ MAX_PASSAGE_CHARS = 20_000        # characters read per passage; a longer one is
 MAX_EVIDENCE_CHARS = 100_000      # characters read per turn over all its passages
 MAX_KNOWLEDGE_DOCS = 64           # documents kept per conversation on chat.knowledge (more: the oldest go)
 MAX_KNOWLEDGE_BYTES = 1_000_000   # UTF-8 bytes of knowledge text kept per conversation (more: the oldest go)
+MAX_KNOWLEDGE_TOTAL_BYTES = 256 * 2**20  # knowledge text one worker keeps in all (more: the least recently active go)

@@ -98,8 +98,9 @@ def given_evidence(turn: ChatTurn, knowledge: list[GivenPassage], limits: Eviden
     own = list(turn.evidence or ())
     lost = (f"conversation knowledge: {dropped} older document(s) dropped by its bounds (grounding.knowledge_docs, "
             f"knowledge_bytes)") if dropped else None
-    if not knowledge:
-        return (own if turn.evidence is not None else None), "; ".join(n for n in (turn.evidence_note, lost) if n) or None
+    if not knowledge:  # a conversation whose documents were all dropped stays grounded (on what is left)
+        grounded = turn.evidence is not None or dropped > 0
+        return (own if grounded else None), "; ".join(n for n in (turn.evidence_note, lost) if n) or None
     left = EvidenceLimits(max(0, limits.max_passages - len(own)), limits.max_passage_chars,
                           max(0, limits.max_chars - sum(len(p.text) for p in own)))
     kept, note = parse_evidence(evidence_json(knowledge), left, source="conversation", name="conversation knowledge")
@@ -216,6 +217,29 @@ class KnowledgeWorker:
             del self.table[key]
             return True
         return False
+
+    def shed(self, owned: dict[bytes, State], total_bytes: int) -> list[bytes]:
+        """Keep the knowledge of the conversations in `owned` (key → state, this worker's partitions)
+        within `total_bytes` in all: the least recently active lose their documents first (the state
+        stays, empty, counting them as dropped, so their later turns are grounded on what is left and
+        say why). Returns the keys shed."""
+        held = sum(int((v or {}).get("bytes", 0)) for v in owned.values())
+        shed = []
+        for key in sorted(owned, key=lambda k: float((owned[k] or {}).get("last_seen", 0.0))):
+            if held <= total_bytes:
+                break
+            state = owned[key] or {}
+            if not state.get("docs"):
+                continue
+            held -= int(state.get("bytes", 0))
+            self.table[key] = {**state, "docs": [], "bytes": 0,
+                               "dropped": int(state.get("dropped", 0)) + len(state["docs"])}
+            self.counters.knowledge_dropped += len(state["docs"])
+            shed.append(key)
+        if shed:
+            log.warning("knowledge of %d conversations dropped: the worker's knowledge exceeded %d bytes "
+                        "(DIALCHECK_KNOWLEDGE_MAX_TOTAL_BYTES)", len(shed), total_bytes)
+        return shed
 
     def memory(self) -> Held:
         """What the table holds, for the status line and /metrics."""

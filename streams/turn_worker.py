@@ -382,6 +382,9 @@ class TurnWorker:
         for key in oldest_beyond(latest, st.max_conversations):
             self.counters.evicted_lru += 1
             self.forget(key)
+            known.pop(key, None)
+        if self.knowledge is not None:  # and all the knowledge within one worker-wide bound
+            self.knowledge.shed(known, self.settings.grounding.knowledge_total_bytes)
 
     def _owned_states(self, table, owned: set[int]) -> dict:
         return {k: v for k, v in list(table.items()) if self._partition(k) in owned}

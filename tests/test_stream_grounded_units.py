@@ -157,3 +157,41 @@ def test_the_sweep_expires_and_evicts_knowledge_with_its_conversation():
     # idle: "idle" from both tables, "knowledge-only-idle"; then beyond 2 conversations: "knowledge-only" (50 s ago)
     assert set(context) == {b"talking", b"new-knowledge"} and set(known) == {b"talking", b"new-knowledge"}
     assert (worker.counters.evicted, worker.counters.evicted_lru, worker.counters.knowledge_evicted) == (1, 1, 3)
+
+
+def test_the_workers_knowledge_stays_within_its_total_bound_least_recent_first():
+    """Per-conversation bounds times max_conversations would be gigabytes: beyond
+    grounding.knowledge_total_bytes the least recently active conversations lose their documents
+    (counted), and a later turn of such a conversation is grounded on nothing, saying why."""
+    import time
+    from types import SimpleNamespace
+
+    from schemas import ChatTurn
+    from schemas.evidence import EvidenceLimits
+    from schemas.settings import load_settings
+    from streams.kafka.acks import Acks
+    from streams.knowledge import KnowledgeWorker, given_evidence
+    from streams.observability import Observability
+    from streams.outbox import Outbox
+    from streams.turn_worker import AttemptsTable, TurnWorker
+
+    s = load_settings(grounding={"knowledge_total_bytes": 2500})
+    outbox = Outbox(None, s, dead_topic=None, obs=Observability(s), acks=Acks(lambda: None))
+    now = time.time()
+
+    def held(ago: float) -> dict:
+        return {"docs": [{"doc_id": "d", "text": "x" * 1000, "title": None, "url": None}], "bytes": 1000,
+                "dropped": 0, "last_seen": now - ago}
+
+    known = {b"oldest": held(30), b"older": held(20), b"recent": held(10), b"newest": held(1)}
+    knowledge = KnowledgeWorker(None, s, outbox=SimpleNamespace(counters=outbox.counters), table=known)
+    worker = TurnWorker(None, s, SimpleNamespace(check_turns=None), outbox=outbox, table={},
+                        attempts=AttemptsTable({}, 4), verdicts_topic=None, obs=outbox.obs, knowledge=knowledge)
+    worker.sweep(owned={0, 1, 2, 3})
+    kept = {k for k, v in known.items() if v["docs"]}
+    assert kept == {b"recent", b"newest"} and worker.counters.knowledge_dropped == 2
+    assert knowledge.memory().bytes == 2000
+    turn = ChatTurn("oldest", "t1", "assistant", "It is open on Sundays.")
+    passages, dropped = knowledge.passages(b"oldest", None, now)
+    gold, note = given_evidence(turn, passages, EvidenceLimits(), dropped)
+    assert gold == [] and "1 older document(s) dropped" in note  # grounded on nothing, and why

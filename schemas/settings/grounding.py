@@ -3,7 +3,7 @@ a conversation's knowledge on chat.knowledge) instead of the index. docs/integra
 from __future__ import annotations
 
 from schemas.limits import (MAX_EVIDENCE_CHARS, MAX_EVIDENCE_PASSAGES, MAX_KNOWLEDGE_BYTES, MAX_KNOWLEDGE_DOCS,
-                            MAX_PASSAGE_CHARS)
+                            MAX_KNOWLEDGE_TOTAL_BYTES, MAX_PASSAGE_CHARS)
 from schemas.settings.base import Section, env
 
 
@@ -29,3 +29,9 @@ class GroundingSettings(Section):
     knowledge_bytes: int = env("KNOWLEDGE_MAX_BYTES", MAX_KNOWLEDGE_BYTES,
                                "UTF-8 bytes of knowledge text kept per conversation; beyond it the oldest documents are "
                                "dropped.", ge=1000, le=1_000_000_000)
+    knowledge_total_bytes: int = env("KNOWLEDGE_MAX_TOTAL_BYTES", MAX_KNOWLEDGE_TOTAL_BYTES,
+                                     "UTF-8 bytes of knowledge text one worker keeps over all the conversations of the "
+                                     "partitions it owns (the per-conversation bounds times max_conversations would be "
+                                     "gigabytes); beyond it the least recently active conversations lose their "
+                                     "knowledge, and their later turns are checked against nothing, saying so.",
+                                     ge=1000, le=1_000_000_000_000)

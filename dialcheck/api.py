@@ -77,9 +77,10 @@ class Checker:
                     future.set_result(verdict)
 
     def _check(self, items: list[CheckItem]):
+        """Per item every verdict the stream would publish (each claim's, the turn's own last), scrubbed."""
         with self.lock:
             turns = self.pipe.check_turns(items)
-        return [self.pipe.scrub.verdict(t.verdict if hasattr(t, "verdict") else t[-1]) for t in turns]
+        return [[self.pipe.scrub.verdict(v) for v in (t.verdicts if hasattr(t, "verdicts") else t)] for t in turns]
 
 
 CHECKER = web.AppKey("checker", Checker)
@@ -102,11 +103,18 @@ async def handle_check(request: web.Request) -> web.Response:
         item = parse_request(raw, request.app[LIMITS], request.app[PROTOCOL])
     except BadRequest as e:
         return _error(e.status, e.code, checker.pipe.scrub(e.message))
+    every = request.query.get("verdicts", "turn")
+    if every not in ("turn", "all"):
+        return _error(400, Reason.SCHEMA.value, "verdicts= is turn (the reply's verdict, the default) or all")
     try:
-        verdict = await checker.check(item)
+        verdicts = await checker.check(item)
     except Exception:  # noqa: BLE001 - logged scrubbed by the checker; the caller learns nothing internal
         return _error(500, "internal", "the check failed; see the server's log")
-    return web.Response(body=verdict.to_json(), content_type="application/json")
+    if every == "turn":
+        return web.Response(body=verdicts[-1].to_json(), content_type="application/json")
+    # ?verdicts=all: what the stream publishes for the reply (each claim's with its claim_span, then its own)
+    return web.Response(body=b'{"verdicts":[' + b",".join(v.to_json() for v in verdicts) + b"]}",
+                        content_type="application/json")
 
 
 async def handle_health(request: web.Request) -> web.Response:

@@ -85,7 +85,16 @@ class Checker:
         retrieving (a grounded turn's: strings or {"text", "title", "url", "id"}, schemas/evidence.py;
         the verdict's evidence keeps their id, title and url, `source` "turn"). Invalid input raises
         InvalidInput (a ValueError) with one short line."""
-        fields = {"claim": claim, "context": context if isinstance(context, str) else list(context), **({} if evidence is None else {"evidence": evidence})}
+        return self.check_turn(claim, evidence=evidence, context=context)[-1]
+
+    def check_turn(self, claim: str, *, evidence: Sequence[str | Mapping[str, Any]] | None = None,
+                   context: Sequence[str] = ()) -> list[Verdict]:
+        """A reply → every verdict the stream publishes for it: with `DIALCHECK_SEGMENT=1` (settings
+        {"claims": {"segment": True}}) and several claims, each claim's verdict (its `claim_span` in the
+        reply) and then the reply's own; otherwise the one verdict of `check`. What a chat UI
+        underlines (docs/integration.md#grounded-turns)."""
+        fields = {"claim": claim, "context": context if isinstance(context, str) else list(context),
+                  **({} if evidence is None else {"evidence": evidence})}
         return self._checked([self._item(fields)])[0]
 
     def check_many(self, items: Iterable[str | Mapping[str, Any]]) -> list[Verdict]:
@@ -99,7 +108,7 @@ class Checker:
                 checks.append(self._item({"claim": item} if isinstance(item, str) else item))
             except InvalidInput as e:
                 raise InvalidInput(e.status, e.code, f"item {i}: {e.message}") from None
-        return self._checked(checks)
+        return [verdicts[-1] for verdicts in self._checked(checks)]
 
     def _item(self, fields) -> CheckItem:
         if not isinstance(fields, Mapping):
@@ -107,14 +116,14 @@ class Checker:
         return check_item({"conversation_id": CONVERSATION, **fields}, self._limits, self.protocol,
                           turn_id=f"python-{next(self._turn_ids)}")
 
-    def _checked(self, checks: list[CheckItem]) -> list[Verdict]:
-        """One check_turns call (under the lock); the turn verdicts, scrubbed."""
+    def _checked(self, checks: list[CheckItem]) -> list[list[Verdict]]:
+        """One check_turns call (under the lock); per item every verdict (the turn's own last), scrubbed."""
         if not checks:
             return []
         with self._lock:
             turns = self._pipe.check_turns(checks)
         scrub = getattr(self._pipe, "scrub", None)
-        return [scrub.verdict(t.verdict) if scrub is not None else t.verdict for t in turns]
+        return [[scrub.verdict(v) if scrub is not None else v for v in t.verdicts] for t in turns]
 
     def score(self, evidence: str | Sequence[str], claims: str | Sequence[str]) -> list[float]:
         """p(SUPPORTS) for each (evidence, claim) pair: the verifier's calibrated entailment

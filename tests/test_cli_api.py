@@ -171,3 +171,35 @@ def test_check_server_that_does_not_answer_is_one_line(capsys):
     err = capsys.readouterr().err
     assert err == ("dialcheck: no dialcheck api answers at http://127.0.0.1:9: 127.0.0.1 refused the connection "
                    "(start one with `dialcheck serve-api`)\n")
+
+
+@pytest.mark.unit
+def test_verdicts_all_answers_every_claims_verdict_as_the_stream_publishes():
+    """POST /check?verdicts=all: each claim's verdict (with its claim_span) and then the reply's own, the
+    same list `Checker.check_turn` gives and the stream publishes; the default stays the reply's verdict."""
+    import asyncio
+    from types import SimpleNamespace
+
+    from aiohttp.test_utils import TestClient, TestServer
+
+    from dialcheck.api import create_app
+    from schemas.settings import load_settings
+    from tests.test_python_api import _TwoClaims
+
+    settings = load_settings()
+    pipe = _TwoClaims(settings)
+    pipe.scrub = SimpleNamespace(verdict=lambda v: v)
+    reply = "The plan costs $10. It includes phone support."
+
+    async def ask():
+        async with TestClient(TestServer(create_app(pipe, settings, "e2e"))) as client:
+            body = {"claim": reply, "evidence": ["The Basic plan costs $10 a month."]}
+            every = await (await client.post("/check?verdicts=all", json=body)).json()
+            own = await (await client.post("/check", json=body)).json()
+            wrong = await client.post("/check?verdicts=some", json=body)
+            return every, own, wrong.status
+
+    every, own, status = asyncio.run(ask())
+    assert [(v["claim_span"]["start"], v["claim_span"]["end"]) for v in every["verdicts"]] == [
+        (0, 19), (20, len(reply)), (0, len(reply))]
+    assert own["claim"] == reply and own["claim_span"] == {"start": 0, "end": len(reply)} and status == 400

@@ -128,3 +128,45 @@ def test_the_example_script_checks_claims_with_the_real_models(index_dir):
     assert tupelo > 0.5 > memphis, lines[4]  # the evidence says Tupelo
     assert lines[5] == {"refused": "claim: empty text (after NFKC and removal of invisible characters)",
                         "code": "empty_text"}
+
+
+class _TwoClaims:
+    """A pipe that splits every reply in two claims, as the segmenting pipeline does: each claim's
+    verdict with its span, then the reply's own (schemas/protocols.py TurnResult)."""
+
+    def __init__(self, settings):
+        from tests.stream_standin import StandIn
+
+        self.standin = StandIn(settings)
+
+    def check_turns(self, items):
+        from dataclasses import replace
+
+        from schemas import ClaimSpan
+        from schemas.items import CheckItem
+        from schemas.protocols import TurnResult
+
+        out = []
+        for it in items:
+            cut = it.claim.index(". ") + 1
+            parts = [(0, cut), (cut + 1, len(it.claim))]
+            claims = [CheckItem(it.conversation_id, it.turn_id, it.context, it.claim[a:b], it.gold_evidence)
+                      for a, b in parts]
+            verdicts = [replace(r.verdict, claim_span=ClaimSpan(a, b))
+                        for r, (a, b) in zip(self.standin.check_turns(claims), parts)]
+            summary = replace(self.standin.check_turns([it])[0].verdict, claim_span=ClaimSpan(0, len(it.claim)))
+            out.append(TurnResult(it, [*verdicts, summary]))
+        return out
+
+
+def test_check_turn_gives_every_claims_verdict_and_check_the_replys_own():
+    from dialcheck import Checker
+
+    settings = load_settings()
+    checker = Checker(_TwoClaims(settings), settings, "e2e")
+    reply = "The plan costs $10. It includes phone support."
+    every = checker.check_turn(reply, evidence=["The Basic plan costs $10 a month."])
+    assert [reply[v.claim_span.start:v.claim_span.end] for v in every] == [
+        "The plan costs $10.", "It includes phone support.", reply]
+    assert checker.check(reply, evidence=["The Basic plan costs $10 a month."]).claim == reply
+    assert [v.claim for v in checker.check_many([reply])] == [reply]

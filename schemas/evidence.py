@@ -10,7 +10,7 @@ the returned note says how much was, for the verdict's status.reason. Passage te
 a reason (it may be private)."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from schemas.errors import InvalidEvent, Reason
@@ -90,27 +90,48 @@ def parse_evidence(raw: Any, limits: EvidenceLimits = EvidenceLimits(), source: 
 
     Every passage's shape is checked, read or not (a wrong shape is the producer's bug, wherever it
     sits); only the passages read are cleaned. Each passage is read to `max_passage_chars`, all of them
-    to `max_chars`: the note counts passages and characters read against those given."""
+    to `max_chars` (`_read_within`)."""
     if not isinstance(raw, list):
         kind = "a string" if isinstance(raw, str) else type(raw).__name__ if raw is not None else "null"
         raise InvalidEvent(Reason.SCHEMA, f"{name} must be {SHAPE}, not {kind}")
     shaped = [_shape(p, f"{name}[{i}]") for i, p in enumerate(raw)]
-    passages: list[GivenPassage] = []
-    budget, read_chars, given_chars = limits.max_chars, 0, sum(len(text) for text, _ in shaped)
-    for i, (text, extra) in enumerate(shaped):
-        if len(passages) >= limits.max_passages or budget <= 0:
-            break
-        most = min(limits.max_passage_chars, budget)
+
+    def cleaned(i: int, text: str, most: int, extra: dict) -> GivenPassage:
         clean = clean_text(text[: 2 * most])[:most]  # NFKC and removal only shrink or keep, save rare ligatures
         if not clean.strip():
             raise _refuse(Reason.EMPTY_TEXT, f"{name}[{i}]", "empty text (after NFKC and removal of invisible characters)")
-        passages.append(GivenPassage(clean, source=source, **_fields(extra, f"{name}[{i}]")))
-        taken = len(clean) if len(text) > most else len(text)
+        return GivenPassage(clean, source=source, **_fields(extra, f"{name}[{i}]"))
+
+    return _read_within(shaped, limits, cleaned, name)
+
+
+def read_passages(passages: list[GivenPassage], limits: EvidenceLimits,
+                  name: str = "evidence") -> tuple[list[GivenPassage], str | None]:
+    """Passages already parsed (a conversation's knowledge, cleaned when it arrived) read to `limits`
+    by the same rule as `parse_evidence`, without parsing or cleaning them again."""
+    return _read_within([(p.text, p) for p in passages], limits,
+                        lambda i, text, most, p: p if len(text) <= most else replace(p, text=text[:most]), name)
+
+
+def _read_within(items: list[tuple[str, Any]], limits: EvidenceLimits, read_one,
+                 name: str) -> tuple[list[GivenPassage], str | None]:
+    """The one reading rule: (text, what else) items in order, each read by `read_one(i, text, most,
+    what else)` to at most `most` characters (`max_passage_chars`, and what `max_chars` leaves), at most
+    `max_passages` of them. The note counts passages and characters read against those given."""
+    passages: list[GivenPassage] = []
+    budget, read_chars, given_chars = limits.max_chars, 0, sum(len(text) for text, _ in items)
+    for i, (text, extra) in enumerate(items):
+        if len(passages) >= limits.max_passages or budget <= 0:
+            break
+        most = min(limits.max_passage_chars, budget)
+        passage = read_one(i, text, most, extra)
+        passages.append(passage)
+        taken = len(passage.text) if len(text) > most else len(text)
         budget -= taken
         read_chars += taken
-    if len(passages) == len(shaped) and read_chars >= given_chars:
+    if len(passages) == len(items) and read_chars >= given_chars:
         return passages, None
-    return passages, (f"{name} cut: read {len(passages)} of {len(shaped)} passages, {read_chars} of {given_chars} "
+    return passages, (f"{name} cut: read {len(passages)} of {len(items)} passages, {read_chars} of {given_chars} "
                       f"characters (limits: {limits.max_passages} passages, {limits.max_passage_chars} characters "
                       f"each, {limits.max_chars} in all)")
 

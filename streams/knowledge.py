@@ -13,7 +13,8 @@ State per conversation (JSON, like the context):
   {"docs": [{"doc_id", "text", "title", "url"}, ...] (oldest first), "bytes": UTF-8 bytes of the
    texts, "dropped": documents dropped by the bounds so far, "last_seen": wall-clock seconds}.
 Bounded: beyond `grounding.knowledge_docs` documents or `grounding.knowledge_bytes` bytes the oldest
-go (counted: `knowledge_dropped`); one document larger than the byte bound alone is dead-lettered
+go (counted: `knowledge_dropped`), and beyond `grounding.knowledge_total_bytes` over the worker's
+partitions the least recently active conversations lose theirs (`KnowledgeWorker.shed`); one document larger than the byte bound alone is dead-lettered
 (`too_large`). A record with a doc_id already kept replaces it (and becomes the newest); a delete of
 a doc_id not kept is a no-op (redeliveries repeat deletes). Expired with the conversation: the sweep
 drops a conversation's knowledge when both its context and its knowledge are idle (`conversation_idle`:
@@ -36,7 +37,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from schemas import ChatTurn, InvalidEvent, Reason
-from schemas.evidence import EvidenceLimits, evidence_json, parse_evidence
+from schemas.evidence import EvidenceLimits, read_passages
 from schemas.items import GivenPassage
 from schemas.knowledge import KnowledgeRecord, parse_knowledge
 from schemas.settings import Settings
@@ -94,7 +95,8 @@ def given_evidence(turn: ChatTurn, knowledge: list[GivenPassage], limits: Eviden
     parse_turn), then its conversation's knowledge in what the limits leave (the same reading rule,
     schemas/evidence.py). `dropped`: the conversation's documents its bounds dropped so far. Returns
     (the passages, None when the turn is not grounded: no `evidence` field and no knowledge; an empty
-    `evidence` list is a turn grounded on nothing; the note saying what was not read, None when all was)."""
+    `evidence` list is a turn grounded on nothing; the note saying what was not read, None when all was).
+    The knowledge was cleaned when it arrived: it is read to the limits, not parsed again."""
     own = list(turn.evidence or ())
     lost = (f"conversation knowledge: {dropped} older document(s) dropped by its bounds (grounding.knowledge_docs, "
             f"knowledge_bytes)") if dropped else None
@@ -103,7 +105,7 @@ def given_evidence(turn: ChatTurn, knowledge: list[GivenPassage], limits: Eviden
         return (own if grounded else None), "; ".join(n for n in (turn.evidence_note, lost) if n) or None
     left = EvidenceLimits(max(0, limits.max_passages - len(own)), limits.max_passage_chars,
                           max(0, limits.max_chars - sum(len(p.text) for p in own)))
-    kept, note = parse_evidence(evidence_json(knowledge), left, source="conversation", name="conversation knowledge")
+    kept, note = read_passages(knowledge, left, name="conversation knowledge")
     return (own + kept) or None, "; ".join(n for n in (turn.evidence_note, note, lost) if n) or None
 
 

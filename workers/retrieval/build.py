@@ -7,8 +7,6 @@ longer the configured ones (DIALCHECK_STARTER_KB switched, a new starter pin, an
 the starter base). An index built from sources one named is never rebuilt behind one's back."""
 from __future__ import annotations
 
-import os
-import shutil
 import sys
 import time
 from pathlib import Path
@@ -16,6 +14,7 @@ from typing import Iterable
 
 import numpy as np
 
+from schemas.atomic import replaced
 from schemas.errors import DialcheckError
 from schemas.settings import Settings
 
@@ -82,15 +81,6 @@ def collect(settings: Settings, sources: Iterable[str], tsv: str | None = None) 
     return build_collection(settings.data.dir, sources, tsv, readers={"starter": starter})
 
 
-def _swap_in(tmp: Path, d: Path) -> None:
-    """Replace directory `d` by the finished build in `tmp` (readers never see a half-written index)."""
-    old = d.with_name(f".{d.name}.old-{os.getpid()}")
-    if d.exists():
-        d.rename(old)
-    tmp.rename(d)
-    shutil.rmtree(old, ignore_errors=True)
-
-
 def build_index(settings: Settings, out_dir: str | Path | None = None, sources: Iterable[str] | None = None,
                 tsv: str | None = None, with_vectors: bool = True, encoder=None, progress: bool = True) -> EmbeddedIndex:
     """Build and save the index; `sources` None: the defaults (`default_sources`)."""
@@ -107,12 +97,8 @@ def build_index(settings: Settings, out_dir: str | Path | None = None, sources: 
         meta["encoder"] = encoder.version
     index = EmbeddedIndex.build(passages, settings.retrieval.bm25_k1, settings.retrieval.bm25_b, vectors, meta)
     index.meta["build_seconds"] = round(time.time() - t0, 1)
-    d = Path(out_dir or settings.retrieval.index_dir)
-    d.parent.mkdir(parents=True, exist_ok=True)
-    tmp = d.with_name(f".{d.name}.tmp-{os.getpid()}")
-    shutil.rmtree(tmp, ignore_errors=True)
-    index.save(tmp)
-    _swap_in(tmp, d)
+    with replaced(out_dir or settings.retrieval.index_dir) as tmp:  # readers never see a half-written index
+        index.save(tmp)
     return index
 
 

@@ -108,6 +108,15 @@ def culprit_between_good(prefix: str, name: str, text: str):
     return (g1c, g1), (cc, c), (g2c, g2), good
 
 
+def send_around(s: Settings, g1c, g2c, g1, culprit, g2):
+    """The good conversations' context, then the culprit between their checked turns; where the
+    culprit landed (its record metadata: partition, offset)."""
+    with TurnProducer(s) as producer:
+        futures = {t.turn_id: producer.send_turn(t) for t in [*g1c, *g2c, g1, culprit, g2]}
+        producer.flush()
+        return futures[culprit.turn_id].get(timeout=30)
+
+
 # Seen to stall once (stop 33, full suite on 2 busy cores): after the first crash the restarted worker
 # restored its context (turns=12) and was assigned every partition but received no event for 12
 # minutes, the symptom of faust #596 that streams/kafka/internals.py patches; the unbounded loop below then
@@ -188,10 +197,7 @@ def test_undeliverable_verdict_stops_the_worker_without_commit_then_is_quarantin
     exits = []
     try:
         w.start().wait_ready(180)
-        with TurnProducer(s) as producer:
-            futures = {t.turn_id: producer.send_turn(t) for t in [*g1c, *g2c, g1, huge, g2]}
-            producer.flush()
-            huge_md = futures[huge.turn_id].get(timeout=30)
+        huge_md = send_around(s, g1c, g2c, g1, huge, g2)
         deadline = time.time() + 300
         while True:
             if [d for d in read_dead_letters(s, start_d) if d.reason.startswith("poison")]:
@@ -230,10 +236,8 @@ def test_step_whose_handling_raises_is_dead_lettered_and_commits_move_past_it(fr
     w = WorkerProcess(s, tmp_path / "worker.log", extra_args=STANDIN)
     try:
         w.start().wait_ready(180)
-        with TurnProducer(s) as producer:
-            futures = {t.turn_id: producer.send_turn(t) for t in [*g1c, *g2c, g1, broken, g2]}
-            producer.flush()
-            md = futures[broken.turn_id].get(timeout=30)
+        md = send_around(s, g1c, g2c, g1, broken, g2)
+
         def internal():
             return [d for d in read_dead_letters(s, start_d) if d.code == "internal"]
 

@@ -163,22 +163,23 @@ class Versions:
 
     def slot(self, version: str) -> Path:
         """A free directory name in the versions folder for `version`."""
-        dest, n = self.folder / version, 1
-        while dest.exists():
-            n += 1
-            dest = self.folder / f"{version}.{n}"
-        return dest
+        return _free(self.folder, version)
 
     def retire(self, d: Path) -> None:
         """Move a version no pointer names to the retired folder (kept, out of the way)."""
         if not d.is_dir() or d.resolve() in (self.target(self.live), self.target(self.previous)):
             return
         self.retired.mkdir(parents=True, exist_ok=True)
-        dest, n = self.retired / d.name, 1
-        while dest.exists():
-            n += 1
-            dest = self.retired / f"{d.name}.{n}"
-        d.rename(dest)
+        d.rename(_free(self.retired, d.name))
+
+
+def _free(folder: Path, name: str) -> Path:
+    """`folder/name`, or `name.2`, `name.3`, ... : the first that does not exist."""
+    dest, n = folder / name, 1
+    while dest.exists():
+        n += 1
+        dest = folder / f"{name}.{n}"
+    return dest
 
 
 @dataclass

@@ -401,8 +401,13 @@ def display_line(v) -> str:
     return f"{mark} {d.tone} ({d.confidence} confidence) — shown to users"
 
 
+def _untitled(title: str) -> bool:
+    """A given passage without a title of its own (none given, or the old `--evidence TEXT` placeholder)."""
+    return title in ("", PLACEHOLDER_TITLE)
+
+
 def _passage(title: str) -> str:
-    return "the evidence you gave" if title in ("", PLACEHOLDER_TITLE) else f"the passage '{title}'"
+    return "the evidence you gave" if _untitled(title) else f"the passage '{title}'"
 
 
 def about_the_claim(v, window: dict, title: str) -> bool:
@@ -415,7 +420,7 @@ def about_the_claim(v, window: dict, title: str) -> bool:
     deciding = next((e for e in v.evidence if e.passage_id == window.get("passage_id")), None)
     text = (deciding.window or deciding.text) if deciding is not None else window.get("text", "")
     topic = v.surface.text if v.surface is not None and v.surface.text else v.claim
-    return subject_covered(topic, text or "", "" if title in ("", PLACEHOLDER_TITLE) else title)
+    return subject_covered(topic, text or "", "" if _untitled(title) else title)
 
 
 def plain_why(v) -> list[str]:
@@ -486,7 +491,7 @@ def fold_evidence(evidence: list) -> list[tuple[object, int, str | None]]:
 
 def _link(e, url: str | None = None) -> str:
     url = url or getattr(e, "url", None)
-    title = "the evidence you gave" if e.title in ("", PLACEHOLDER_TITLE) else e.title
+    title = "the evidence you gave" if _untitled(e.title) else e.title
     return f"{title} — {url}" if url else title
 
 

@@ -116,14 +116,16 @@ def _tuner(args):
     return Tuner(load_settings(), args.model_dir, args.data)
 
 
-def _methods(args) -> list[str]:
-    """--methods, each a decision method workers/decision/methods.py knows."""
+def _methods(args, variants=()) -> list[str]:
+    """--methods, each a decision method workers/decision/methods.py knows (or, for --lodo, one of
+    lab/tuning/lodo.py's guarded variants, e.g. the shipped guarded+half+chat+relclash)."""
     from dialcheck.errors import UsageError
     from workers.decision.methods import METHODS
 
+    known = [*METHODS, *(v for v in variants if v not in METHODS)]
     methods = [m for m in args.methods.split(",") if m]
-    if not methods or any(m not in METHODS for m in methods):
-        raise UsageError(f"--methods {args.methods!r}: choose from {','.join(METHODS)}")
+    if not methods or any(m not in known for m in methods):
+        raise UsageError(f"--methods {args.methods!r}: choose from {','.join(known)}")
     return methods
 
 
@@ -179,7 +181,7 @@ def run_lodo(args) -> int:
     from workers.decision import load_decision
     from workers.display import CONSTANT, load_display
     from lab.tuning.datasets import SETS, load_set
-    from lab.tuning.lodo import E2E_SETS, e2e_evidence, lodo_report
+    from lab.tuning.lodo import E2E_SETS, VARIANTS, e2e_evidence, lodo_report
 
     names = [x for x in args.sets.split(",") if x]
     unknown = [x for x in names if x not in SETS]
@@ -193,7 +195,7 @@ def run_lodo(args) -> int:
         if index_dir and not Path(index_dir).is_dir():
             raise UsageError(f"--e2e {spec!r}: no index at {index_dir} (build one with `dialcheck index build --tsv`)")
         e2e_specs[name] = index_dir or None
-    methods = _methods(args) if args.methods != _DEFAULT_METHODS else ["threshold", "argmax", "guarded", "logreg"]
+    methods = _methods(args, VARIANTS) if args.methods != _DEFAULT_METHODS else ["threshold", "argmax", "guarded", "logreg"]
     t = _tuner(args)
     from schemas.settings import load_settings
 

@@ -197,6 +197,19 @@ def test_a_mistake_is_named_before_any_data_is_read(argv, says, tmp_path, monkey
     assert len(err) == 1 and err[0].startswith("dialcheck: ") and says in err[0], err
 
 
+def test_lodo_takes_the_documented_variants_and_plain_tune_does_not():
+    """docs/results.md's yardstick command names the shipped decision as a lodo variant
+    (guarded+half+chat+relclash); the early check must let it through for --lodo only."""
+    from dialcheck.commands.tune import _methods
+    from dialcheck.errors import UsageError
+    from lab.tuning.lodo import VARIANTS
+
+    asked = SimpleNamespace(methods="threshold,argmax,guarded+half+chat+relclash")
+    assert _methods(asked, VARIANTS) == ["threshold", "argmax", "guarded+half+chat+relclash"]
+    with pytest.raises(UsageError):
+        _methods(asked)
+
+
 def test_a_tritonserver_that_exits_at_start_is_one_line_naming_its_log(tmp_path):
     """serve-models' start failure: exit 2 (it was 1), the log's last line and where the log is."""
     import subprocess

@@ -8,7 +8,7 @@ assignment, so a batch reads one model, decision and display, never a mix."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from functools import cached_property
+from functools import cached_property, partial
 from typing import Callable
 
 from schemas.protocols import (LABEL_PROTOCOLS, PROTOCOLS, RETRIEVAL_PROTOCOLS, SURFACES, Encoder, NLIModel,
@@ -26,6 +26,7 @@ from .stages import CheckWorthyStage, GateStage, LanguageStage, GoldEvidenceStag
 from .state import Stage, check_chain
 from .surfaces.pronouns import set_parse_cache
 from .verdict import VerdictContext
+from .windows import top_windows
 
 GATED_SURFACES = ("r4g", "r5g")  # the surfaces whose rewrite BiCon-Gate accepts or rejects
 
@@ -70,8 +71,10 @@ def _skip_turns(s: Settings) -> frozenset | None:
 
 def _verify(p: Parts) -> VerifyStage:
     s = p.settings
-    stage = VerifyStage(p.nli, s.windows, p.decision, batch_parse=s.perf.batch_parsing, **(
-        {"window_fn": p.hooks.window_fn} if p.hooks.window_fn is not None else {}))
+    window_fn = p.hooks.window_fn or (partial(top_windows, max_words=s.windows.max_window_words)
+                                      if s.windows.max_window_words else None)
+    stage = VerifyStage(p.nli, s.windows, p.decision, batch_parse=s.perf.batch_parsing,
+                        **({"window_fn": window_fn} if window_fn is not None else {}))
     if p.hooks.verify_forward is not None:
         stage.forward = lambda pairs: p.hooks.verify_forward(*pairs)
     return stage

@@ -49,33 +49,32 @@ def split_sentences(text: str, splitter: str | None = None) -> list[str]:
     return [s.text.strip() for s in _sentencizer()(text.strip()).sents if s.text.strip()]
 
 
-def windows(passage: str, splitter: str | None = None) -> list[str]:
-    return list(_windows(passage, splitter or SPLITTER))
+def windows(passage: str, splitter: str | None = None, max_words: int = 0) -> list[str]:
+    return list(_windows(passage, splitter or SPLITTER, max_words))
 
 
-# A sentence longer than this many words is read in pieces of it: the NLI reads at most 256 tokens
-# of premise and hypothesis together and cuts the rest silently, and a given passage (a grounded
-# turn's, or text without full stops) can be one 5,000-word "sentence". None of DialFact testsmall's
-# 420 evidence sentences is longer than 79 words, so its windows are unchanged.
+# The words of one window in a grounded reply read whole (`Pipeline` checks a longer one claim by
+# claim) and, with `windows.max_window_words` set, the most of a passage sentence one window holds.
 MAX_WINDOW_WORDS = 120
 
 
-def _pieces(sentence: str, most: int = MAX_WINDOW_WORDS) -> list[str]:
-    """The sentence, or its consecutive pieces of `most` words when longer: read to its end."""
+def _pieces(sentence: str, most: int) -> list[str]:
+    """The sentence, or its consecutive pieces of `most` words when longer (0: always whole)."""
     words = sentence.split()
-    if len(words) <= most:
+    if not most or len(words) <= most:
         return [sentence]
     return [" ".join(words[i:i + most]) for i in range(0, len(words), most)]
 
 
 @lru_cache(maxsize=4096)
-def _windows(passage: str, splitter: str) -> tuple[str, ...]:
+def _windows(passage: str, splitter: str, max_words: int = 0) -> tuple[str, ...]:
     """A passage's windows, remembered: in a chat stream follow-up turns read the same retrieved
-    passages again (hit rate in `window_cache_stats`). Every word of the passage is in a window
-    short enough for the NLI to read whole (`MAX_WINDOW_WORDS`)."""
-    sents = [piece for sent in split_sentences(passage, splitter) for piece in _pieces(sent)]
+    passages again (hit rate in `window_cache_stats`). `max_words` > 0: a longer sentence is read in
+    pieces of that many words (`windows.max_window_words`, off by default: see its setting)."""
+    sents = [piece for sent in split_sentences(passage, splitter) for piece in _pieces(sent, max_words)]
     if len(sents) <= 1:
-        return tuple(sents or (_pieces(passage.strip()) if passage.strip() else []))
+        whole = ([passage] if not max_words else _pieces(passage.strip(), max_words)) if passage.strip() else []
+        return tuple(sents or whole)
     return tuple(sents + [f"{a} {b}" for a, b in zip(sents, sents[1:])])
 
 
@@ -136,10 +135,10 @@ def prescore(window: str, fact: str, stemmer: str | None = None) -> float:
 
 
 def top_windows(passages: list[str], fact: str, keep: int = 24, splitter: str | None = None,
-                stemmer: str | None = None) -> list[Window]:
+                stemmer: str | None = None, max_words: int = 0) -> list[Window]:
     """All windows of all passages, best `keep` by pre-score (ties keep passage order)."""
     scored = [Window(i, w, prescore(w, fact, stemmer)) for i, p in enumerate(passages)
-              for w in windows(p, splitter)]
+              for w in windows(p, splitter, max_words)]
     scored.sort(key=lambda w: -w.prescore)
     return scored[:keep]
 

@@ -53,14 +53,32 @@ def test_a_relation_with_many_fillers_keeps_its_supports(claim, window):
 
 
 def test_a_rival_in_a_window_the_guards_doubt_only_hides_the_badge():
-    # the rival's window is off the claim's topic (it names neither Munich nor the capital) and its
-    # passage is about neither party: "Bonn was the capital of West Germany" style mentions
+    # the rival's window is off the claim's topic (it does not name Munich) and its passage is about
+    # neither party: a passing mention
     doubted = ("Football", "The Bundesliga final was played in Berlin, the capital of Germany.")
-    ev = claim_with("Munich is the capital of Germany.", MUNICH, ("History", "Bonn was the capital of Germany."))
+    ev = claim_with("Munich is the capital of Germany.", MUNICH, ("History", "Berlin is the capital of Germany."))
     d = decide(ev, "rival")
-    assert [(s.subject, firm) for s, firm in d.checks.finding("rival")] == [("Bonn", False)]
+    assert [(s.subject, firm) for s, firm, _ in d.checks.finding("rival")] == [("Berlin", False)]
     assert d.label == "SUPPORTS" and not CHECKS["rival"].agrees(d.checks)
     assert decide(claim_with("Munich is the capital of Germany.", MUNICH, doubted), "rival").label == "SUPPORTS"
+
+
+def test_a_firm_rival_refutes_a_claim_the_windows_left_undecided_and_is_the_window_shown():
+    # the verifier decided nothing (no window entails or contradicts); the rival's passage is about it
+    ev = claim_with("Istanbul is the capital of Turkey.",
+                    ("Istanbul", "Istanbul is the largest city in Turkey."),
+                    ("Ankara", "Ankara is the capital of Turkey."), entail=(0.2, 0.3))
+    assert decide(ev).label == "NOT ENOUGH INFO"
+    d = decide(ev, "rival")
+    assert (d.label, d.window, d.numbers.get("rival")) == ("REFUTES", 1, True) and "Ankara" in d.note
+
+
+def test_a_past_filler_is_no_rival_of_a_present_one():
+    # capitals move: "Bonn was the capital" and "Berlin is the capital" are both true
+    ev = claim_with("Berlin is the capital of Germany.", BERLIN, ("Bonn", "Bonn was the capital of Germany."))
+    assert decide(ev, "rival").label == "SUPPORTS"
+    assert decide(claim_with("Bonn was the capital of Germany.", ("Bonn", "Bonn was the capital of Germany."), BERLIN),
+                  "rival").label == "SUPPORTS"
 
 
 @pytest.mark.model  # the subject check reads the claim's proper nouns (spaCy)

@@ -23,6 +23,7 @@ from .llm.client import client_for
 from .llm.judge import JudgeStage
 from .llm.stages import R5_SURFACES, EditStage, R5Stage, r5_cache
 from .stages import CheckWorthyStage, GateStage, LanguageStage, GoldEvidenceStage, RetrieveStage, SurfaceStage, VerifyStage, surfaces_of
+from .rival import RivalQueryStage
 from .state import Stage, check_chain
 from .surfaces.pronouns import set_parse_cache
 from .verdict import VerdictContext
@@ -88,9 +89,18 @@ class StageRow:
     surfaces: tuple[str, ...]
     build: Callable[[Parts], Stage]
     when: Callable[[Settings], bool] = field(default=lambda s: True)
+    wanted: Callable[[Parts], bool] = field(default=lambda p: True)  # what else it needs (a searcher, a decision's check)
 
     def applies(self, protocol: str, surface: str, settings: Settings) -> bool:
         return protocol in self.protocols and surface in self.surfaces and self.when(settings)
+
+
+def rival_queries_wanted(p: Parts) -> bool:
+    """Rival queries need a searcher, and (`retrieval.rival_queries` auto) a decision whose rival check
+    is on: without it their passages would be read for nothing."""
+    mode = p.settings.retrieval.rival_queries
+    checks_on = (getattr(p.decision, "params", None) or {}).get("checks_on") or ()
+    return p.searcher is not None and (mode == "on" or (mode == "auto" and "rival" in checks_on))
 
 
 # In chain order. The judge re-judges the verifier's decision (workers/llm/judge.py); R5 and editing
@@ -112,6 +122,8 @@ STAGE_TABLE: tuple[StageRow, ...] = (
              lambda p: EditStage(client_for(p.settings.llm), p.searcher, p.encoder, p.settings.retrieval,
                                  p.settings.llm),
              when=lambda s: s.llm.edit),
+    StageRow(RivalQueryStage, ("e2e",), SURFACES, lambda p: RivalQueryStage(p.searcher, p.settings.retrieval.rival_top_k),
+             when=lambda s: s.retrieval.rival_queries != "off", wanted=rival_queries_wanted),
     StageRow(GoldEvidenceStage, ("fv",), SURFACES, lambda p: GoldEvidenceStage()),
     StageRow(VerifyStage, LABEL_PROTOCOLS, SURFACES, _verify),
     StageRow(JudgeStage, LABEL_PROTOCOLS, SURFACES, lambda p: JudgeStage.of(p.settings.llm, p.decision, p.display),
@@ -122,7 +134,8 @@ STAGE_TABLE: tuple[StageRow, ...] = (
 def stages_for(parts: Parts, table: tuple[StageRow, ...] | None = None) -> list[Stage]:
     """The table's stages for the parts' protocol and surface, in order, checked (`check_chain`)."""
     rows = STAGE_TABLE if table is None else table
-    stages = [row.build(parts) for row in rows if row.applies(parts.protocol, parts.surface, parts.settings)]
+    stages = [row.build(parts) for row in rows
+              if row.applies(parts.protocol, parts.surface, parts.settings) and row.wanted(parts)]
     check_chain(stages)
     return stages
 

@@ -28,6 +28,7 @@ from schemas.protocols import Encoder, ModelUnavailable, NLIModel, Passage, Sear
 from schemas.settings import GateSettings, RetrievalSettings, WindowSettings
 
 from .decision import ClaimEvidence, DecisionMethod, WindowDecision
+from .decision.aliases import aliases
 from .gate import BiConGate, GateInput, gate_decision
 from .retrieval.dense import dense_rescore, merge_context_hits
 from .state import GIVEN, BaseStage, ClaimState, Retrieval, Stage, StageChainError, check_chain, component
@@ -342,7 +343,8 @@ def claim_evidence(s: ClaimState) -> ClaimEvidence:
         return ClaimEvidence.of(s.item.claim, [], [], None, [], "", bool(s.item.context))
     gate = s.fv_surface.gate.accepted if s.fv_surface.gate is not None else None
     return ClaimEvidence.of(s.fv_surface.text, s.decisions, [p.score for p in s.passages], gate,
-                            [p.title for p in s.passages], topic_of(s), bool(s.item.context))
+                            [p.title for p in s.passages], topic_of(s), bool(s.item.context),
+                            [" / ".join(aliases(p.text)) for p in s.passages])
 
 
 def topic_of(s: ClaimState) -> str:

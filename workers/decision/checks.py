@@ -36,12 +36,15 @@ class PoolWindow:
 class Checks:
     """The registered checks (registry.py) of one claim against the windows its label rests on
     (texts as the decision read them; `titled`: each with its passage title, as the slots read them;
-    `pool`: every window the claim read; `enabled`: the checks switched on by name, `checks_on`).
+    `pool`: every window the claim read; `enabled`: the checks switched on by name, `checks_on`;
+    `aliases`: per window, the other names its passage gives its subject, aliases.py).
     Each check's finding is worked out on first use and kept."""
 
     def __init__(self, claim: str, texts: tuple[str, ...], titled: tuple[str, ...],
-                 pool: tuple[PoolWindow, ...] = (), enabled: frozenset[str] = frozenset()):
+                 pool: tuple[PoolWindow, ...] = (), enabled: frozenset[str] = frozenset(),
+                 aliases: tuple[str, ...] = ()):
         self.claim, self.texts, self.titled, self.pool, self.enabled = claim, texts, titled, pool, enabled
+        self.aliases = aliases
         self._found: dict[str, object] = {}
 
     def finding(self, name: str) -> object:
@@ -132,9 +135,14 @@ def checks_of(ev, windows: tuple[int, ...], enabled: tuple[str, ...] = (), on_to
     titled = tuple(window_text(ev, i, ". ") for i in windows)
     pool = tuple(PoolWindow(window_text(ev, i, ". "), _title(ev, i), bool(ev.on_topic[i] >= on_topic))
                  for i in range(ev.n)) if enabled else ()
-    return Checks(claim, texts, titled, pool, frozenset(enabled))
+    return Checks(claim, texts, titled, pool, frozenset(enabled), tuple(_of_passage(ev.aliases, ev, i) for i in windows))
 
 
 def _title(ev, i: int) -> str:
+    return _of_passage(ev.titles, ev, i)
+
+
+def _of_passage(per_passage: list, ev, i: int) -> str:
+    """What `per_passage` holds for window i's passage ("" when it holds nothing for it)."""
     k = int(ev.passage_index[i])
-    return ev.titles[k] if 0 <= k < len(ev.titles) else ""
+    return per_passage[k] if 0 <= k < len(per_passage) else ""

@@ -39,6 +39,7 @@ class ClaimEvidence:
     titles: list = field(default_factory=list)  # per passage: its title ("" when unknown)
     topic: str = ""  # what the claim is about, pronouns resolved (the R4 surface); "" = the claim
     in_dialogue: bool = False  # the claim is a reply in a conversation (it came with context turns)
+    aliases: list = field(default_factory=list)  # per passage: the other names its opening gives its subject (aliases.py)
 
     @property
     def n(self) -> int:
@@ -70,12 +71,13 @@ class ClaimEvidence:
 
     @classmethod
     def of(cls, claim: str, decisions: list, passage_scores: list, gate: bool | None,
-           titles: list | None = None, topic: str = "", in_dialogue: bool = False) -> "ClaimEvidence":
+           titles: list | None = None, topic: str = "", in_dialogue: bool = False,
+           aliases: list | None = None) -> "ClaimEvidence":
         """From a claim's window decisions (workers/decision/rule.py `WindowDecision`)."""
         return cls(claim, np.array([d.probs for d in decisions]).reshape(len(decisions), 3),
                    np.array([d.window.prescore for d in decisions]),
                    np.array([d.window.passage_index for d in decisions], dtype=int), list(passage_scores), gate,
-                   [d.window.text for d in decisions], list(titles or []), topic, in_dialogue)
+                   [d.window.text for d in decisions], list(titles or []), topic, in_dialogue, list(aliases or []))
 
 
 def claim_words(text: str) -> list[str]:

@@ -279,6 +279,20 @@ class GuardedRule:
                 return i, checks
         return None
 
+    def rivalled(self, ev) -> tuple[int, Checks, str] | None:
+        """With "rival" in `checks_on`: (the window, its checks, the rationale's note) of the first firm
+        rival among every window the claim read — another filler of the claim's one-filler relation,
+        stated in a window about the relation's parties (components/rival.py). Regular expressions only."""
+        if "rival" not in self.params.checks_on or not ev.n:
+            return None
+        from .components.rival import RivalCheck, note
+
+        pool = self.checks_of(ev, (0,))
+        firm = RivalCheck().firm(pool) if pool is not None else None
+        if firm is None:
+            return None
+        return firm[1], self.checks_of(ev, (firm[1],)), note(firm[0])
+
     def decide(self, ev) -> Guarded:
         """The claim decided (it has at least one window; methods.py answers a claim without any)."""
         p = self.params
@@ -304,8 +318,17 @@ class GuardedRule:
         elif code == NEI and on_topic < p.on_topic:
             note = (f"The windows read are off the claim's topic (coverage {on_topic:.2f} < {p.on_topic:g}), "
                     "so their contradiction cannot refute it.")
+        rival = self.rivalled(ev) if code != R else None
         relabel = checks.relabel(p, on_topic >= p.on_topic, p.checked) if checks is not None and code == S else None
-        if relabel is not None:
+        if rival is not None:
+            # another filler of a one-filler slot, from a window about its parties: REFUTES on that window,
+            # its decided mass (entailment of the shared words, contradiction) read as contradiction
+            best, checks, note = rival
+            code, used, on_topic = R, (best,), float(ev.on_topic[best])
+            w = label_probs(np.asarray(ev.probs)[best])
+            probs = {"SUPPORTS": 0.0, "REFUTES": w["REFUTES"] + w["SUPPORTS"], "NOT ENOUGH INFO": w["NOT ENOUGH INFO"]}
+            numbers.update(coverage=round(on_topic, 4), rival=True)
+        elif relabel is not None:
             code, probs = _relabelled(relabel.effect, probs)
             numbers[relabel.flag] = True
             note = relabel.note

@@ -39,6 +39,7 @@ class Relation:
     patterns: tuple[str, ...] = field(repr=False)  # regular expressions with named groups `subject` and `object`
     functional: End
     quantity: bool = False  # a year or amount: compared by the slot check, not read as a rival
+    changes: bool = False  # a state that changes over time (a capital moves): a past and a present filler are no rivals
 
     @property
     def exclusive(self) -> bool:
@@ -64,10 +65,12 @@ def _q(template: str, value: str) -> str:
 _IS = r"(?:is|was|has been|became)"
 # words that describe a person before the name ("English author", "the Scottish economist")
 _DESCRIBED = r"(?:[A-Z][a-z]+\s+(?=[a-z]))?(?:[a-z][\w-]*\s+){0,2}"
+# a capital of the whole: "the cultural / legislative / historic capital" names one of several, no rival
+_CAPITAL_KIND = r"(?:(?:state|federal|official|national|provincial|regional)\s+)?"
 RELATIONS: tuple[Relation, ...] = (
-    Relation("capital_of", (_p(rf"S,?\s+{_IS}\s+(?:also\s+)?the\s+(?:\w+\s+)?capital(?:\s+city)?(?:\s+and\s+(?:\w+[\s-]+)?\w+\s+city)?\s+of\s+O"),
+    Relation("capital_of", (_p(rf"S,?\s+{_IS}\s+(?:also\s+)?the\s+{_CAPITAL_KIND}capital(?:\s+city)?(?:\s+and\s+(?:\w+[\s-]+)?\w+\s+city)?\s+of\s+O"),
                             _p(r"[Tt]he\s+capital\s+of\s+O\s+(?:is|was)\s+S"),
-                            _p(r"O's\s+capital(?:\s+city)?\s+(?:is|was)\s+S")), End.SUBJECT),
+                            _p(r"O's\s+capital(?:\s+city)?\s+(?:is|was)\s+S")), End.SUBJECT, changes=True),
     Relation("born_in", (_p(r"S\s+was\s+born\s+in\s+O"),), End.OBJECT),
     Relation("born_on", (_q(r"S\s+was\s+born\s+on\s+O", r"[\w ,]+\d{4}"),), End.OBJECT, quantity=True),
     Relation("died_in", (_p(r"S\s+died\s+in\s+O"),), End.OBJECT),
@@ -103,6 +106,7 @@ class Statement:
     relation: Relation
     subject: str
     object: str
+    span: str = field(default="", compare=False)  # the words that state it (its tense is read from them)
 
     def key(self, end: str) -> str:
         """A filler compared: lowercase, a leading "the" and trailing punctuation dropped."""
@@ -127,7 +131,7 @@ def statements(text: str) -> tuple[Statement, ...]:
         for pattern in relation.compiled:
             for m in pattern.finditer(text):
                 obj = m.group("object").strip(" .") if relation.quantity else _trim(_SENTENCE.split(m.group("object"))[0])
-                found.append(Statement(relation, _trim(_SENTENCE.split(m.group("subject"))[-1]), obj))
+                found.append(Statement(relation, _trim(_SENTENCE.split(m.group("subject"))[-1]), obj, m.group(0)))
     return tuple(found)
 
 
@@ -156,9 +160,47 @@ def rivals(claim: Statement, texts: tuple[str, ...]) -> list[tuple[Statement, st
     for text in texts:
         for s in statements(text):
             # the fixed end the very same filler ("Wales" is not "New South Wales"), the varied end clearly another
-            if s.relation is rel and s.key(fixed) == claim.key(fixed) and not same_filler(s.key(varied), claim.key(varied)):
+            if (s.relation is rel and s.key(fixed) == claim.key(fixed) and not same_filler(s.key(varied), claim.key(varied))
+                    and same_time(s, claim)):
                 out.append((s, text))
     return out
+
+
+def varied_end(claim: Statement) -> str:
+    """The end of the claim's relation another filler of which contradicts it: the subject of a
+    one-subject relation (the capital), else the object (the birthplace, the author)."""
+    return "subject" if claim.relation.functional is End.SUBJECT else "object"
+
+
+def masked_query(claim: Statement, text: str) -> str | None:
+    """The claim with its varied end's filler taken out ("Istanbul is the capital of Turkey." →
+    "is the capital of Turkey."): what the knowledge base is asked to fill. None for a relation that
+    has no rival (not exclusive, or a quantity: the slot check's) or a filler not in the text."""
+    if not claim.relation.exclusive or claim.relation.quantity:
+        return None
+    filler = getattr(claim, varied_end(claim))
+    if not filler or filler not in text:
+        return None
+    masked = " ".join(text.replace(filler, " ", 1).split())
+    return masked if len(masked.split()) >= 2 else None
+
+
+_TENSE = {"is": "present", "has been": "present", "was": "past", "became": "past"}
+
+
+def same_time(a: Statement, b: Statement) -> bool:
+    """For a relation that changes over time, the copula's tense agrees: "Bonn was the capital of
+    Germany" is no rival of "Berlin is the capital of Germany" (a past filler and a present one are
+    both true). Other relations (born, written by) hold once: "was written by" is "is a play written by"."""
+    if not (a.relation.changes and b.relation.changes):
+        return True
+    ta, tb = _tense(a.span), _tense(b.span)
+    return ta is None or tb is None or ta == tb
+
+
+def _tense(span: str) -> str | None:
+    m = re.search(r"\b(has been|is|was|became)\b", span)
+    return _TENSE[m.group(1)] if m else None
 
 
 def same_filler(a: str, b: str) -> bool:

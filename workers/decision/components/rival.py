@@ -5,9 +5,11 @@ functional end ("Ankara is the capital of Turkey" for "Istanbul is the capital o
 Why: retrieval finds the claim's subject's passage and the verifier reads the same words in other
 roles as entailment; a knowledge base stating another filler of a one-filler slot contradicts the
 claim. Regular expressions over every window the claim read (not only the deciding ones: the
-rival is often in another passage), asked only of a claim with such a relation. A rival in a
-window about one of the relation's parties (its title names a filler, or it is on the claim's
-topic) refutes when "rival" is in `checks_on`; a rival elsewhere only hides the badge."""
+rival is often in another passage, one the rival query brought: workers/rival.py), asked only of a
+claim with such a relation. A rival in a window about one of the relation's parties (its title
+names a filler, or it is on the claim's topic) is firm: with "rival" in `checks_on` the guarded
+rule answers REFUTES with that window shown, whatever the label was (guarded.py `rivalled`); a
+rival elsewhere only hides the badge."""
 from __future__ import annotations
 
 from schemas.verdict import Mismatch
@@ -24,14 +26,18 @@ class RivalCheck(DecisionCheck):
     effect = Effect.REFUTES
     order = 40
 
-    def find(self, checks) -> list[tuple[Statement, bool]]:
-        """(the rival statement, whether its window is about the relation's parties) for each rival in
-        the claim's windows; [] for a claim without an exclusive relation."""
+    def find(self, checks) -> list[tuple[Statement, bool, int]]:
+        """(the rival statement, whether its window is about the relation's parties, the window's
+        index) for each rival in the claim's windows; [] for a claim without an exclusive relation."""
         claim = claim_relation(checks.claim)
         if claim is None:
             return []
-        return [(rival, window.on_topic or _names_a_party(window.title, claim) or _names_a_party(window.title, rival))
-                for window in checks.pool for rival, _ in rivals(claim, (window.text,))]
+        return [(rival, window.on_topic or _names_a_party(window.title, claim) or _names_a_party(window.title, rival), i)
+                for i, window in enumerate(checks.pool) for rival, _ in rivals(claim, (window.text,))]
+
+    def firm(self, checks) -> tuple[Statement, int] | None:
+        """The first rival in a window about the relation's parties, with that window's index."""
+        return next(((s, i) for s, sure, i in checks.finding(self.name) if sure), None)
 
     def agrees(self, checks) -> bool:
         """Any rival hides the badge, once the check is switched on (`checks_on`)."""
@@ -41,17 +47,21 @@ class RivalCheck(DecisionCheck):
         if self.name not in checks.enabled:
             return []
         return [Mismatch(self.name, s.relation.name, checks.claim, "clash", _stated(s))
-                for s, _ in checks.finding(self.name)[:1]]
+                for s, *_ in checks.finding(self.name)[:1]]
 
     def describe(self, mismatch: Mismatch) -> str:
         return f"the claim's {mismatch.type} (it states {mismatch.evidence})"
 
     def relabel(self, checks, topical: bool) -> Relabel | None:
-        firm = next((s for s, sure in checks.finding(self.name) if sure), None)
-        if firm is None:
-            return None
-        return Relabel(Effect.REFUTES, f"The evidence states another filler of the claim's relation: {_stated(firm)}.",
-                       "rival")
+        """A firm rival among the windows the SUPPORTS rests on (the guarded rule has looked at every
+        window first, `rivalled`: this is the same finding where a caller builds `Checks` itself)."""
+        firm = self.firm(checks)
+        return None if firm is None else Relabel(Effect.REFUTES, note(firm[0]), "rival")
+
+
+def note(s: Statement) -> str:
+    """The rationale's sentence for a refutation by a rival."""
+    return f"The evidence states another filler of the claim's relation: {_stated(s)}."
 
 
 def _stated(s: Statement) -> str:

@@ -21,7 +21,8 @@ class SubjectCheck(DecisionCheck):
     order = 20
 
     def find(self, checks) -> bool | None:
-        return subject_named(checks.claim, checks.titled)
+        """Named in a deciding window, its passage's title, or a name its passage's opening gives its subject."""
+        return subject_named(checks.claim, checks.titled + tuple(a for a in checks.aliases if a))
 
     def agrees(self, checks) -> bool:
         return checks.subject is not False

@@ -1,0 +1,96 @@
+"""Rival queries (workers/rival.py) over a real BM25 index: a claim with a one-filler relation asks
+the index what fills its slot and reads the passage that states another filler; a claim without
+one, or with a relation of many fillers, asks nothing; the stage table adds the stage only where
+it is wanted. And the aliases a passage's opening gives its subject (workers/decision/aliases.py)."""
+from __future__ import annotations
+
+import pytest
+
+from schemas.items import CheckItem
+from schemas.protocols import Passage, SearchUnavailable
+from schemas import Surface
+from workers.decision.aliases import aliases
+from workers.retrieval.bm25 import EmbeddedIndex
+from workers.rival import RivalQueryStage
+from workers.state import ClaimState
+
+pytestmark = pytest.mark.unit
+
+KB = [Passage("istanbul", "Istanbul", "Istanbul is the largest city in Turkey. It was the capital of the Ottoman Empire."),
+      Passage("ankara", "Ankara", "Ankara is the capital of Turkey. It lies in Central Anatolia."),
+      Passage("lyon", "Lyon", "Lyon is the third-largest city of France."),
+      Passage("paris", "Paris", "Paris is the capital and largest city of France."),
+      Passage("hamlet", "Hamlet", "Hamlet is a tragedy written by William Shakespeare sometime between 1599 and 1601.")]
+
+
+def state(claim: str, *have: str) -> ClaimState:
+    s = ClaimState(CheckItem("c", "c#1", [], claim))
+    s.fv_surface = s.ir_surface = Surface("r0", claim)
+    s.passages = [p for p in KB if p.id in have]
+    return s
+
+
+@pytest.fixture(scope="module")
+def stage():
+    return RivalQueryStage(EmbeddedIndex.build(KB), top_k=3)
+
+
+def test_the_slot_is_asked_and_the_rival_s_passage_read(stage):
+    s = state("Istanbul is the capital of Turkey.", "istanbul")
+    stage.run([s])
+    assert s.notes["rival_query"] == "is the capital of Turkey."
+    assert [p.id for p in s.passages] == ["istanbul", "ankara"]
+
+
+def test_the_object_is_asked_where_the_object_is_the_one_filler(stage):
+    s = state("Hamlet was written by Christopher Marlowe.")
+    stage.run([s])
+    assert s.notes["rival_query"] == "Hamlet was written by ." and [p.id for p in s.passages] == ["hamlet"]
+
+
+@pytest.mark.parametrize("claim", ["Lyon is a city in France.", "Paris is the capital of France.",
+                                   "The Moon is made of cheese."])
+def test_no_rival_nothing_added(stage, claim):
+    s = state(claim, "paris")
+    stage.run([s])
+    assert [p.id for p in s.passages] == ["paris"]
+    assert ("rival_query" in s.notes) == (claim == "Paris is the capital of France.")
+
+
+def test_a_search_outage_is_a_degraded_status_not_a_silent_drop():
+    class Down:
+        def search_many(self, queries, k):
+            raise SearchUnavailable("index unreachable")
+
+    s = state("Istanbul is the capital of Turkey.", "istanbul")
+    stage = RivalQueryStage(Down())
+    with pytest.raises(SearchUnavailable) as e:
+        stage.run([s])
+    stage.on_outage([s], e.value)
+    assert s.problems == [("degraded", "rival query unavailable, the claim's own passages read: index unreachable")]
+
+
+@pytest.mark.parametrize("passage,names", [
+    ("New York City, often called the Big Apple, is the most populous city. It is big.", ("the Big Apple",)),
+    ("Mount Everest (known locally as Sagarmatha) is Earth's highest mountain.", ("Sagarmatha",)),
+    ("Lady Gaga (born Stefani Joanne Angelina Germanotta; March 28, 1986) is a singer.",
+     ("Stefani Joanne Angelina Germanotta",)),
+    ("The Moon is Earth's only natural satellite. It is also known as Luna.", ()),  # the opening only
+])
+def test_the_opening_gives_the_subject_s_other_names(passage, names):
+    assert aliases(passage) == names
+
+
+@pytest.mark.parametrize("mode,checks_on,searcher,wanted", [
+    ("auto", ["rival"], True, True), ("auto", [], True, False), ("on", [], True, True),
+    ("on", ["rival"], False, False),  # no searcher (fv, a grounded turn): the given passages only
+])
+def test_the_stage_is_built_where_it_is_wanted(mode, checks_on, searcher, wanted):
+    from types import SimpleNamespace
+
+    from schemas.settings import load_settings
+    from workers.building import rival_queries_wanted
+
+    parts = SimpleNamespace(settings=load_settings(retrieval={"rival_queries": mode}), searcher=object() if searcher else None,
+                            decision=SimpleNamespace(params={"checks_on": checks_on}))
+    assert rival_queries_wanted(parts) is wanted

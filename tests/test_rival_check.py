@@ -82,6 +82,16 @@ def test_a_past_filler_is_no_rival_of_a_present_one():
 
 
 @pytest.mark.model  # the subject check reads the claim's proper nouns (spaCy)
+def test_a_true_claim_whose_strongest_window_is_another_passage_s_rests_on_one_that_names_it():
+    # Nepal's "It is mainly situated in the Himalayas" entails most; Mount Everest's own window names it
+    ev = claim_with("Mount Everest is in the Himalayas.",
+                    ("Nepal", "It is mainly situated in the Himalayas."),
+                    ("Mount Everest", "It lies in the Mahalangur Himal sub-range of the Himalayas."), entail=(0.9, 0.8))
+    d = decide(ev, "subject")
+    assert (d.label, d.window) == ("SUPPORTS", 1)
+
+
+@pytest.mark.model  # the subject check reads the claim's proper nouns (spaCy)
 def test_a_supports_whose_windows_never_name_the_subject_is_withdrawn_when_switched_on():
     ev = claim_with("The Moon is made of cheese.", ("Cheese", "The curds are pressed into finished cheese."))
     assert decide(ev).label == "SUPPORTS"

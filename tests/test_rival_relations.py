@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from workers.decision.relations import BY_NAME, RELATIONS, End, claim_relation, rivals, statements
+from workers.decision.relations import (BY_NAME, RELATIONS, End, claim_relation, masked_query, rivals, statements,
+                                       with_owner)
 
 pytestmark = pytest.mark.unit
 
@@ -93,3 +94,31 @@ def test_a_quantity_is_left_to_the_slot_check():
 
 def test_a_claim_without_a_functional_relation_parses_to_none():
     assert claim_relation("The Moon is made of cheese.") is None
+
+
+def test_the_passage_s_own_subject_stands_for_the_country_s_capital():
+    # "Tokyo is the country's capital" in the passage about Japan states Japan's capital
+    claim = claim_relation("Kyoto is the capital of Japan.")
+    window = with_owner("Tokyo is the country's capital and largest city.", "Japan")
+    assert [s.subject for s, _ in rivals(claim, (window,))] == ["Tokyo"]
+    assert with_owner("Its capital is Ankara.", "") == "Its capital is Ankara."  # no title: nothing put there
+
+
+@pytest.mark.parametrize("sentence", ["Lyon is the gastronomic capital of France.",
+                                      "Cape Town is the legislative capital of South Africa."])
+def test_a_capital_of_one_kind_is_no_rival(sentence):
+    # a country may have several: the cultural, the legislative capital
+    assert rivals(claim_relation("Paris is the capital of France."), (sentence,)) == []
+    assert rivals(claim_relation("Pretoria is the capital of South Africa."), (sentence,)) == []
+
+
+def test_the_capital_and_largest_city_in_a_country_is_its_capital():
+    claim = claim_relation("Kyoto is the capital of Japan.")
+    assert [s.subject for s, _ in rivals(claim, ("Tokyo is the capital and most populous city in Japan.",))] == ["Tokyo"]
+
+
+def test_the_masked_query_takes_out_the_varied_end():
+    assert masked_query(claim_relation("Istanbul is the capital of Turkey."), "Istanbul is the capital of Turkey.") \
+        == "is the capital of Turkey."
+    assert masked_query(claim_relation("Einstein was born in Paris."), "Einstein was born in Paris.") == "Einstein was born in ."
+    assert masked_query(claim_relation("Lyon is a city in France."), "Lyon is a city in France.") is None  # many fillers

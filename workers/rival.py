@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from schemas.protocols import Passage, Searcher
 
-from .decision.relations import claim_relation, masked_query, rivals
+from .decision.relations import claim_relation, masked_query, rivals, with_owner
 from .state import BaseStage, ClaimState, component
 from .stages import topic_of
 from .windows import split_sentences
@@ -64,4 +64,4 @@ def _query(s: ClaimState):
 
 def _states_rival(claim, passage: Passage) -> bool:
     """Does a sentence of the passage state the claim's relation with another filler?"""
-    return any(rivals(claim, (sentence,)) for sentence in split_sentences(passage.text))
+    return any(rivals(claim, (with_owner(sentence, passage.title),)) for sentence in split_sentences(passage.text))

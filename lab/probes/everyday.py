@@ -2,7 +2,8 @@
 each checked end to end as a context-free claim over an index (default: the settings' index, i.e.
 the benchmark passages plus the starter knowledge base), decided by the shipped guarded decision
 and by the same decision with each standalone coverage scope (lab/tuning/variants.py STANDALONE:
-names, topic, subject), the thresholds left as shipped. Counts per decision: true claims SUPPORTS,
+names, topic, subject) and with the rival and subject checks named in `checks_on`, the thresholds
+left as shipped (DIALCHECK_RIVAL_QUERIES=on: the rival queries' passages read for every row). Counts per decision: true claims SUPPORTS,
 false claims SUPPORTS, shown badges and wrong shown badges (a shown SUPPORTS on a false claim, a
 shown REFUTES on a true one), and whether the deciding window names the claim's subject.
 
@@ -23,6 +24,10 @@ import sys
 from pathlib import Path
 
 PROBE = Path(__file__).with_name("everyday_facts.jsonl")
+# checks_on variants decided beside the shipped decision; with DIALCHECK_RIVAL_QUERIES=on the rival
+# queries' passages are read too (workers/rival.py), for every row alike
+CHECKS_ON = (("rival",), ("subject",), ("rival", "subject"))
+ROWS_OF = ("shipped+checks_on=rival,subject",)
 WINDOWS = Path(__file__).with_name("everyday_windows.json")
 
 
@@ -82,6 +87,8 @@ def main(argv: list[str] | None = None) -> int:
     base = dict(shipped.params)
     for level, scope in STANDALONE.items():
         methods[f"shipped+{level}"] = guarded_method({**base, "cover_scope": scope}, shipped.meta)
+    for on in CHECKS_ON:  # the registered checks that are off unless named (measured before they ship)
+        methods[f"shipped+checks_on={','.join(on)}"] = guarded_method({**base, "checks_on": list(on)}, shipped.meta)
     report, per_claim = {}, []
     for name, m in methods.items():
         ds = m.decide_many(evs)
@@ -98,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
             if disp is not None and disp.show:
                 c["shown"] += 1
                 c["shown_wrong"] += (d.label == "SUPPORTS") != true
-            if name == "shipped" or name.endswith("subject"):
+            if name == "shipped" or name.endswith("subject") or name in ROWS_OF:
                 per_claim.append({"decision": name, "claim": r["claim"], "gold": r["label"], "label": d.label,
                                   "shown": bool(disp and disp.show), "window_title": _title(ev, d.window),
                                   "window_names_subject": named})

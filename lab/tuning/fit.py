@@ -36,7 +36,7 @@ def fit_decision(name: str, evs: Sequence, labels: Sequence[str], *, C: float = 
                  sets: Sequence[str] | None = None, spaces: dict | None = None, refutes_floor: str = "per_set",
                  params: dict | None = None, cover: str = "none", slot_refutes: bool = False,
                  cover_scope: str = "all", slots: bool = True, checked: bool = False,
-                 clash_refutes: bool = True, relation_clash: bool = False):
+                 clash_refutes: bool = True, relation_clash: bool = False, checks_on: Sequence[str] = ()):
     """A fitted method. `sets` names each claim's data set and `spaces` the labels each set has
     (the guarded fit scores every set over its own labels); a rule keeps `params` (threshold, gap)."""
     if name in RULES:
@@ -45,7 +45,7 @@ def fit_decision(name: str, evs: Sequence, labels: Sequence[str], *, C: float = 
         return guarded_method(fit_guarded(evs, labels, sets, spaces, refutes_floor=refutes_floor, cover=cover,
                                           slot_refutes=slot_refutes, cover_scope=cover_scope, slots=slots,
                                           checked=checked, clash_refutes=clash_refutes,
-                                          relation_clash=relation_clash))
+                                          relation_clash=relation_clash, checks_on=checks_on))
     if name == "perclass":
         return method(name, fit_perclass(evs, labels))
     if name == "logreg":
@@ -158,15 +158,16 @@ def fit_guarded(evs: Sequence, labels: Sequence[str], sets: Sequence[str] | None
         spaces: dict[str, tuple[str, ...]] | None = None, min_refutes_precision: float = 0.60,
         on_topic: tuple[float, ...] = (ON_TOPIC,), refutes_floor: str = "per_set", cover: str = "none",
         slot_refutes: bool = False, cover_scope: str = "all", slots: bool = True, checked: bool = False,
-        clash_refutes: bool = True, relation_clash: bool = False) -> dict:
+        clash_refutes: bool = True, relation_clash: bool = False, checks_on: Sequence[str] = ()) -> dict:
     """The grid point with the best mean per-set macro-F1 among those keeping REFUTES precision
     ≥ the floor on every set (the least shortfall if none does); ties toward higher thresholds.
     `cover` and `slot_refutes` are the rule's coverage guard (not fitted: chosen by the yardstick);
     `slots` (the typed-slot REFUTES, workers/decision/guarded.py) is not fitted either: the thresholds
     are chosen without it, and the yardstick scores the rule with it; nor is `checked` (a SUPPORTS the
     structured checks disagree with is NOT ENOUGH INFO), `relation_clash` (the same, only where the
-    deciding window gives the claim's relation to another word) and `clash_refutes` (an undecided claim
-    an on-topic window states but for one slot, stated otherwise, is REFUTES), for the same reason."""
+    deciding window gives the claim's relation to another word), `clash_refutes` (an undecided claim
+    an on-topic window states but for one slot, stated otherwise, is REFUTES) and `checks_on` (the
+    registered checks named: the rival filler, the named subject), for the same reason."""
     if refutes_floor not in REFUTES_FLOORS:
         raise ValueError(f"refutes_floor must be one of {REFUTES_FLOORS}, got {refutes_floor!r}")
     sets = list(sets) if sets is not None else ["all"] * len(labels)
@@ -201,4 +202,5 @@ def fit_guarded(evs: Sequence, labels: Sequence[str], sets: Sequence[str] | None
             **({"cover_scope": cover_scope} if cover != "none" and cover_scope != "all" else {}),
             **({"slots": False} if not slots else {}), **({"checked": True} if checked else {}),
             **({"clash_refutes": False} if not clash_refutes else {}),
-            **({"relation_clash": True} if relation_clash else {})}
+            **({"relation_clash": True} if relation_clash else {}),
+            **({"checks_on": list(checks_on)} if checks_on else {})}

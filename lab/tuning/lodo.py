@@ -82,6 +82,11 @@ VARIANTS = {"guarded": {}, "guarded+names": {"cover": "names"}, "guarded+all": {
             "guarded+half+chat+checked": {"cover": "half", "cover_scope": "dialogue", "checked": True},
             # only where the deciding window gives a claim's relation to another word (a clash, not silence): shipped
             "guarded+half+chat+relclash": {"cover": "half", "cover_scope": "dialogue", "relation_clash": True},
+            # the shipped rule with registered checks named in checks_on: the rival filler (REFUTES) and
+            # the named subject (a SUPPORTS from windows not naming it withdrawn), measured before they ship
+            **{f"guarded+half+chat+relclash+{'+'.join(on)}": {"cover": "half", "cover_scope": "dialogue",
+                                                              "relation_clash": True, "checks_on": list(on)}
+               for on in (("rival",), ("subject",), ("rival", "subject"))},
             "guarded+all+slot": {"cover": "all", "slot_refutes": True}}
 
 

@@ -30,7 +30,7 @@ class RetrievalSettings(Section):
         "Ask the index what fills a claim's one-filler slot (\"is the capital of Turkey\": workers/rival.py) and "
         "read the passages that state another filler: auto = when the decision's rival check is on; on = always "
         "(tuning measures the check over the same evidence); off = never.")
-    rival_top_k: int = env("RIVAL_TOP_K", 5, "Passages each rival query reads.", ge=1, le=100)
+    rival_top_k: int = env("RIVAL_TOP_K", 10, "Passages each rival query reads.", ge=1, le=100)
     starter_kb: bool = env("STARTER_KB", True,
                             "Index the starter knowledge base (English Wikipedia vital-article summaries, CC BY-SA 4.0; "
                             "docs/knowledge-base.md) beside the benchmark passages in the default index.")

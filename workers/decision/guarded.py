@@ -263,6 +263,21 @@ class GuardedRule:
                 return i, checks
         return None
 
+    def naming(self, ev, cov: Coverage, used: tuple[int, ...]) -> tuple[int, Checks] | None:
+        """With "subject" in `checks_on`, when the windows a SUPPORTS rests on never name the claim's
+        subject: the next supporting, covering window (RECHECK of them) that names it, so a true claim
+        is not withdrawn because its strongest window was another passage's ("It is mainly situated
+        in the Himalayas" of Nepal for "Mount Everest is in the Himalayas")."""
+        probs = np.asarray(ev.probs)
+        e = probs[:, ENTAILMENT]
+        supporting = (e >= self.params.t_supports) & (probs.argmax(1) == ENTAILMENT)
+        order = [int(i) for i in np.argsort(-np.where(supporting, e, -1.0)) if supporting[i] and int(i) not in used]
+        for i in [i for i in order if cov.covers((i,))][:RECHECK]:
+            checks = self.checks_of(ev, (i,))
+            if checks is not None and checks.subject is not False:
+                return i, checks
+        return None
+
     def clashing(self, ev) -> tuple[int, Checks] | None:
         """With `clash_refutes`: the first on-topic window (most on topic first; RECHECK of them) that
         states every slot of the claim but one, that one with one other value, and every other term
@@ -303,6 +318,10 @@ class GuardedRule:
             agreeing = self.agreeing(ev, cov, used)  # another supporting window that states it
             if agreeing is not None:
                 best, used, checks = agreeing[0], (agreeing[0],), agreeing[1]
+        if code == S and "subject" in p.checks_on and checks is not None and checks.subject is False:
+            named = self.naming(ev, cov, used)  # another supporting window that names the subject
+            if named is not None:
+                best, used, checks = named[0], (named[0],), named[1]
         on_topic = float(ev.on_topic[best])
         probs = label_probs(np.asarray(ev.probs)[best])
         if code == NEI and on_topic < p.on_topic:

@@ -68,9 +68,10 @@ _DESCRIBED = r"(?:[A-Z][a-z]+\s+(?=[a-z]))?(?:[a-z][\w-]*\s+){0,2}"
 # a capital of the whole: "the cultural / legislative / historic capital" names one of several, no rival
 _CAPITAL_KIND = r"(?:(?:state|federal|official|national|provincial|regional)\s+)?"
 RELATIONS: tuple[Relation, ...] = (
-    Relation("capital_of", (_p(rf"S,?\s+{_IS}\s+(?:also\s+)?the\s+{_CAPITAL_KIND}capital(?:\s+city)?(?:\s+and\s+(?:\w+[\s-]+)?\w+\s+city)?\s+of\s+O"),
+    Relation("capital_of", (_p(rf"S,?\s+{_IS}\s+(?:also\s+)?the\s+{_CAPITAL_KIND}capital(?:\s+city)?(?:\s+and\s+(?:\w+[\s-]+)?\w+\s+city\s+(?:of|in)|\s+of)\s+O"),
                             _p(r"[Tt]he\s+capital\s+of\s+O\s+(?:is|was)\s+S"),
-                            _p(r"O's\s+capital(?:\s+city)?\s+(?:is|was)\s+S")), End.SUBJECT, changes=True),
+                            _p(r"O's\s+capital(?:\s+city)?\s+(?:is|was)\s+S"),
+                            _p(rf"S,?\s+{_IS}\s+O's\s+{_CAPITAL_KIND}capital")), End.SUBJECT, changes=True),
     Relation("born_in", (_p(r"S\s+was\s+born\s+in\s+O"),), End.OBJECT),
     Relation("born_on", (_q(r"S\s+was\s+born\s+on\s+O", r"[\w ,]+\d{4}"),), End.OBJECT, quantity=True),
     Relation("died_in", (_p(r"S\s+died\s+in\s+O"),), End.OBJECT),
@@ -164,6 +165,16 @@ def rivals(claim: Statement, texts: tuple[str, ...]) -> list[tuple[Statement, st
                     and same_time(s, claim)):
                 out.append((s, text))
     return out
+
+
+_OWNER = re.compile(r"\b(?:[Tt]he\s+(?:country|nation|state|province|region|island|kingdom|republic)'s|[Ii]ts)(?=\s+(?:\w+\s+)?capital\b)")
+
+
+def with_owner(text: str, title: str) -> str:
+    """The passage's own subject put where its text says "the country's" or "its" before "capital"
+    ("Tokyo is the country's capital" in the passage titled Japan: "Tokyo is Japan's capital")."""
+    title = title.strip()
+    return _OWNER.sub(lambda m: f"{title}'s", text) if title and "capital" in text else text
 
 
 def varied_end(claim: Statement) -> str:

@@ -15,7 +15,7 @@ from __future__ import annotations
 from schemas.verdict import Mismatch
 
 from ..registry import DecisionCheck, Effect, Relabel, register
-from ..relations import RELATIONS, Statement, filler_key, same_filler, claim_relation, rivals
+from ..relations import RELATIONS, Statement, claim_relation, filler_key, rivals, same_filler, with_owner
 
 
 @register
@@ -33,7 +33,8 @@ class RivalCheck(DecisionCheck):
         if claim is None:
             return []
         return [(rival, window.on_topic or _names_a_party(window.title, claim) or _names_a_party(window.title, rival), i)
-                for i, window in enumerate(checks.pool) for rival, _ in rivals(claim, (window.text,))]
+                for i, window in enumerate(checks.pool)
+                for rival, _ in rivals(claim, (with_owner(window.text, window.title),))]
 
     def firm(self, checks) -> tuple[Statement, int] | None:
         """The first rival in a window about the relation's parties, with that window's index."""

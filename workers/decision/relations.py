@@ -50,11 +50,16 @@ class Relation:
         return _compile(self.patterns)
 
 
-def _p(template: str, value: str = _FILLER) -> str:
+def _p(template: str, value: str = _FILLER, subject: str = _FILLER) -> str:
     """A pattern from a template: S and O stand for the subject and object fillers (an object of
     the given shape); a comma may close an apposition before the verb ("Tokyo, officially ..., is")."""
     template = template.replace(r"S\s+", r"S,?\s+")
-    return template.replace("S", rf"(?P<subject>{_FILLER})").replace("O", rf"(?P<object>{value})")
+    return template.replace("S", rf"(?P<subject>{subject})").replace("O", rf"(?P<object>{value})")
+
+
+# a thing discovered or invented is often a common noun ("penicillin", "the telephone"): the subject of
+# those relations may be one, as it is the fixed end a rival must repeat word for word
+_THING = rf"(?:{_FILLER}|(?:[Tt]he\s+)?[a-z][\w\-]*(?:\s+(?!(?:in|on|at|by|of|from|for|with|and|to|as)\b)[a-z][\w\-]*)?)"
 
 
 def _q(template: str, value: str) -> str:
@@ -88,6 +93,10 @@ RELATIONS: tuple[Relation, ...] = (
              End.OBJECT),
     Relation("director_of", (_p(r"O\s+directed\s+S"), _p(rf"S\s+{_IS}\s+directed\s+by\s+O")), End.OBJECT),
     Relation("composer_of", (_p(r"O\s+composed\s+S"), _p(rf"S\s+{_IS}\s+composed\s+by\s+O")), End.OBJECT),
+    Relation("discoverer_of", (_p(r"O\s+discovered\s+S", subject=_THING),
+                               _p(rf"S\s+(?:{_IS}|were)\s+(?:first\s+)?discovered\s+by\s+O", subject=_THING)), End.OBJECT),
+    Relation("inventor_of", (_p(r"O\s+invented\s+S", subject=_THING),
+                             _p(rf"S\s+(?:{_IS}|were)\s+invented\s+by\s+O", subject=_THING)), End.OBJECT),
     Relation("founder_of", (_p(r"O\s+founded\s+S"), _p(rf"S\s+{_IS}\s+founded\s+by\s+O")), End.NEITHER),
     Relation("population_of", (_q(r"[Tt]he\s+population\s+of\s+S\s+(?:is|was)\s+O", _NUMBER),
                                _q(r"S\s+has\s+a\s+population\s+of\s+O", _NUMBER)), End.OBJECT, quantity=True),

@@ -42,8 +42,10 @@ class SubjectCheck(DecisionCheck):
 def subject_named(claim: str, texts: tuple[str, ...]) -> bool | None:
     """Do the texts name the claim's subject? Asked only of a subject with a name or number in it
     ("Kyoto", "The 1998 final"): a pronoun or a common noun ("it", "the club") is not checkable
-    here (None); the subject is named when one of its names is there (a window often names a
-    person by a part of their name)."""
+    here (None). The subject is named when its names are there, all but one of three or more ("New
+    York" for "New York City"; a middle name is not asked: sufficiency.middle_names): one of two is
+    not enough, "Albert Camus" does not name "Albert Einstein". A window's passage title and the
+    other names the passage's opening gives count (the texts the caller passes)."""
     terms = subject_terms(claim)
     if not terms:
         return None
@@ -56,7 +58,7 @@ def subject_named(claim: str, texts: tuple[str, ...]) -> bool | None:
     for t in texts:
         words, nums = window_terms(t)
         present |= words | nums
-    return bool(anchors & present)
+    return len(anchors & present) >= (len(anchors) - 1 if len(anchors) >= 3 else len(anchors))
 
 
 @lru_cache(maxsize=65536)

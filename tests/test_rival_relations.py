@@ -125,3 +125,15 @@ def test_the_masked_query_takes_out_the_varied_end():
         == "is the capital of Turkey."
     assert masked_query(claim_relation("Einstein was born in Paris."), "Einstein was born in Paris.") == "Einstein was born in ."
     assert masked_query(claim_relation("Lyon is a city in France."), "Lyon is a city in France.") is None  # many fillers
+
+
+def test_the_verdict_schema_names_every_relation_a_rival_is_reported_under():
+    import json
+    from pathlib import Path
+
+    from workers.decision.registry import CHECKS, registered
+
+    registered()  # the components are registered on first use
+    schema = json.loads((Path(__file__).resolve().parent.parent / "schemas" / "verdict.schema.json").read_text())
+    described = schema["properties"]["mismatches"]["items"]["properties"]["type"]["description"]
+    assert [t for t in CHECKS["rival"].types if t not in described] == []

@@ -135,14 +135,14 @@ def checks_of(ev, windows: tuple[int, ...], enabled: tuple[str, ...] = (), on_to
     titled = tuple(window_text(ev, i, ". ") for i in windows)
     pool = tuple(PoolWindow(window_text(ev, i, ". "), _title(ev, i), bool(ev.on_topic[i] >= on_topic))
                  for i in range(ev.n)) if enabled else ()
-    return Checks(claim, texts, titled, pool, frozenset(enabled), tuple(_of_passage(ev.aliases, ev, i) for i in windows))
+    return Checks(claim, texts, titled, pool, frozenset(enabled), tuple(of_passage(ev.aliases, ev, i) for i in windows))
 
 
 def _title(ev, i: int) -> str:
-    return _of_passage(ev.titles, ev, i)
+    return of_passage(ev.titles, ev, i)
 
 
-def _of_passage(per_passage: list, ev, i: int) -> str:
+def of_passage(per_passage: list, ev, i: int) -> str:
     """What `per_passage` holds for window i's passage ("" when it holds nothing for it)."""
     k = int(ev.passage_index[i])
     return per_passage[k] if 0 <= k < len(per_passage) else ""

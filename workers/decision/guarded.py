@@ -34,7 +34,7 @@ import numpy as np
 from schemas import LABELS
 from schemas.protocols import CONTRADICTION, ENTAILMENT
 
-from .checks import Checks, checks_of, window_text
+from .checks import Checks, of_passage, checks_of, window_text
 from .registry import Effect, names
 from .rule import label_probs
 from .sufficiency import ON_TOPIC, claim_terms, uncovered
@@ -265,16 +265,22 @@ class GuardedRule:
 
     def naming(self, ev, cov: Coverage, used: tuple[int, ...]) -> tuple[int, Checks] | None:
         """With "subject" in `checks_on`, when the windows a SUPPORTS rests on never name the claim's
-        subject: the next supporting, covering window (RECHECK of them) that names it, so a true claim
-        is not withdrawn because its strongest window was another passage's ("It is mainly situated
-        in the Himalayas" of Nepal for "Mount Everest is in the Himalayas")."""
+        subject: the next supporting, covering window (RECHECK of them) of a passage about the subject
+        (its title or the other names its opening gives name it), so a true claim is not withdrawn
+        because its strongest window was another passage's ("It is mainly situated in the Himalayas"
+        of Nepal for "Mount Everest is in the Himalayas"). Only the subject's own passage: a window
+        of another that merely names it ("Moscow is the capital of Russia" for a claim about Russia)
+        is no better than the one withdrawn."""
+        from .components.subject import subject_named
+
         probs = np.asarray(ev.probs)
         e = probs[:, ENTAILMENT]
         supporting = (e >= self.params.t_supports) & (probs.argmax(1) == ENTAILMENT)
         order = [int(i) for i in np.argsort(-np.where(supporting, e, -1.0)) if supporting[i] and int(i) not in used]
         for i in [i for i in order if cov.covers((i,))][:RECHECK]:
             checks = self.checks_of(ev, (i,))
-            if checks is not None and checks.subject is not False:
+            about = tuple(t for t in (of_passage(ev.titles, ev, i), of_passage(ev.aliases, ev, i)) if t)
+            if checks is not None and about and subject_named(checks.claim, about) and checks.subject is not False:
                 return i, checks
         return None
 

@@ -86,6 +86,10 @@ def register(sub) -> None:
     f.add_argument("--relation-clash", action="store_true",
                    help="guarded: a SUPPORTS whose deciding window gives a relation of the claim to another word is "
                         "NOT ENOUGH INFO (shipped; not fitted, the thresholds are the same; lodo variant +relclash)")
+    f.add_argument("--checks-on", default="",
+                   help="guarded: comma list of registered decision checks whose label effect is on (rival: another "
+                        "filler of a one-filler relation is REFUTES, shipped; subject: a SUPPORTS from windows not "
+                        "naming the subject is withdrawn); not fitted; lodo variants +rival, +subject, +rival+subject")
     f.add_argument("--guide", default=None,
                    help="guarded: regenerate the precision-per-band table in this file from the left-out numbers "
                         "(default: docs/integration.md when --out is the shipped decision, else none)")
@@ -240,7 +244,7 @@ def run_fit(args) -> int:
 
         variant = "guarded" + (f"+{args.cover}" if args.cover != "none" else "") + ("+slot" if args.slot_refutes else "") \
             + (args.cover_scope.replace("dialogue", "+chat", 1) if args.cover != "none" and args.cover_scope != "all" else "") \
-            + ("+relclash" if args.relation_clash else "")
+            + ("+relclash" if args.relation_clash else "") + "".join(f"+{c}" for c in args.checks_on.split(",") if c)
         if variant not in VARIANTS:
             from dialcheck.errors import UsageError
 

@@ -60,6 +60,13 @@ def _cover_text(p: dict) -> str:
         slot += ("; a supported claim whose deciding window gives one of its relations to another word (another agent, "
                  "the arguments swapped, the predicate said of another: workers/decision/structure.py's precise test) "
                  "is NOT ENOUGH INFO")
+    if "rival" in p.get("checks_on", ()):
+        slot += ("; a claim whose windows (with the passages its rival query brought: workers/rival.py) state another "
+                 "filler of its one-filler relation — another capital of the country, another author of the work — in "
+                 "a window about the relation's parties is REFUTES, whatever it was (workers/decision/relations.py)")
+    if "subject" in p.get("checks_on", ()):
+        slot += ("; a SUPPORTS whose windows, of titled passages, never name the claim's named subject is "
+                 "NOT ENOUGH INFO")
     thin = f"; a claim of fewer than {MIN_TERMS} key terms is too thin to check" if MIN_TERMS > 1 else ""
     return (f" and that window (or two supporting windows together) states the claim's {what}{scope} — else the "
             f"claim is at most NOT ENOUGH INFO, its uncovered terms in the verdict{thin}{slot}")

@@ -37,14 +37,15 @@ class Checks:
     """The registered checks (registry.py) of one claim against the windows its label rests on
     (texts as the decision read them; `titled`: each with its passage title, as the slots read them;
     `pool`: every window the claim read; `enabled`: the checks switched on by name, `checks_on`;
-    `aliases`: per window, the other names its passage gives its subject, aliases.py).
+    `aliases`: per window, the other names its passage gives its subject, aliases.py; `titles`: per
+    window, its passage's title, "" when it has none).
     Each check's finding is worked out on first use and kept."""
 
     def __init__(self, claim: str, texts: tuple[str, ...], titled: tuple[str, ...],
                  pool: tuple[PoolWindow, ...] = (), enabled: frozenset[str] = frozenset(),
-                 aliases: tuple[str, ...] = ()):
+                 aliases: tuple[str, ...] = (), titles: tuple[str, ...] = ()):
         self.claim, self.texts, self.titled, self.pool, self.enabled = claim, texts, titled, pool, enabled
-        self.aliases = aliases
+        self.aliases, self.titles = aliases, titles
         self._found: dict[str, object] = {}
 
     def finding(self, name: str) -> object:
@@ -135,7 +136,8 @@ def checks_of(ev, windows: tuple[int, ...], enabled: tuple[str, ...] = (), on_to
     titled = tuple(window_text(ev, i, ". ") for i in windows)
     pool = tuple(PoolWindow(window_text(ev, i, ". "), _title(ev, i), bool(ev.on_topic[i] >= on_topic))
                  for i in range(ev.n)) if enabled else ()
-    return Checks(claim, texts, titled, pool, frozenset(enabled), tuple(of_passage(ev.aliases, ev, i) for i in windows))
+    return Checks(claim, texts, titled, pool, frozenset(enabled), tuple(of_passage(ev.aliases, ev, i) for i in windows),
+                  tuple(_title(ev, i) for i in windows))
 
 
 def _title(ev, i: int) -> str:

@@ -112,8 +112,8 @@ class GuardedParams:
 
     def to_dict(self) -> dict:
         """As decision.json stores them: the thresholds, then what differs from the defaults."""
-        return {f.name: getattr(self, f.name) for f in fields(self)
-                if f.name in self.ALWAYS or getattr(self, f.name) != f.default}
+        return {f.name: list(v) if isinstance(v, tuple) else v for f in fields(self)
+                for v in [getattr(self, f.name)] if f.name in self.ALWAYS or v != f.default}
 
     def level(self, ev) -> str:
         """The coverage level asked of this claim: `cover`, or for a claim without dialogue context

@@ -34,7 +34,10 @@ class SubjectCheck(DecisionCheck):
         return "the claim's subject"
 
     def relabel(self, checks, topical: bool) -> Relabel | None:
-        if checks.subject is not False:
+        """Withdrawn only where the windows' passages say what they are about (a title): a window of an
+        untitled passage (a grounded turn's, a citation's) may name its subject in the passage's
+        other sentences, so there the display's veto alone acts."""
+        if checks.subject is not False or not any(t.strip() for t in checks.titles):
             return None
         return Relabel(Effect.WITHDRAW, "No window the label rests on names the claim's subject.", "subject_unnamed")
 

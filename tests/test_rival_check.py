@@ -97,3 +97,10 @@ def test_a_supports_whose_windows_never_name_the_subject_is_withdrawn_when_switc
     assert decide(ev).label == "SUPPORTS"
     d = decide(ev, "subject")
     assert (d.label, d.numbers.get("subject_unnamed")) == ("NOT ENOUGH INFO", True)
+
+
+def test_a_given_passage_without_a_title_is_about_the_reply():
+    # a grounded turn's passage (no title): what the assistant was given states another capital
+    ev = claim_with("Istanbul is the capital of Turkey.", ("", "Ankara is the capital of Turkey."), entail=(0.3,))
+    d = decide(ev, "rival")
+    assert (d.label, d.numbers.get("rival")) == ("REFUTES", True)

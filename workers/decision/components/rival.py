@@ -7,9 +7,9 @@ roles as entailment; a knowledge base stating another filler of a one-filler slo
 claim. Regular expressions over every window the claim read (not only the deciding ones: the
 rival is often in another passage, one the rival query brought: workers/rival.py), asked only of a
 claim with such a relation. A rival in a window about one of the relation's parties (its title
-names a filler, or it is on the claim's topic) is firm: with "rival" in `checks_on` the guarded
-rule answers REFUTES with that window shown, whatever the label was (guarded.py `rivalled`); a
-rival elsewhere only hides the badge."""
+names a filler, it is on the claim's topic, or its passage has no title: one given for the reply)
+is firm: with "rival" in `checks_on` the guarded rule answers REFUTES with that window shown,
+whatever the label was (guarded.py `rivalled`); a rival elsewhere only hides the badge."""
 from __future__ import annotations
 
 from schemas.verdict import Mismatch
@@ -32,7 +32,7 @@ class RivalCheck(DecisionCheck):
         claim = claim_relation(checks.claim)
         if claim is None:
             return []
-        return [(rival, window.on_topic or _names_a_party(window.title, claim) or _names_a_party(window.title, rival), i)
+        return [(rival, window.on_topic or _about_a_party(window.title, claim, rival), i)
                 for i, window in enumerate(checks.pool)
                 for rival, _ in rivals(claim, (with_owner(window.text, window.title),))]
 
@@ -67,6 +67,13 @@ def note(s: Statement) -> str:
 
 def _stated(s: Statement) -> str:
     return f"{s.subject} — {s.relation.name.replace('_', ' ')} — {s.object}"
+
+
+def _about_a_party(title: str, claim: Statement, rival: Statement) -> bool:
+    """Is the rival's passage about the relation: untitled (a passage the app gave for this reply,
+    or a citation: chosen as its evidence), or its title names a filler of the claim or the rival?
+    A titled passage about something else may state the relation in passing."""
+    return not title.strip() or _names_a_party(title, claim) or _names_a_party(title, rival)
 
 
 def _names_a_party(title: str, statement: Statement) -> bool:

@@ -249,40 +249,40 @@ class GuardedRule:
         i = int(np.argmax(np.where(topical, decided, decided - 2.0)))
         return NEI, i, (i,)
 
-    def agreeing(self, ev, cov: Coverage, used: tuple[int, ...]) -> tuple[int, Checks] | None:
-        """With `checked`, when the checks disagree with the windows the SUPPORTS rests on: the next
-        supporting, covering window (at most RECHECK of them: each is a parse) they agree with, on a
-        relation of the claim it states (a window that only names a word of the claim agrees vacuously)."""
+    def next_supporting(self, ev, cov: Coverage, used: tuple[int, ...], accept) -> tuple[int, Checks] | None:
+        """The next supporting, covering window beyond `used` (at most RECHECK of them, strongest
+        entailment first: each may be a parse) whose checks `accept(i, checks)`."""
         probs = np.asarray(ev.probs)
         e = probs[:, ENTAILMENT]
         supporting = (e >= self.params.t_supports) & (probs.argmax(1) == ENTAILMENT)
         order = [int(i) for i in np.argsort(-np.where(supporting, e, -1.0)) if supporting[i] and int(i) not in used]
         for i in [i for i in order if cov.covers((i,))][:RECHECK]:
             checks = self.checks_of(ev, (i,))
-            if checks is not None and checks.agreed and checks.structure.asked:  # held, not just unasked
+            if checks is not None and accept(i, checks):
                 return i, checks
         return None
+
+    def agreeing(self, ev, cov: Coverage, used: tuple[int, ...]) -> tuple[int, Checks] | None:
+        """With `checked`, when the checks disagree with the windows the SUPPORTS rests on: the next
+        supporting, covering window they agree with, on a relation of the claim it states (a window
+        that only names a word of the claim agrees vacuously)."""
+        return self.next_supporting(ev, cov, used, lambda i, checks: checks.agreed and checks.structure.asked)
 
     def naming(self, ev, cov: Coverage, used: tuple[int, ...]) -> tuple[int, Checks] | None:
         """With "subject" in `checks_on`, when the windows a SUPPORTS rests on never name the claim's
-        subject: the next supporting, covering window (RECHECK of them) of a passage about the subject
-        (its title or the other names its opening gives name it), so a true claim is not withdrawn
-        because its strongest window was another passage's ("It is mainly situated in the Himalayas"
-        of Nepal for "Mount Everest is in the Himalayas"). Only the subject's own passage: a window
-        of another that merely names it ("Moscow is the capital of Russia" for a claim about Russia)
-        is no better than the one withdrawn."""
+        subject: the next supporting, covering window of a passage about the subject (its title or
+        the other names its opening gives name it), so a true claim is not withdrawn because its
+        strongest window was another passage's ("It is mainly situated in the Himalayas" of Nepal for
+        "Mount Everest is in the Himalayas"). Only the subject's own passage: a window of another that
+        merely names it ("Moscow is the capital of Russia" for a claim about Russia) is no better than
+        the one withdrawn."""
         from .components.subject import subject_named
 
-        probs = np.asarray(ev.probs)
-        e = probs[:, ENTAILMENT]
-        supporting = (e >= self.params.t_supports) & (probs.argmax(1) == ENTAILMENT)
-        order = [int(i) for i in np.argsort(-np.where(supporting, e, -1.0)) if supporting[i] and int(i) not in used]
-        for i in [i for i in order if cov.covers((i,))][:RECHECK]:
-            checks = self.checks_of(ev, (i,))
+        def about_subject(i: int, checks: Checks) -> bool:
             about = tuple(t for t in (of_passage(ev.titles, ev, i), of_passage(ev.aliases, ev, i)) if t)
-            if checks is not None and about and subject_named(checks.claim, about) and checks.subject is not False:
-                return i, checks
-        return None
+            return bool(about) and bool(subject_named(checks.claim, about)) and checks.subject is not False
+
+        return self.next_supporting(ev, cov, used, about_subject)
 
     def clashing(self, ev) -> tuple[int, Checks] | None:
         """With `clash_refutes`: the first on-topic window (most on topic first; RECHECK of them) that

@@ -104,3 +104,16 @@ def test_a_given_passage_without_a_title_is_about_the_reply():
     ev = claim_with("Istanbul is the capital of Turkey.", ("", "Ankara is the capital of Turkey."), entail=(0.3,))
     d = decide(ev, "rival")
     assert (d.label, d.numbers.get("rival")) == ("REFUTES", True)
+
+
+@pytest.mark.model  # the subject check reads the claim's proper nouns (spaCy)
+@pytest.mark.parametrize("claim,text,named", [
+    ("Albert Einstein was born in France.", "Albert Camus. Albert Camus was born in French Algeria.", False),
+    ("Albert Einstein was born in Germany.", "Einstein was born in Ulm.", True),  # the head name
+    ("The Book of Leviticus was named after a Greek word.", "Leviticus. The English name comes from the Latin.", True),
+    ("New York City is the largest city in the United States.", "New York is the most populous city.", True),
+])
+def test_a_subject_is_named_by_its_head_name_not_a_first_name(claim, text, named):
+    from workers.decision.components.subject import subject_named
+
+    assert subject_named(claim, (text,)) is named

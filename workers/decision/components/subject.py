@@ -45,10 +45,12 @@ class SubjectCheck(DecisionCheck):
 def subject_named(claim: str, texts: tuple[str, ...]) -> bool | None:
     """Do the texts name the claim's subject? Asked only of a subject with a name or number in it
     ("Kyoto", "The 1998 final"): a pronoun or a common noun ("it", "the club") is not checkable
-    here (None). The subject is named when its names are there, all but one of three or more ("New
-    York" for "New York City"; a middle name is not asked: sufficiency.middle_names): one of two is
-    not enough, "Albert Camus" does not name "Albert Einstein". A window's passage title and the
-    other names the passage's opening gives count (the texts the caller passes)."""
+    here (None). The subject is named by its head name, the last of its names ("Einstein",
+    "Leviticus" for "the Book of Leviticus", "Bush" for a misspelt "Geroge H.W. Bush"), or by its
+    names but one of three or more ("New York" for "New York City"; a middle name is not asked:
+    sufficiency.middle_names): a first name alone is not enough, "Albert Camus" does not name
+    "Albert Einstein". A window's passage title and the other names the passage's opening gives
+    count (the texts the caller passes)."""
     terms = subject_terms(claim)
     if not terms:
         return None
@@ -61,7 +63,10 @@ def subject_named(claim: str, texts: tuple[str, ...]) -> bool | None:
     for t in texts:
         words, nums = window_terms(t)
         present |= words | nums
-    return len(anchors & present) >= (len(anchors) - 1 if len(anchors) >= 3 else len(anchors))
+    from ...windows import normalise
+
+    head = next((t for t in reversed(normalise(claim)) if t in anchors), None)
+    return head in present or len(anchors & present) >= (len(anchors) - 1 if len(anchors) >= 3 else len(anchors))
 
 
 @lru_cache(maxsize=65536)

@@ -94,3 +94,26 @@ def test_the_stage_is_built_where_it_is_wanted(mode, checks_on, searcher, wanted
     parts = SimpleNamespace(settings=load_settings(retrieval={"rival_queries": mode}), searcher=object() if searcher else None,
                             decision=SimpleNamespace(params={"checks_on": checks_on}))
     assert rival_queries_wanted(parts) is wanted
+
+
+@pytest.mark.model
+def test_end_to_end_the_rival_s_passage_refutes_and_is_shown_as_the_evidence(settings, nli, encoder):
+    """The shipped decision checks rivals, so the e2e chain asks the index (the stage table's "rival"
+    row): the claim's own retrieval reads Istanbul's passages, the rival query brings Ankara's."""
+    from workers.pipeline import Pipeline
+
+    istanbul = [Passage(f"istanbul-{i}", "Istanbul", f"Istanbul is the largest city in Turkey. {text}") for i, text in enumerate((
+        "It was the capital of the Ottoman Empire.", "Istanbul straddles the Bosphorus.",
+        "Istanbul is Turkey's economic centre."))]
+    index = EmbeddedIndex.build([*istanbul, KB[1], *KB[2:]])
+    claim = [CheckItem("c", "t1", [], "Istanbul is the capital of Turkey.")]
+    off = Pipeline(settings.updated(retrieval={"rival_queries": "off"}), nli, encoder, index, "e2e", "r0")
+    [alone] = off.check_turns(claim)
+    assert "rival" not in [st.name for st in off.stages] and "Ankara" not in [p.title for p in alone.states[0].passages]
+
+    pipe = Pipeline(settings, nli, encoder, index, "e2e", "r0")
+    [result] = pipe.check_turns(claim)
+    v = result.verdict
+    assert v.label == "REFUTES" and v.rationale["rival_query"] == "is the capital of Turkey."
+    assert v.evidence[0].title == "Ankara" and v.rationale["numbers"]["rival"] is True
+    assert [m.evidence for m in v.mismatches if m.check == "rival"] == ["Ankara — capital of — Turkey"]

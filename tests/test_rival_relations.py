@@ -137,3 +137,12 @@ def test_the_verdict_schema_names_every_relation_a_rival_is_reported_under():
     schema = json.loads((Path(__file__).resolve().parent.parent / "schemas" / "verdict.schema.json").read_text())
     described = schema["properties"]["mismatches"]["items"]["properties"]["type"]["description"]
     assert [t for t in CHECKS["rival"].types if t not in described] == []
+
+
+@pytest.mark.parametrize("claim,window,rival", [
+    ("Barack Obama was born in Hawaii.", "Barack Obama was born in Honolulu, Hawaii.", []),  # another granularity
+    ("Albert Einstein was born in Germany.", "Albert Einstein was born in Ulm, in the German Empire.", []),
+    ("Albert Einstein was born in France.", "Albert Einstein was born in Ulm, in the German Empire.", ["Ulm"]),
+])
+def test_a_birthplace_named_at_another_granularity_is_no_rival(claim, window, rival):
+    assert [s.object for s, _ in rivals(claim_relation(claim), (window,))] == rival

@@ -40,6 +40,7 @@ class Relation:
     functional: End
     quantity: bool = False  # a year or amount: compared by the slot check, not read as a rival
     changes: bool = False  # a state that changes over time (a capital moves): a past and a present filler are no rivals
+    places: bool = False  # its varied end is a place, named at any granularity (Honolulu, Hawaii, the United States)
 
     @property
     def exclusive(self) -> bool:
@@ -77,9 +78,9 @@ RELATIONS: tuple[Relation, ...] = (
                             _p(r"[Tt]he\s+capital\s+of\s+O\s+(?:is|was)\s+S"),
                             _p(r"O's\s+capital(?:\s+city)?\s+(?:is|was)\s+S"),
                             _p(rf"S,?\s+{_IS}\s+O's\s+{_CAPITAL_KIND}capital")), End.SUBJECT, changes=True),
-    Relation("born_in", (_p(r"S\s+was\s+born\s+in\s+O"),), End.OBJECT),
+    Relation("born_in", (_p(r"S\s+was\s+born\s+in\s+O"),), End.OBJECT, places=True),
     Relation("born_on", (_q(r"S\s+was\s+born\s+on\s+O", r"[\w ,]+\d{4}"),), End.OBJECT, quantity=True),
-    Relation("died_in", (_p(r"S\s+died\s+in\s+O"),), End.OBJECT),
+    Relation("died_in", (_p(r"S\s+died\s+in\s+O"),), End.OBJECT, places=True),
     Relation("located_in", (_p(rf"S\s+{_IS}\s+(?:located|situated)?\s*in\s+O"), _p(r"S\s+lies\s+in\s+O")), End.NEITHER),
     Relation("city_in", (_p(rf"S\s+{_IS}\s+an?\s+(?:\w+\s+)?(?:city|town|country|region|state|river)\s+in\s+O"),), End.NEITHER),
     Relation("member_of", (_p(rf"S\s+{_IS}\s+an?\s+(?:\w+\s+)?member\s+of\s+O"),), End.NEITHER),
@@ -171,9 +172,20 @@ def rivals(claim: Statement, texts: tuple[str, ...]) -> list[tuple[Statement, st
         for s in statements(text):
             # the fixed end the very same filler ("Wales" is not "New South Wales"), the varied end clearly another
             if (s.relation is rel and s.key(fixed) == claim.key(fixed) and not same_filler(s.key(varied), claim.key(varied))
-                    and same_time(s, claim)):
+                    and same_time(s, claim) and not (rel.places and names_place(text, getattr(claim, varied)))):
                 out.append((s, text))
     return out
+
+
+def names_place(text: str, place: str) -> bool:
+    """Does the text name the place, or a word made from it ("German" for Germany, "Hawaiian")? A
+    birthplace stated at another granularity is no rival: "born in Honolulu, Hawaii" for "born in
+    Hawaii", "born in Ulm, in the German Empire" for "born in Germany". Where the text does not name
+    the claim's place at all, another place is read as a rival (a gazetteer would know Ulm is in
+    Germany; the text is what is at hand)."""
+    words = {w.lower() for w in re.findall(r"[^\W\d_]+", text)}
+    stems = [w.lower()[: max(4, len(w) - 2)] for w in re.findall(r"[^\W\d_]+", place) if len(w) >= 4]
+    return any(w.startswith(stem) for stem in stems for w in words)
 
 
 _OWNER = re.compile(r"\b(?:[Tt]he\s+(?:country|nation|state|province|region|island|kingdom|republic)'s|[Ii]ts)(?=\s+(?:\w+\s+)?capital\b)")

@@ -83,16 +83,16 @@ def _verify(p: Parts) -> VerifyStage:
 
 @dataclass(frozen=True)
 class StageRow:
-    """One stage of the table: for which protocols and surfaces, under which settings, built how."""
+    """One stage of the table: for which protocols and surfaces, under which parts (its settings, a
+    searcher, the decision), built how."""
     stage: type
     protocols: tuple[str, ...]
     surfaces: tuple[str, ...]
     build: Callable[[Parts], Stage]
-    when: Callable[[Settings], bool] = field(default=lambda s: True)
-    wanted: Callable[[Parts], bool] = field(default=lambda p: True)  # what else it needs (a searcher, a decision's check)
+    when: Callable[[Parts], bool] = field(default=lambda p: True)
 
-    def applies(self, protocol: str, surface: str, settings: Settings) -> bool:
-        return protocol in self.protocols and surface in self.surfaces and self.when(settings)
+    def applies(self, parts: Parts) -> bool:
+        return parts.protocol in self.protocols and parts.surface in self.surfaces and self.when(parts)
 
 
 def rival_queries_wanted(p: Parts) -> bool:
@@ -109,7 +109,7 @@ STAGE_TABLE: tuple[StageRow, ...] = (
     StageRow(LanguageStage, LABEL_PROTOCOLS, SURFACES, lambda p: LanguageStage()),  # English only: other languages NEI
     StageRow(CheckWorthyStage, LABEL_PROTOCOLS, SURFACES,
              lambda p: CheckWorthyStage(_skip_turns(p.settings), p.settings.perf.batch_parsing),
-             when=lambda s: _skip_turns(s) is None or bool(_skip_turns(s))),
+             when=lambda p: _skip_turns(p.settings) is None or bool(_skip_turns(p.settings))),
     StageRow(SurfaceStage, PROTOCOLS, SURFACES, lambda p: SurfaceStage(p.base_surface, p.surface_builder)),
     StageRow(GateStage, PROTOCOLS, GATED_SURFACES,
              lambda p: GateStage(p.gate, p.settings.gate)),
@@ -121,21 +121,20 @@ STAGE_TABLE: tuple[StageRow, ...] = (
     StageRow(EditStage, RETRIEVAL_PROTOCOLS, SURFACES,
              lambda p: EditStage(client_for(p.settings.llm), p.searcher, p.encoder, p.settings.retrieval,
                                  p.settings.llm),
-             when=lambda s: s.llm.edit),
+             when=lambda p: p.settings.llm.edit),
     StageRow(RivalQueryStage, ("e2e",), SURFACES, lambda p: RivalQueryStage(p.searcher, p.settings.retrieval.rival_top_k),
-             when=lambda s: s.retrieval.rival_queries != "off", wanted=rival_queries_wanted),
+             when=rival_queries_wanted),
     StageRow(GoldEvidenceStage, ("fv",), SURFACES, lambda p: GoldEvidenceStage()),
     StageRow(VerifyStage, LABEL_PROTOCOLS, SURFACES, _verify),
     StageRow(JudgeStage, LABEL_PROTOCOLS, SURFACES, lambda p: JudgeStage.of(p.settings.llm, p.decision, p.display),
-             when=lambda s: s.llm.judge),
+             when=lambda p: p.settings.llm.judge),
 )
 
 
 def stages_for(parts: Parts, table: tuple[StageRow, ...] | None = None) -> list[Stage]:
     """The table's stages for the parts' protocol and surface, in order, checked (`check_chain`)."""
     rows = STAGE_TABLE if table is None else table
-    stages = [row.build(parts) for row in rows
-              if row.applies(parts.protocol, parts.surface, parts.settings) and row.wanted(parts)]
+    stages = [row.build(parts) for row in rows if row.applies(parts)]
     check_chain(stages)
     return stages
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from schemas.verdict import Mismatch
 
-from .registry import DecisionCheck, Effect, Relabel, registered, switched_on
+from .registry import DecisionCheck, Effect, Relabel, check, registered, switched_on
 from .slots import SlotCheck
 from .structure import StructureCheck
 from .sufficiency import ON_TOPIC
@@ -51,8 +51,7 @@ class Checks:
     def finding(self, name: str) -> object:
         """The named check's finding (worked out now if not yet)."""
         if name not in self._found:
-            check = next(c for c in registered() if c.name == name)
-            self._found[name] = check.find(self)
+            self._found[name] = check(name).find(self)
         return self._found[name]
 
     def found(self, name: str) -> object | None:

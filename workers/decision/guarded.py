@@ -312,10 +312,11 @@ class GuardedRule:
         stated in a window about the relation's parties (components/rival.py). Regular expressions only."""
         if "rival" not in self.params.checks_on or not ev.n:
             return None
-        from .components.rival import RivalCheck, note
+        from .components.rival import note
+        from .registry import check
 
-        pool = self.checks_of(ev, (0,))
-        firm = RivalCheck().firm(pool) if pool is not None else None
+        pool = self.checks_of(ev, (0,))  # every Checks of the claim holds the same pool: window 0's will do
+        firm = check("rival").firm(pool) if pool is not None else None
         if firm is None:
             return None
         return firm[1], self.checks_of(ev, (firm[1],)), note(firm[0])
@@ -350,7 +351,8 @@ class GuardedRule:
             note = (f"The windows read are off the claim's topic (coverage {on_topic:.2f} < {p.on_topic:g}), "
                     "so their contradiction cannot refute it.")
         rival = self.rivalled(ev) if code != R else None
-        relabel = checks.relabel(p, on_topic >= p.on_topic, p.checked) if checks is not None and code == S else None
+        relabel = checks.relabel(p, on_topic >= p.on_topic, p.checked) \
+            if rival is None and checks is not None and code == S else None  # a parse, not asked once refuted
         if rival is not None:
             # another filler of a one-filler slot, from a window about its parties: REFUTES on that window,
             # its decided mass (entailment of the shared words, contradiction) read as contradiction

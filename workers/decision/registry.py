@@ -98,6 +98,12 @@ def registered() -> tuple[DecisionCheck, ...]:
     return tuple(sorted(CHECKS.values(), key=lambda c: (c.order, c.name)))
 
 
+def check(name: str) -> DecisionCheck:
+    """The registered check of this name (the components loaded first)."""
+    _load()
+    return CHECKS[name]
+
+
 def names() -> tuple[str, ...]:
     """The registered checks' names, in the order they are asked: the verdict's `mismatches[].check`."""
     return tuple(c.name for c in registered())
